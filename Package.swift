@@ -1,0 +1,55 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let package = Package(
+    name: "swift-gatekeeper",
+    products: [
+        .library(name: "Authentication", targets: ["Authentication"]),
+        .library(name: "AuthenticationTesting", targets: ["AuthenticationTesting"]),
+        .library(name: "TerminalLogin", targets: ["TerminalLogin"]),
+        .library(name: "MockProvider", targets: ["MockProvider"]),
+        .executable(name: "gatekeeper-run", targets: ["gatekeeper-run"]),
+    ],
+    targets: [
+        // The core: AuthProvider, Conversation, Secret, Identity, AuthError, Gatekeeper, RequiresAuthentication.
+        .target(name: "Authentication"),
+        // Test doubles and the provider conformance suite, for host tools and for this package's tests.
+        .target(name: "AuthenticationTesting", dependencies: ["Authentication"]),
+        // A Conversation on the controlling terminal (echo off, Ctrl-C / Ctrl-D cancel) and the shared
+        // command-line handling of provider options, used by the example executables.
+        .target(name: "TerminalLogin", dependencies: ["Authentication"]),
+
+        // Provider plugins: each depends on the core only, never on another provider.
+        .target(name: "MockProvider", dependencies: ["Authentication"], path: "Plugins/MockProvider"),
+
+        // Executables.
+        .executableTarget(
+            name: "gatekeeper-run",
+            dependencies: ["Authentication", "TerminalLogin", "MockProvider"],
+            path: "Examples/gatekeeper-run"
+        ),
+        .executableTarget(
+            name: "gatekeeper-bench",
+            dependencies: ["Authentication", "MockProvider"],
+            path: "Benchmarks/gatekeeper-bench"
+        ),
+
+        // Tests: one target per module.
+        .testTarget(name: "AuthenticationTests", dependencies: ["Authentication", "AuthenticationTesting"]),
+        .testTarget(
+            name: "MockProviderTests",
+            dependencies: ["Authentication", "AuthenticationTesting", "MockProvider"]
+        ),
+        .testTarget(name: "TerminalLoginTests", dependencies: ["Authentication", "TerminalLogin"]),
+        .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+for target in package.targets where [.regular, .executable, .test].contains(target.type) {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,157 @@
+public import Authentication
+import Synchronization
+
+/// An in-memory provider that answers after a delay, like a login server across a network.
+///
+/// For demonstrations and tests: users live in memory, every check waits ``delay`` (one second by
+/// default) on a clock that honours task cancellation at once, and ``inject(_:count:)`` makes the next
+/// logins fail in chosen ways.
+///
+/// ```swift
+/// let provider = DelayedAuthProvider(users: [
+///     .init(username: "alice", password: Secret(copying: "wonderland".utf8), groups: ["admin"]),
+/// ])
+/// ```
+public final class DelayedAuthProvider: AuthProvider {
+    /// One account.
+    public struct User: Sendable {
+        public var username: String
+        public var password: Secret
+        public var displayName: String?
+        public var groups: Set<String>
+        public var status: Status
+
+        /// An account's standing.
+        public enum Status: Sendable, Hashable {
+            /// Can sign in.
+            case active
+            /// Signs in only after activation: ``AuthError/activationRequired``.
+            case activationRequired
+            /// Locked: ``AuthError/accountLocked(until:)``.
+            case locked
+            /// Expired: ``AuthError/accountExpired``.
+            case expired
+            /// The password must be changed first: ``AuthError/passwordChangeRequired``.
+            case passwordChangeRequired
+        }
+
+        public init(
+            username: String,
+            password: Secret,
+            displayName: String? = nil,
+            groups: Set<String> = [],
+            status: Status = .active
+        ) {
+            self.username = username
+            self.password = password
+            self.displayName = displayName
+            self.groups = groups
+            self.status = status
+        }
+    }
+
+    /// A way to make logins fail, for tests and demonstrations.
+    public enum Failure: Sendable, Hashable {
+        /// Answer ``AuthOutcome/unavailable(reason:)`` with this reason.
+        case unavailable(reason: String)
+        /// Never answer until the task is cancelled, like a backend that hangs.
+        case hang
+        /// Reject every login with this error, whatever the password.
+        case reject(AuthError)
+    }
+
+    public let name: String
+    /// How long each check takes.
+    public let delay: Duration
+    /// The prompt for the password.
+    public let passwordPrompt: String
+
+    private let users: [String: User]
+    private let state = Mutex(State())
+
+    private struct State {
+        var failures: [Failure] = []
+        var authentications = 0
+        var signOuts = 0
+    }
+
+    /// - Parameters:
+    ///   - users: The accounts; the first of two with the same name wins.
+    ///   - delay: How long each check takes (the time a round trip to a login server would).
+    ///   - name: The provider name reported in identities.
+    ///   - passwordPrompt: The prompt for the password.
+    public init(
+        users: [User],
+        delay: Duration = .seconds(1),
+        name: String = "mock",
+        passwordPrompt: String = "Password: "
+    ) {
+        self.users = Dictionary(users.map { ($0.username, $0) }, uniquingKeysWith: { first, _ in first })
+        self.delay = delay
+        self.name = name
+        self.passwordPrompt = passwordPrompt
+    }
+
+    /// Makes the next `count` logins fail with `failure` (queued after failures injected earlier).
+    public func inject(_ failure: Failure, count: Int = 1) {
+        state.withLock { $0.failures += Array(repeating: failure, count: count) }
+    }
+
+    /// How many logins reached the point of checking a password.
+    public var authenticationCount: Int { state.withLock { $0.authentications } }
+
+    /// How many times ``signOut(_:)`` was called.
+    public var signOutCount: Int { state.withLock { $0.signOuts } }
+
+    public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        // Ask for the password whether or not the user exists, so prompts do not reveal names.
+        let password = try await request.conversation.askSecret(passwordPrompt)
+        let failure = state.withLock { state -> Failure? in
+            state.authentications += 1
+            return state.failures.isEmpty ? nil : state.failures.removeFirst()
+        }
+        if failure == .hang {
+            try await sleep(.seconds(365 * 24 * 60 * 60))
+        }
+        try await sleep(delay)
+        switch failure {
+        case .unavailable(let reason)?: return .unavailable(reason: reason)
+        case .reject(let error)?: return .rejected(error)
+        case .hang?, nil: break
+        }
+        // Compare against a stand-in when the user is unknown, so both paths do the same work.
+        let user = users[request.username]
+        let expected = user?.password ?? Self.standIn
+        guard password == expected, let user else {
+            return user == nil ? .unknownUser : .rejected(.invalidCredentials)
+        }
+        switch user.status {
+        case .active:
+            return .authenticated(
+                Identity(username: user.username, displayName: user.displayName, groups: user.groups, provider: name)
+            )
+        case .activationRequired: return .rejected(.activationRequired)
+        case .locked: return .rejected(.accountLocked(until: nil))
+        case .expired: return .rejected(.accountExpired)
+        case .passwordChangeRequired: return .rejected(.passwordChangeRequired)
+        }
+    }
+
+    public func signOut(_ identity: Identity) async {
+        state.withLock { $0.signOuts += 1 }
+    }
+
+    private func sleep(_ duration: Duration) async throws(AuthError) {
+        guard duration > .zero else {
+            if Task.isCancelled { throw .cancelled }
+            return
+        }
+        do {
+            try await Task.sleep(for: duration)
+        } catch {
+            throw .cancelled
+        }
+    }
+
+    private static let standIn = Secret(copying: [UInt8](repeating: 0x2A, count: 32))
+}

@@ -1,0 +1,24 @@
+import Authentication
+
+extension DelayedAuthProvider {
+    /// The demonstration accounts of `gatekeeper-run` and `gatekeeper-repl`, listed in the README.
+    ///
+    /// | user  | password     | groups       | standing            |
+    /// |-------|--------------|--------------|---------------------|
+    /// | alice | wonderland   | staff, admin | active              |
+    /// | bob   | builder      | staff        | active              |
+    /// | carol | carol-2026   |              | activation required |
+    /// | dave  | dave-2026    | staff        | locked              |
+    public static let demoUsers: [User] = [
+        User(username: "alice", password: demoPassword("wonderland"), displayName: "Alice Liddell",
+             groups: ["staff", "admin"]),
+        User(username: "bob", password: demoPassword("builder"), displayName: "Bob the Builder", groups: ["staff"]),
+        User(username: "carol", password: demoPassword("carol-2026"), displayName: "Carol", status: .activationRequired),
+        User(username: "dave", password: demoPassword("dave-2026"), displayName: "Dave", groups: ["staff"],
+             status: .locked),
+    ]
+
+    private static func demoPassword(_ text: StaticString) -> Secret {
+        Secret(copying: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+}

@@ -1,0 +1,14 @@
+public import Authentication
+
+/// Selects ``DelayedAuthProvider`` with the demonstration accounts as `--provider mock [--delay SECONDS]`.
+public enum MockProviderPlugin: AuthProviderPlugin {
+    public static let name = "mock"
+    public static let summary = "in-memory demonstration accounts, answering after a delay"
+    public static let options = [
+        ProviderOption("delay", valueName: "SECONDS", help: "how long each login takes (default 1)")
+    ]
+
+    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+        DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: try options.duration("delay") ?? .seconds(1))
+    }
+}

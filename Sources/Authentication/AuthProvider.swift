@@ -1,0 +1,76 @@
+/// A backend that checks who someone is: an in-memory table, Linux PAM, a users file, a directory service.
+///
+/// ## The contract
+/// An implementation must honour all of this; ``AuthenticationTesting``'s `ProviderConformance` checks it,
+/// and every provider in this package runs that suite.
+///
+/// - ``authenticate(_:)`` asks for what it needs (a password, a code) through
+///   ``AuthRequest/conversation``, and answers with an ``AuthOutcome``: a failed check is an answer
+///   (``AuthOutcome/rejected(_:)``, ``AuthOutcome/unknownUser``), not an error.
+/// - It throws only ``AuthError/cancelled`` or what the conversation threw. When the task is cancelled it
+///   returns promptly, even if a call into a C library is still blocked: move that call off the
+///   cooperative thread pool and stop waiting for it.
+/// - An unknown user costs the same as a wrong password and is asked for a password all the same, so
+///   neither the prompts nor the timing tell which names exist.
+/// - No secret reaches an ``Identity``, a rejection, an `unavailable` reason, or a log.
+/// - It is safe to call concurrently from many tasks.
+///
+/// The ``Gatekeeper`` validates the user name and password shapes before calling a provider, so a
+/// provider may rely on ``AuthRequest/username`` passing ``Username/validate(_:)``.
+public protocol AuthProvider: Sendable {
+    /// A short, stable name for this backend (`"mock"`, `"pam"`, `"file"`), used in identities and audit records.
+    var name: String { get }
+
+    /// Checks who the person is.
+    /// - Throws: ``AuthError/cancelled`` when the person or the task cancelled, or the error the
+    ///   conversation threw.
+    func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome
+
+    /// Ends whatever the backend keeps for `identity` (a session, a token). Best effort: failures are
+    /// the provider's to log, and signing out locally always succeeds.
+    func signOut(_ identity: Identity) async
+}
+
+extension AuthProvider {
+    public func signOut(_ identity: Identity) async {}
+}
+
+/// What a provider is asked to check. A struct, so fields can be added without breaking providers.
+public struct AuthRequest: Sendable {
+    /// The user name, already validated.
+    public var username: String
+    /// How to ask the person for a password or anything else.
+    public var conversation: any Conversation
+    /// The terminal the person is on, if any (PAM's `PAM_TTY`).
+    public var terminal: String?
+    /// The remote host the person connects from, if any (PAM's `PAM_RHOST`).
+    public var remoteHost: String?
+
+    public init(
+        username: String,
+        conversation: any Conversation,
+        terminal: String? = nil,
+        remoteHost: String? = nil
+    ) {
+        self.username = username
+        self.conversation = conversation
+        self.terminal = terminal
+        self.remoteHost = remoteHost
+    }
+}
+
+/// A provider's answer. A failed check is an answer too, so a chain of providers can decide what to do
+/// next, as PAM's stacking does.
+public enum AuthOutcome: Sendable, Hashable {
+    /// The person is who they say they are.
+    case authenticated(Identity)
+    /// The backend knows the user and refused the login. The error is one of the credential or account
+    /// cases: ``AuthError/invalidCredentials``, ``AuthError/accountLocked(until:)``,
+    /// ``AuthError/accountExpired``, ``AuthError/activationRequired``,
+    /// ``AuthError/passwordChangeRequired``.
+    case rejected(AuthError)
+    /// The backend does not know this user ("not mine"): another backend may.
+    case unknownUser
+    /// The backend itself failed; the reason is for people and logs, and holds no secret.
+    case unavailable(reason: String)
+}

@@ -1,0 +1,54 @@
+/// How a provider asks the person things, as a PAM conversation does.
+///
+/// A terminal, a scripted test, or a fixed pair of credentials can each be the other side. A provider may
+/// ask any number of questions (a password, then a one-time code) and show any number of messages.
+///
+/// Answers that the person refuses to give end the login: implementations throw ``AuthError/cancelled``
+/// when the person cancels (Ctrl-C, Ctrl-D, an empty answer where that means "go back") and when the
+/// task is cancelled. They must not throw other errors for a well-formed answer; validation of the
+/// answers is the gatekeeper's job.
+public protocol Conversation: Sendable {
+    /// Asks a question whose answer may be shown as it is typed (a user name, a code from a text message).
+    /// - Throws: ``AuthError/cancelled`` when the person declines to answer.
+    func ask(_ prompt: String) async throws(AuthError) -> String
+
+    /// Asks a question whose answer must not be shown (a password).
+    /// - Throws: ``AuthError/cancelled`` when the person declines to answer.
+    func askSecret(_ prompt: String) async throws(AuthError) -> Secret
+
+    /// Shows a message that needs no answer. Never fails the conversation.
+    func show(_ message: String, as kind: MessageKind) async
+}
+
+/// The kind of a message shown during a conversation.
+public enum MessageKind: Hashable, Sendable {
+    /// Informational text (PAM's `PAM_TEXT_INFO`).
+    case info
+    /// An error the person should see (PAM's `PAM_ERROR_MSG`); the login may still go on.
+    case error
+}
+
+/// A conversation that answers with fixed credentials: the user name to a visible prompt, the password
+/// to a hidden one. It is how ``Gatekeeper/signIn(_:)`` talks to a provider.
+///
+/// A second hidden prompt (a one-time code, a new password) cannot be answered from fixed credentials
+/// and gets ``AuthError/cancelled``, so a provider never loops on it.
+public struct CredentialsConversation: Conversation {
+    private let credentials: Credentials
+    private let answeredSecret = Flag()
+
+    public init(_ credentials: Credentials) {
+        self.credentials = credentials
+    }
+
+    public func ask(_ prompt: String) async throws(AuthError) -> String {
+        credentials.username
+    }
+
+    public func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
+        guard answeredSecret.setOnce() else { throw .cancelled }
+        return credentials.password
+    }
+
+    public func show(_ message: String, as kind: MessageKind) async {}
+}

@@ -1,0 +1,255 @@
+import Synchronization
+
+extension Gatekeeper {
+    /// The answer of the signed-in fast path.
+    enum Admission {
+        case admitted(Identity)
+        case refused(Identity)
+        case needsLogin
+    }
+
+    /// The check every protected action makes: one lock, one clock read, no allocation.
+    func admit(_ requirement: Requirement) -> Admission {
+        let instant = now()
+        let (admission, expired) = core.withLock { core -> (Admission, Identity?) in
+            guard let session = core.session else { return (.needsLogin, nil) }
+            if session.isExpired(at: instant, configuration) {
+                let ((), effects) = core.transition(at: instant, configuration: configuration) { $0.session = nil }
+                effects.deliver()  // Ending a session resumes no waiter and cancels no task.
+                return (.needsLogin, session.identity)
+            }
+            guard requirement.isSatisfied(by: session.identity) else { return (.refused(session.identity), nil) }
+            core.session?.lastUsed = instant
+            return (.admitted(session.identity), nil)
+        }
+        if let expired {
+            record(.sessionExpired, expired.username)
+            Task { [provider] in await provider.signOut(expired) }
+        }
+        return admission
+    }
+
+    /// Signs in through `presenter`, or joins the login already in progress when `joinExisting` is set.
+    /// An explicit sign-in (`joinExisting == false`) waits for a login in progress to end, then starts its own.
+    func login(presenter: any Conversation, attempts: Int, joinExisting: Bool) async throws(AuthError) -> Identity {
+        while true {
+            if Task.isCancelled { throw .cancelled }
+            let instant = now()
+            let ((waiterID, startedFlight, queued), effects) = core.withLock { core in
+                core.transition(at: instant, configuration: configuration) { core -> (UInt64, UInt64?, Bool) in
+                    if let flight = core.flight {
+                        return (core.addWaiter(for: flight.id, interested: joinExisting), nil, !joinExisting)
+                    }
+                    let flightID = core.nextID()
+                    core.flight = Flight(id: flightID)
+                    return (core.addWaiter(for: flightID, interested: true), flightID, false)
+                }
+            }
+            effects.deliver()
+            if let flightID = startedFlight {
+                start(flightID, presenter: presenter, attempts: attempts)
+            }
+            let result = await wait(waiterID)
+            if queued {
+                if Task.isCancelled { throw .cancelled }
+                continue
+            }
+            return try result.get()
+        }
+    }
+
+    private func start(_ flightID: UInt64, presenter: any Conversation, attempts: Int) {
+        let task = Task {
+            let result: Result<Identity, AuthError>
+            do throws(AuthError) {
+                result = .success(try await performLogin(presenter: presenter, attempts: attempts))
+            } catch {
+                result = .failure(error)
+            }
+            await finish(flightID, with: result)
+        }
+        // The login may have been abandoned before its task was known; then cancel the task here.
+        let attached = core.withLock { core in
+            guard core.flight?.id == flightID else { return false }
+            core.flight?.task = task
+            return true
+        }
+        if !attached { task.cancel() }
+    }
+
+    /// Waits for the result of a login. Returns `cancelled` at once when this task is cancelled, even if
+    /// the login itself is still blocked in the provider.
+    private func wait(_ waiterID: UInt64) async -> Result<Identity, AuthError> {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = core.withLock { core -> Result<Identity, AuthError>? in
+                    guard let waiter = core.waiters[waiterID] else { return .failure(.cancelled) }
+                    switch waiter.state {
+                    case .finished(let result):
+                        core.waiters[waiterID] = nil
+                        return result
+                    case .pending:
+                        core.waiters[waiterID]?.state = .waiting(continuation)
+                        return nil
+                    case .waiting:
+                        preconditionFailure("a waiter suspends once")
+                    }
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            leave(waiterID)
+        }
+    }
+
+    /// A waiter's task was cancelled: it stops waiting, and if nobody else wants the login, the login ends.
+    private func leave(_ waiterID: UInt64) {
+        let instant = now()
+        let (username, effects) = core.withLock { core in
+            core.transition(at: instant, configuration: configuration) { core -> String?? in
+                guard let waiter = core.waiters[waiterID] else { return nil }
+                switch waiter.state {
+                case .waiting(let continuation):
+                    core.waiters[waiterID] = nil
+                    core.pending.resumes.append((continuation, .failure(.cancelled)))
+                case .pending:
+                    core.waiters[waiterID]?.state = .finished(.failure(.cancelled))
+                case .finished:
+                    return nil
+                }
+                guard let flight = core.flight, flight.id == waiter.flightID,
+                    !core.hasInterestedWaiters(flight.id)
+                else { return nil }
+                core.abandon(flight)
+                return .some(nil)
+            }
+        }
+        effects.deliver()
+        if effects.abandoned { record(.signInCancelled, username ?? nil) }
+    }
+
+    /// A login's task ended. Its result counts only if the login is still the current one.
+    private func finish(_ flightID: UInt64, with result: Result<Identity, AuthError>) async {
+        let instant = now()
+        let (outcome, effects) = core.withLock { core in
+            core.transition(at: instant, configuration: configuration) { core -> (current: Bool, replaced: Identity?) in
+                guard core.flight?.id == flightID else { return (false, nil) }
+                core.flight = nil
+                var replaced: Identity?
+                if case .success(let identity) = result {
+                    replaced = core.session?.identity
+                    core.session = Session(identity: identity, at: instant)
+                }
+                core.settle(flightID, with: result)
+                return (true, replaced)
+            }
+        }
+        effects.deliver()
+        switch (outcome.current, result) {
+        case (false, .success(let orphan)):
+            // Nobody waits for this login any more: the session it opened is closed again.
+            await provider.signOut(orphan)
+        case (false, .failure):
+            break
+        case (true, .success(let identity)):
+            record(.signedIn, identity.username)
+            if let replaced = outcome.replaced { await provider.signOut(replaced) }
+        case (true, .failure(.cancelled)):
+            record(.signInCancelled, nil)
+        case (true, .failure):
+            break  // Each failed attempt was audited as it happened.
+        }
+    }
+
+    /// The interactive login: user name, then the provider's questions, up to `attempts` times.
+    /// An empty user name means the person changed their mind: ``AuthError/cancelled``.
+    private func performLogin(presenter: any Conversation, attempts: Int) async throws(AuthError) -> Identity {
+        let attempts = max(attempts, 1)
+        for attempt in 1...attempts {
+            if Task.isCancelled { throw .cancelled }
+            let answer = try await presenter.ask(configuration.usernamePrompt)
+            if answer.isEmpty { throw .cancelled }
+            do {
+                return try await check(answer, presenter: presenter)
+            } catch {
+                switch error {
+                case .cancelled, .providerUnavailable, .tooManyAttempts:
+                    throw error
+                default:
+                    guard attempt < attempts else { throw error }
+                    await presenter.show(error.description, as: .error)
+                }
+            }
+        }
+        preconditionFailure("the loop returns or throws")
+    }
+
+    /// One attempt: validate, check the lockout, ask the provider, count the outcome.
+    private func check(_ answer: String, presenter: any Conversation) async throws(AuthError) -> Identity {
+        let username = try Username.validate(answer)
+        if let threshold = configuration.lockoutThreshold, threshold > 0 {
+            let instant = now()
+            if let remaining = core.withLock({ $0.failures.lockout(of: username, at: instant) }) {
+                record(.lockedOut, username, .tooManyAttempts(retryAfter: remaining))
+                throw .tooManyAttempts(retryAfter: remaining)
+            }
+        }
+        let request = AuthRequest(
+            username: username,
+            conversation: ValidatingConversation(presenter),
+            terminal: configuration.terminal,
+            remoteHost: configuration.remoteHost
+        )
+        let outcome = try await provider.authenticate(request)
+        switch outcome {
+        case .authenticated(let identity):
+            core.withLock { $0.failures.clear(username) }
+            return identity
+        case .rejected(let error):
+            registerFailure(of: username, error)
+            throw error
+        case .unknownUser:
+            registerFailure(of: username, .userNotFound)
+            throw configuration.revealsUnknownUsers ? .userNotFound : .invalidCredentials
+        case .unavailable(let reason):
+            record(.signInFailed, username, .providerUnavailable(reason: reason))
+            throw .providerUnavailable(reason: reason)
+        }
+    }
+
+    private func registerFailure(of username: String, _ reason: AuthError) {
+        record(.signInFailed, username, reason)
+        guard let threshold = configuration.lockoutThreshold, threshold > 0 else { return }
+        let instant = now()
+        let locked = core.withLock { core in
+            core.failures.registerFailure(
+                of: username,
+                at: instant,
+                threshold: threshold,
+                duration: configuration.lockoutDuration
+            )
+        }
+        if locked { record(.lockedOut, username, .tooManyAttempts(retryAfter: configuration.lockoutDuration)) }
+    }
+}
+
+/// Checks every password the provider asks for before the provider sees it.
+struct ValidatingConversation: Conversation {
+    let base: any Conversation
+
+    init(_ base: any Conversation) { self.base = base }
+
+    func ask(_ prompt: String) async throws(AuthError) -> String {
+        try await base.ask(prompt)
+    }
+
+    func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
+        let secret = try await base.askSecret(prompt)
+        try Credentials.validatePassword(secret)
+        return secret
+    }
+
+    func show(_ message: String, as kind: MessageKind) async {
+        await base.show(message, as: kind)
+    }
+}

@@ -1,0 +1,191 @@
+import Synchronization
+
+/// Runs protected actions only for an authenticated, and where asked authorized, identity.
+///
+/// A gatekeeper holds at most one session. Protected actions ask it for an identity that meets their
+/// ``Requirement`` with ``authorize(_:presenter:)`` (or, more often, through ``RequiresAuthentication``):
+/// when a valid session meets the requirement the answer is immediate; otherwise the person is asked to
+/// sign in through the presenter. Concurrent actions that find no session share one login instead of
+/// prompting twice.
+///
+/// Sessions end on ``signOut()``, after ``Configuration/idleTimeout`` without a protected action, and
+/// after ``Configuration/absoluteTimeout``, both measured on a clock that keeps counting while the
+/// machine sleeps (`ContinuousClock`), never on wall time.
+///
+/// The state is broadcast to any number of observers through ``states()``.
+///
+/// `Gatekeeper` keeps its state behind a `Mutex` rather than being an actor, so that the signed-in fast
+/// path (one lock, one clock read) costs about as much as a bare flag check; see `make bench`.
+public final class Gatekeeper: Sendable {
+    /// The provider that checks logins.
+    public let provider: any AuthProvider
+    /// Timeouts, attempts and lockout.
+    public let configuration: Configuration
+
+    let audit: any AuditSink
+    let now: @Sendable () -> ContinuousClock.Instant
+    let core = Mutex(Core())
+
+    /// Creates a gatekeeper.
+    /// - Parameters:
+    ///   - provider: The backend that checks logins.
+    ///   - configuration: Timeouts, attempts and lockout.
+    ///   - audit: Where audit events go.
+    ///   - now: The clock; inject one in tests to move time without sleeping.
+    public init(
+        provider: any AuthProvider,
+        configuration: Configuration = Configuration(),
+        audit: any AuditSink = DiscardingAuditSink(),
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
+        self.provider = provider
+        self.configuration = configuration
+        self.audit = audit
+        self.now = now
+    }
+
+    /// What the gatekeeper is doing.
+    public enum State: Sendable, Hashable {
+        /// No session and no login in progress.
+        case signedOut
+        /// A login is in progress.
+        case authenticating
+        /// A session is open for `identity`; it ends at `expires` unless used (idle timeout) or ended sooner.
+        /// `expires` is `nil` when neither timeout is configured.
+        case signedIn(Identity, expires: ContinuousClock.Instant?)
+    }
+
+    /// The state now. A session past its timeout reads as signed out.
+    public var state: State {
+        let instant = now()
+        return core.withLock { $0.state(at: instant, configuration: configuration) }
+    }
+
+    /// The signed-in identity, if a valid session exists. Reading it does not count as use.
+    public var identity: Identity? {
+        let instant = now()
+        return core.withLock { core in
+            guard let session = core.session, !session.isExpired(at: instant, configuration) else { return nil }
+            return session.identity
+        }
+    }
+
+    /// Returns an identity that meets `requirement`, signing in through `presenter` if there is no valid
+    /// session. This is the check every protected action makes before it starts.
+    ///
+    /// - A valid session that meets the requirement is returned at once and counts as use (idle timeout).
+    /// - A valid session that does not meet it is refused with ``AuthError/notAuthorized(requirement:)``;
+    ///   the person is not asked to sign in as someone else.
+    /// - Otherwise the person signs in (or joins a login already in progress), with up to
+    ///   ``Configuration/maxAttempts`` tries.
+    ///
+    /// - Throws: ``AuthError/cancelled`` when the person or the task cancels (returning promptly even if
+    ///   the provider is still busy); ``AuthError/notAuthorized(requirement:)``; the last login error
+    ///   when the attempts run out; ``AuthError/providerUnavailable(reason:)``.
+    public func authorize(_ requirement: Requirement, presenter: any Conversation) async throws(AuthError) -> Identity {
+        // Bounded: each round either admits, refuses, or waits for a login that consumed attempts.
+        var rounds = 0
+        while true {
+            switch admit(requirement) {
+            case .admitted(let identity):
+                return identity
+            case .refused(let identity):
+                record(.accessDenied, identity.username, .notAuthorized(requirement: requirement.description))
+                throw .notAuthorized(requirement: requirement.description)
+            case .needsLogin:
+                rounds += 1
+                // A login that succeeded but whose session ended before this task could use it (signed out
+                // at once by another task) is retried, up to the attempt limit.
+                guard rounds <= max(configuration.maxAttempts, 1) else { throw .cancelled }
+                _ = try await login(presenter: presenter, attempts: configuration.maxAttempts, joinExisting: true)
+            }
+        }
+    }
+
+    /// Signs in with fixed credentials in one attempt, replacing any current session.
+    /// - Throws: the login error, such as ``AuthError/invalidCredentials``, or ``AuthError/cancelled``.
+    @discardableResult
+    public func signIn(_ credentials: Credentials) async throws(AuthError) -> Identity {
+        try await login(presenter: CredentialsConversation(credentials), attempts: 1, joinExisting: false)
+    }
+
+    /// Signs in through a conversation (asking for the user name, then whatever the provider asks), with
+    /// up to ``Configuration/maxAttempts`` tries, replacing any current session.
+    /// - Throws: the last login error, or ``AuthError/cancelled``.
+    @discardableResult
+    public func signIn(presenter: any Conversation) async throws(AuthError) -> Identity {
+        try await login(presenter: presenter, attempts: configuration.maxAttempts, joinExisting: false)
+    }
+
+    /// Ends the session and cancels any login in progress. Always succeeds locally; the provider is told
+    /// on a best-effort basis.
+    public func signOut() async {
+        let instant = now()
+        let ((ended, abandonedLogin), effects) = core.withLock { core in
+            core.transition(at: instant, configuration: configuration) { core -> (Identity?, Bool) in
+                let ended = core.session?.identity
+                core.session = nil
+                guard let flight = core.flight else { return (ended, false) }
+                core.abandon(flight)
+                return (ended, true)
+            }
+        }
+        effects.deliver()
+        if abandonedLogin { record(.signInCancelled, nil) }
+        guard let ended else { return }
+        record(.signedOut, ended.username)
+        await provider.signOut(ended)
+    }
+
+    func record(_ kind: AuditEvent.Kind, _ username: String?, _ reason: AuthError? = nil) {
+        audit.record(AuditEvent(kind: kind, username: username, provider: provider.name, reason: reason))
+    }
+}
+
+extension Gatekeeper {
+    /// How long sessions last and how failed logins are limited.
+    public struct Configuration: Sendable {
+        /// A session ends after this long without a protected action; `nil` for never.
+        public var idleTimeout: Duration?
+        /// A session ends this long after it began, however busy; `nil` for never.
+        public var absoluteTimeout: Duration?
+        /// How many tries an interactive login gets before it gives up.
+        public var maxAttempts: Int
+        /// After this many consecutive failures for one user name, further logins for it are refused for
+        /// ``lockoutDuration``; `nil` disables the lockout.
+        public var lockoutThreshold: Int?
+        /// How long a user name stays locked out.
+        public var lockoutDuration: Duration
+        /// Whether to tell the person that a user name is unknown. Off by default: unknown users get
+        /// ``AuthError/invalidCredentials``, like a wrong password, so names cannot be probed.
+        public var revealsUnknownUsers: Bool
+        /// The prompt for the user name in an interactive login.
+        public var usernamePrompt: String
+        /// Passed to providers as ``AuthRequest/terminal``.
+        public var terminal: String?
+        /// Passed to providers as ``AuthRequest/remoteHost``.
+        public var remoteHost: String?
+
+        public init(
+            idleTimeout: Duration? = .seconds(15 * 60),
+            absoluteTimeout: Duration? = .seconds(8 * 60 * 60),
+            maxAttempts: Int = 3,
+            lockoutThreshold: Int? = 5,
+            lockoutDuration: Duration = .seconds(60),
+            revealsUnknownUsers: Bool = false,
+            usernamePrompt: String = "Username: ",
+            terminal: String? = nil,
+            remoteHost: String? = nil
+        ) {
+            self.idleTimeout = idleTimeout
+            self.absoluteTimeout = absoluteTimeout
+            self.maxAttempts = maxAttempts
+            self.lockoutThreshold = lockoutThreshold
+            self.lockoutDuration = lockoutDuration
+            self.revealsUnknownUsers = revealsUnknownUsers
+            self.usernamePrompt = usernamePrompt
+            self.terminal = terminal
+            self.remoteHost = remoteHost
+        }
+    }
+}

@@ -1,0 +1,96 @@
+/// A protected action: content that runs only for an identity meeting a requirement.
+///
+/// The closure form of a "requires authentication" container. Build it once with the requirement, what
+/// to do when the login is dismissed, and the content; run it through a ``Gatekeeper`` with a presenter
+/// (the ``Conversation`` that shows the login):
+///
+/// ```swift
+/// let courses = RequiresAuthentication(.signedIn) {
+///     previousTab.restore()                    // the parent decides where to go back to
+/// } content: { identity in
+///     try await listCourses(for: identity)
+/// }
+/// switch try await courses.run(through: gatekeeper, presenter: terminal) {
+/// case .completed(let list): show(list)
+/// case .dismissed(let reason): print(reason)
+/// }
+/// ```
+///
+/// The content starts only after the gatekeeper admitted an identity that meets the requirement. When
+/// the login is dismissed instead — the person cancelled, the task was cancelled, the attempts ran out,
+/// the identity is not authorized, or the backend is unavailable — `onAuthenticationDismissed` runs
+/// exactly once and the content never runs.
+public struct RequiresAuthentication<Output: Sendable>: Sendable {
+    /// What the identity must meet.
+    public let requirement: Requirement
+    private let onAuthenticationDismissed: @Sendable (AuthError) async -> Void
+    private let content: @Sendable (Identity) async throws -> Output
+
+    /// - Parameters:
+    ///   - requirement: What the identity must meet; ``Requirement/signedIn`` by default.
+    ///   - onAuthenticationDismissed: Runs once when the login is dismissed, with the reason; the place to
+    ///     send the person back where they were.
+    ///   - content: The protected action.
+    public init(
+        _ requirement: Requirement = .signedIn,
+        onAuthenticationDismissed: @escaping @Sendable (AuthError) async -> Void = { _ in },
+        content: @escaping @Sendable (Identity) async throws -> Output
+    ) {
+        self.requirement = requirement
+        self.onAuthenticationDismissed = onAuthenticationDismissed
+        self.content = content
+    }
+
+    /// Runs the content for an admitted identity, presenting the login if needed.
+    /// - Returns: ``Access/completed(_:)`` with the content's result, or ``Access/dismissed(_:)`` with why
+    ///   the content did not run.
+    /// - Throws: only what the content throws.
+    public func run(through gatekeeper: Gatekeeper, presenter: any Conversation) async throws -> Access<Output> {
+        let identity: Identity
+        do {
+            identity = try await gatekeeper.authorize(requirement, presenter: presenter)
+        } catch {
+            await onAuthenticationDismissed(error)
+            return .dismissed(error)
+        }
+        return .completed(try await content(identity))
+    }
+}
+
+/// How a protected action ended.
+public enum Access<Output: Sendable>: Sendable {
+    /// The content ran and returned this.
+    case completed(Output)
+    /// The content did not run; the error says why (``AuthError/cancelled`` when the person backed out).
+    case dismissed(AuthError)
+
+    /// The content's result, if it ran.
+    public var output: Output? {
+        if case .completed(let output) = self { output } else { nil }
+    }
+}
+
+extension Gatekeeper {
+    /// Wraps an existing action so that it runs only for an admitted identity: the modifier form of
+    /// ``RequiresAuthentication``.
+    ///
+    /// ```swift
+    /// let deploy = gatekeeper.requiresAuthentication(.member(of: "ops"), presenter: terminal) { identity in
+    ///     try await runDeployment(as: identity)
+    /// }
+    /// let result = try await deploy()   // Access<Void>
+    /// ```
+    public func requiresAuthentication<Output: Sendable>(
+        _ requirement: Requirement = .signedIn,
+        presenter: any Conversation,
+        onAuthenticationDismissed: @escaping @Sendable (AuthError) async -> Void = { _ in },
+        _ action: @escaping @Sendable (Identity) async throws -> Output
+    ) -> @Sendable () async throws -> Access<Output> {
+        let protected = RequiresAuthentication(
+            requirement,
+            onAuthenticationDismissed: onAuthenticationDismissed,
+            content: action
+        )
+        return { try await protected.run(through: self, presenter: presenter) }
+    }
+}

@@ -1,0 +1,190 @@
+public import Authentication
+
+/// The checks every ``AuthProvider`` must pass, usable from any test framework.
+///
+/// Each check returns the problems it found; an empty list is a pass. With swift-testing:
+///
+/// ```swift
+/// let suite = ProviderConformance(fixture: .init(username: "alice", password: "wonderland")) {
+///     DelayedAuthProvider(users: …, delay: .zero)
+/// }
+///
+/// @Test(arguments: ProviderConformance.checks)
+/// func conformance(_ check: ProviderConformance.Check) async {
+///     #expect(await suite.run(check) == [])
+/// }
+/// ```
+public struct ProviderConformance: Sendable {
+    /// An account the provider under test knows, and names it does not.
+    public struct Fixture: Sendable {
+        public var username: String
+        public var password: String
+        public var wrongPassword: String
+        public var unknownUsername: String
+
+        public init(
+            username: String,
+            password: String,
+            wrongPassword: String = "definitely-not-the-password",
+            unknownUsername: String = "nobody-by-this-name"
+        ) {
+            self.username = username
+            self.password = password
+            self.wrongPassword = wrongPassword
+            self.unknownUsername = unknownUsername
+        }
+    }
+
+    /// One named check.
+    public struct Check: Sendable, CustomStringConvertible {
+        public let description: String
+        let body: @Sendable (ProviderConformance) async -> [String]
+    }
+
+    public let fixture: Fixture
+    private let makeProvider: @Sendable () async throws -> any AuthProvider
+
+    /// - Parameters:
+    ///   - fixture: The account to sign in with.
+    ///   - makeProvider: Builds a fresh provider for each check.
+    public init(fixture: Fixture, makeProvider: @escaping @Sendable () async throws -> any AuthProvider) {
+        self.fixture = fixture
+        self.makeProvider = makeProvider
+    }
+
+    /// Runs one check; returns the problems found.
+    public func run(_ check: Check) async -> [String] {
+        await check.body(self)
+    }
+
+    /// Runs every check; returns the problems found, each prefixed with its check's name.
+    public func runAll() async -> [String] {
+        var problems: [String] = []
+        for check in Self.checks {
+            problems += await run(check).map { "\(check.description): \($0)" }
+        }
+        return problems
+    }
+
+    /// Every check, in order.
+    public static let checks: [Check] = [
+        Check(description: "authenticates the right password") { suite in
+            await suite.withProvider { provider in
+                let conversation = ScriptedConversation(.secret(suite.fixture.password))
+                let outcome = try await provider.authenticate(suite.request(suite.fixture.username, conversation))
+                guard case .authenticated(let identity) = outcome else { return ["expected authenticated, got \(outcome)"] }
+                var problems: [String] = []
+                if identity.username != suite.fixture.username {
+                    problems.append("identity user name is \(identity.username), not \(suite.fixture.username)")
+                }
+                if identity.provider != provider.name {
+                    problems.append("identity provider is \(identity.provider), not \(provider.name)")
+                }
+                if conversation.events.allSatisfy({ if case .askedSecret = $0 { false } else { true } }) {
+                    problems.append("the password was not asked through a hidden prompt")
+                }
+                return problems + suite.leaks(in: String(reflecting: identity) + identity.description)
+            }
+        },
+        Check(description: "rejects a wrong password") { suite in
+            await suite.withProvider { provider in
+                let conversation = ScriptedConversation(.secret(suite.fixture.wrongPassword))
+                let outcome = try await provider.authenticate(suite.request(suite.fixture.username, conversation))
+                guard outcome == .rejected(.invalidCredentials) else {
+                    return ["expected rejected(invalidCredentials), got \(outcome)"]
+                }
+                return suite.leaks(in: String(reflecting: outcome))
+            }
+        },
+        Check(description: "asks an unknown user for a password and does not authenticate them") { suite in
+            await suite.withProvider { provider in
+                let conversation = ScriptedConversation(.secret(suite.fixture.password))
+                let outcome = try await provider.authenticate(
+                    suite.request(suite.fixture.unknownUsername, conversation)
+                )
+                var problems: [String] = []
+                if outcome != .unknownUser && outcome != .rejected(.invalidCredentials) {
+                    problems.append("expected unknownUser or rejected(invalidCredentials), got \(outcome)")
+                }
+                if conversation.questionCount == 0 {
+                    problems.append("no password was asked, so the prompts reveal which names exist")
+                }
+                return problems
+            }
+        },
+        Check(description: "a cancelled prompt ends the login with cancelled") { suite in
+            await suite.expectThrows(.cancelled, answering: .cancel)
+        },
+        Check(description: "passes on the error a conversation throws") { suite in
+            await suite.expectThrows(.invalidPassword(.nulByte), answering: .fail(.invalidPassword(.nulByte)))
+        },
+        Check(description: "a cancelled task ends the login with cancelled") { suite in
+            await suite.withProvider { provider in
+                let conversation = ScriptedConversation(.hang)
+                let request = suite.request(suite.fixture.username, conversation)
+                let login = Task { () async -> Result<AuthOutcome, AuthError> in
+                    do throws(AuthError) {
+                        return .success(try await provider.authenticate(request))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                await conversation.waitUntilHanging()
+                login.cancel()
+                switch await login.value {
+                case .failure(.cancelled): return []
+                case let result: return ["expected cancelled, got \(result)"]
+                }
+            }
+        },
+        Check(description: "serves concurrent logins") { suite in
+            await suite.withProvider { provider in
+                try await withThrowingTaskGroup(of: AuthOutcome.self) { group in
+                    for index in 0..<8 {
+                        let password = index.isMultiple(of: 2) ? suite.fixture.password : suite.fixture.wrongPassword
+                        let request = suite.request(suite.fixture.username, ScriptedConversation(.secret(password)))
+                        group.addTask { try await provider.authenticate(request) }
+                    }
+                    var problems: [String] = []
+                    var index = 0
+                    for try await outcome in group {
+                        index += 1
+                        switch outcome {
+                        case .authenticated, .rejected(.invalidCredentials): continue
+                        default: problems.append("login \(index) got \(outcome)")
+                        }
+                    }
+                    return problems
+                }
+            }
+        },
+    ]
+
+    private func request(_ username: String, _ conversation: any Conversation) -> AuthRequest {
+        AuthRequest(username: username, conversation: conversation)
+    }
+
+    private func withProvider(_ body: (any AuthProvider) async throws -> [String]) async -> [String] {
+        do {
+            return try await body(try await makeProvider())
+        } catch {
+            return ["unexpected error: \(error)"]
+        }
+    }
+
+    private func expectThrows(_ expected: AuthError, answering answer: ScriptedConversation.Answer) async -> [String] {
+        await withProvider { provider in
+            do {
+                let outcome = try await provider.authenticate(request(fixture.username, ScriptedConversation(answer)))
+                return ["expected \(expected) to be thrown, got \(outcome)"]
+            } catch let error as AuthError {
+                return error == expected ? [] : ["expected \(expected) to be thrown, got \(error)"]
+            }
+        }
+    }
+
+    /// Any fixture password that appears in `text`.
+    private func leaks(in text: String) -> [String] {
+        [fixture.password, fixture.wrongPassword].filter { text.contains($0) }.map { _ in "a password appears in \(text)" }
+    }
+}
