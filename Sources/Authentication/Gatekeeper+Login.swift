@@ -253,3 +253,8 @@ struct ValidatingConversation: Conversation {
         await base.show(message, as: kind)
     }
 }
+
+extension Gatekeeper {
+    /// How many tasks wait for a login now; for tests that need a waiter in place before acting.
+    var waiterCount: Int { core.withLock { $0.waiters.count } }
+}

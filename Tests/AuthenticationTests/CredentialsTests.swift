@@ -1,0 +1,92 @@
+import Authentication
+import Testing
+
+struct CredentialsTests {
+    static let badUsernames: [(String, AuthError)] = [
+        ("", .missingUsername),
+        ("   ", .missingUsername),
+        ("\t", .missingUsername),
+        (String(repeating: "a", count: 257), .invalidUsername(.tooLong(maxBytes: 256))),
+        (String(repeating: "é", count: 129), .invalidUsername(.tooLong(maxBytes: 256))),
+        ("al\u{0}ice", .invalidUsername(.nulByte)),
+        ("al\nice", .invalidUsername(.lineBreak)),
+        ("alice\r", .invalidUsername(.lineBreak)),
+        ("al\u{1B}[2Jice", .invalidUsername(.controlCharacter)),
+        ("al\u{7F}ice", .invalidUsername(.controlCharacter)),
+        ("al\u{9B}ice", .invalidUsername(.controlCharacter)),
+        ("root:x", .invalidUsername(.colon)),
+        ("al\u{FFFD}ice", .invalidUsername(.invalidUTF8)),
+        (" alice", .invalidUsername(.surroundingWhitespace)),
+        ("alice ", .invalidUsername(.surroundingWhitespace)),
+    ]
+
+    @Test(arguments: badUsernames)
+    func refusesBadUsernames(_ name: String, _ expected: AuthError) {
+        #expect(throws: expected) { try Username.validate(name) }
+        #expect(throws: expected) { try Credentials(username: name, password: Secret(copying: "pw".utf8)) }
+    }
+
+    @Test(arguments: ["alice", "o'brien", "名前", "a.b-c_d@example.org", String(repeating: "a", count: 256)])
+    func acceptsGoodUsernames(_ name: String) throws {
+        #expect(try Username.validate(name) == name)
+    }
+
+    @Test func refusesInvalidUTF8WithoutRepairingIt() throws {
+        #expect(throws: AuthError.invalidUsername(.invalidUTF8)) { try Username.validate(utf8: [0x61, 0xFF, 0x62]) }
+        #expect(throws: AuthError.invalidUsername(.invalidUTF8)) { try Username.validate(utf8: [0xC3]) }
+        #expect(throws: AuthError.missingUsername) { try Username.validate(utf8: []) }
+        #expect(throws: AuthError.invalidUsername(.tooLong(maxBytes: 256))) {
+            try Username.validate(utf8: [UInt8](repeating: 0x61, count: 300))
+        }
+        #expect(try Username.validate(utf8: Array("bob".utf8)) == "bob")
+    }
+
+    struct BadPassword: Sendable, CustomTestStringConvertible {
+        let testDescription: String
+        let bytes: [UInt8]
+        let expected: AuthError
+    }
+
+    static let badPasswords = [
+        BadPassword(testDescription: "empty", bytes: [], expected: .missingPassword),
+        BadPassword(
+            testDescription: "4097 bytes",
+            bytes: [UInt8](repeating: 0x61, count: 4097),
+            expected: .invalidPassword(.tooLong(maxBytes: 4096))
+        ),
+        BadPassword(testDescription: "NUL inside", bytes: [0x61, 0x00, 0x62], expected: .invalidPassword(.nulByte)),
+    ]
+
+    @Test(arguments: badPasswords)
+    func refusesBadPasswords(_ password: BadPassword) {
+        #expect(throws: password.expected) {
+            try Credentials(username: "alice", password: Secret(copying: password.bytes))
+        }
+    }
+
+    @Test func acceptsAPasswordOfTheMaximumLength() throws {
+        let password = Secret(copying: [UInt8](repeating: 0x61, count: 4096))
+        #expect(try Credentials(username: "alice", password: password).password.count == 4096)
+    }
+
+    @Test func describesWithoutThePassword() throws {
+        let credentials = try Credentials(username: "alice", password: Secret(copying: "hunter2".utf8))
+        #expect(!"\(credentials)".contains("hunter2"))
+        #expect("\(credentials)".contains("alice"))
+    }
+
+    @Test func everyErrorHasAMessageWithoutDetailsOfTheInput() {
+        let errors: [AuthError] =
+            Self.badUsernames.map(\.1) + Self.badPasswords.map(\.expected) + [
+                .invalidCredentials, .userNotFound, .accountLocked(until: nil), .accountExpired,
+                .activationRequired, .passwordChangeRequired, .notAuthorized(requirement: "x"),
+                .tooManyAttempts(retryAfter: .seconds(1.5)), .cancelled, .timedOut,
+                .providerUnavailable(reason: "down"),
+            ]
+        for error in errors {
+            #expect(error.description.count > 10)
+            #expect(error.description.first?.isUppercase == true)
+        }
+        #expect(AuthError.tooManyAttempts(retryAfter: .seconds(1.5)).description.contains("2 seconds"))
+    }
+}

@@ -1,0 +1,164 @@
+import Authentication
+import AuthenticationTesting
+import Synchronization
+import Testing
+
+struct GatekeeperTests {
+    @Test func signsInWithCredentialsAndOut() async throws {
+        let provider = accountsProvider()
+        let gatekeeper = Gatekeeper(provider: provider)
+        let identity = try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        #expect(identity.username == "alice")
+        #expect(gatekeeper.identity == identity)
+        guard case .signedIn(let current, let expires) = gatekeeper.state else {
+            Issue.record("expected signed in, got \(gatekeeper.state)")
+            return
+        }
+        #expect(current == identity)
+        #expect(expires != nil)
+        await gatekeeper.signOut()
+        #expect(gatekeeper.state == .signedOut)
+        #expect(provider.signOutCount == 1)
+    }
+
+    @Test func wrongPasswordLeavesTheStateSignedOut() async throws {
+        let gatekeeper = Gatekeeper(provider: accountsProvider())
+        await #expect(throws: AuthError.invalidCredentials) {
+            try await gatekeeper.signIn(credentials("alice", "WONDERLAND"))
+        }
+        #expect(gatekeeper.state == .signedOut)
+    }
+
+    @Test func unknownUsersLookLikeWrongPasswordsUnlessRevealed() async throws {
+        let hidden = Gatekeeper(provider: accountsProvider())
+        await #expect(throws: AuthError.invalidCredentials) { try await hidden.signIn(credentials("zed", "x")) }
+        let revealing = Gatekeeper(
+            provider: accountsProvider(),
+            configuration: .init(revealsUnknownUsers: true)
+        )
+        await #expect(throws: AuthError.userNotFound) { try await revealing.signIn(credentials("zed", "x")) }
+    }
+
+    @Test func providerFailuresAreTyped() async throws {
+        let provider = StubAuthProvider { _ throws(AuthError) in .unavailable(reason: "directory offline") }
+        let gatekeeper = Gatekeeper(provider: provider)
+        await #expect(throws: AuthError.providerUnavailable(reason: "directory offline")) {
+            try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        }
+        #expect(gatekeeper.state == .signedOut)
+    }
+
+    /// Bad input is refused before any provider work, and the state stays as it was.
+    @Test(arguments: CredentialsTests.badUsernames.filter { !$0.0.isEmpty })
+    func badUsernamesNeverReachTheProvider(_ name: String, _ expected: AuthError) async throws {
+        let provider = accountsProvider()
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(maxAttempts: 1))
+        try await gatekeeper.signIn(credentials("bob", "builder"))
+        let before = gatekeeper.state
+        let conversation = ScriptedConversation(.text(name), .secret("pw"))
+        await #expect(throws: expected) { try await gatekeeper.signIn(presenter: conversation) }
+        #expect(provider.authenticationCount == 1)
+        #expect(gatekeeper.state == before)
+    }
+
+    @Test(arguments: CredentialsTests.badPasswords)
+    func badPasswordsNeverReachTheProvider(_ password: CredentialsTests.BadPassword) async throws {
+        let received = Atomic<Int>(0)
+        let provider = StubAuthProvider { request throws(AuthError) in
+            _ = try await request.conversation.askSecret("Password: ")
+            received.add(1, ordering: .relaxed)
+            return .rejected(.invalidCredentials)
+        }
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(maxAttempts: 1))
+        await #expect(throws: password.expected) {
+            try await gatekeeper.signIn(presenter: ScriptedConversation(.text("alice"), .bytes(password.bytes)))
+        }
+        #expect(received.load(ordering: .relaxed) == 0)
+        #expect(gatekeeper.state == .signedOut)
+    }
+
+    @Test func anInteractiveLoginExplainsAndRetriesUpToTheLimit() async throws {
+        let gatekeeper = Gatekeeper(provider: accountsProvider())
+        let conversation = ScriptedConversation(
+            .text("alice"), .secret("one"),
+            .text("alice"), .secret(""),
+            .text("alice"), .secret("three"),
+            .text("alice"), .secret("wonderland")
+        )
+        await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(presenter: conversation) }
+        #expect(conversation.messages == [
+            AuthError.invalidCredentials.description, AuthError.missingPassword.description,
+        ])
+        #expect(conversation.questionCount == 6)
+        #expect(gatekeeper.state == .signedOut)
+    }
+
+    @Test func anEmptyUsernameCancels() async throws {
+        let provider = accountsProvider()
+        let gatekeeper = Gatekeeper(provider: provider)
+        await #expect(throws: AuthError.cancelled) {
+            try await gatekeeper.signIn(presenter: ScriptedConversation(.text("")))
+        }
+        #expect(provider.authenticationCount == 0)
+    }
+
+    @Test func locksOutAUserNameAfterRepeatedFailures() async throws {
+        let clock = ManualClock()
+        let provider = accountsProvider()
+        let audit = RecordingAuditSink()
+        let gatekeeper = Gatekeeper(
+            provider: provider,
+            configuration: .init(lockoutThreshold: 3, lockoutDuration: .seconds(60)),
+            audit: audit,
+            now: clock.now
+        )
+        for _ in 0..<3 {
+            await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(credentials("bob", "no")) }
+        }
+        await #expect(throws: AuthError.tooManyAttempts(retryAfter: .seconds(60))) {
+            try await gatekeeper.signIn(credentials("bob", "builder"))
+        }
+        #expect(provider.authenticationCount == 3)
+        #expect(audit.events.contains { $0.kind == .lockedOut && $0.username == "bob" })
+        // Other names are not affected, and the lockout ends.
+        try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        clock.advance(by: .seconds(61))
+        try await gatekeeper.signIn(credentials("bob", "builder"))
+        #expect(gatekeeper.identity?.username == "bob")
+    }
+
+    @Test func broadcastsStatesToEveryObserver() async throws {
+        let gatekeeper = Gatekeeper(provider: accountsProvider())
+        let first = await StateRecorder(gatekeeper)
+        let second = await StateRecorder(gatekeeper)
+        try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        await gatekeeper.signOut()
+        let expected = ["signedOut", "authenticating", "signedIn(alice)", "signedOut"]
+        #expect(await first.waitFor(4) == expected)
+        #expect(await second.waitFor(4) == expected)
+    }
+
+    @Test func auditsWithoutSecrets() async throws {
+        let audit = RecordingAuditSink()
+        let gatekeeper = Gatekeeper(provider: accountsProvider(), audit: audit)
+        _ = try? await gatekeeper.signIn(credentials("alice", "hunter2-wrong"))
+        try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        await gatekeeper.signOut()
+        #expect(audit.events.map(\.kind) == [.signInFailed, .signedIn, .signedOut])
+        #expect(audit.events.first?.reason == .invalidCredentials)
+        for event in audit.events {
+            #expect(!event.description.contains("hunter2"))
+            #expect(!event.description.contains("wonderland"))
+            #expect(event.description.contains("user=\"alice\""))
+        }
+    }
+
+    @Test func signingInAgainReplacesTheSession() async throws {
+        let provider = accountsProvider()
+        let gatekeeper = Gatekeeper(provider: provider)
+        try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        try await gatekeeper.signIn(credentials("bob", "builder"))
+        #expect(gatekeeper.identity?.username == "bob")
+        #expect(provider.signOutCount == 1)
+    }
+}
