@@ -34,13 +34,17 @@ let package = Package(
             path: "Benchmarks/gatekeeper-bench"
         ),
 
-        // Tests: one target per module.
-        .testTarget(name: "AuthenticationTests", dependencies: ["Authentication", "AuthenticationTesting"]),
+        // Tests: one target per module, and helpers they share (in no product).
+        .target(name: "TestSupport", dependencies: ["Authentication"], path: "Tests/Support"),
+        .testTarget(
+            name: "AuthenticationTests",
+            dependencies: ["Authentication", "AuthenticationTesting", "TestSupport"]
+        ),
         .testTarget(
             name: "MockProviderTests",
-            dependencies: ["Authentication", "AuthenticationTesting", "MockProvider"]
+            dependencies: ["Authentication", "AuthenticationTesting", "MockProvider", "TestSupport"]
         ),
-        .testTarget(name: "TerminalLoginTests", dependencies: ["Authentication", "TerminalLogin"]),
+        .testTarget(name: "TerminalLoginTests", dependencies: ["Authentication", "TerminalLogin", "TestSupport"]),
         .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run"]),
     ],
     swiftLanguageModes: [.v6]

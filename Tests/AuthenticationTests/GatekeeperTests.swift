@@ -1,6 +1,7 @@
 import Authentication
 import AuthenticationTesting
 import Synchronization
+import TestSupport
 import Testing
 
 struct GatekeeperTests {

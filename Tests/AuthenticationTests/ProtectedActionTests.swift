@@ -1,14 +1,8 @@
 @testable import Authentication
 import AuthenticationTesting
 import Synchronization
+import TestSupport
 import Testing
-
-/// Counts how often something happened.
-final class Counter: Sendable {
-    private let value = Atomic<Int>(0)
-    func increment() { value.add(1, ordering: .relaxed) }
-    var count: Int { value.load(ordering: .relaxed) }
-}
 
 struct ProtectedActionTests {
     @Test func runsTheContentAfterALogin() async throws {

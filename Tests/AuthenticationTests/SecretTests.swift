@@ -1,4 +1,5 @@
 import Authentication
+import TestSupport
 import Testing
 
 struct SecretTests {

@@ -10,10 +10,6 @@ func accountsProvider() -> StubAuthProvider {
     ])
 }
 
-func credentials(_ username: String, _ password: String) throws -> Credentials {
-    try Credentials(username: username, password: Secret(copying: password.utf8))
-}
-
 /// A provider that blocks a thread outside Swift's pool and ignores cancellation, as a C library in a
 /// fail delay does. `release()` lets every blocked call finish.
 final class BlockingProvider: AuthProvider {
@@ -93,13 +89,3 @@ final class StateRecorder: Sendable {
     deinit { task.cancel() }
 }
 
-/// A value shared between tasks in a test.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-
-    init(_ value: Value) { mutex = Mutex(value) }
-
-    var value: Value { mutex.withLock { $0 } }
-
-    func update<T>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
-}
