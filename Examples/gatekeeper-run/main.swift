@@ -1,1 +1,83 @@
-print("x")
+// gatekeeper-run: runs a command only after the person signs in (and, with --group, belongs to a group).
+import Authentication
+import MockProvider
+import Synchronization
+import TerminalLogin
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+let registry = ProviderRegistry([MockProviderPlugin.self])
+let arguments = CommandLine.arguments.dropFirst()
+
+let invocation: Invocation
+do {
+    guard let parsed = try Invocation.parse(arguments, registry: registry) else {
+        print(Invocation.usage(registry: registry))
+        exit(0)
+    }
+    invocation = parsed
+} catch {
+    fail(.usage, "\(error)\n\(Invocation.shortUsage)")
+}
+
+let provider: any AuthProvider
+do {
+    provider = try invocation.selection.makeProvider()
+} catch {
+    fail(.usage, error.description)
+}
+
+// Without a password on standard input, prompts go to the controlling terminal, or — when there is none —
+// are read from standard input line by line, so the tool can be scripted.
+let terminal = TerminalConversation.controllingTerminal()
+var stdinPassword: Secret?
+if invocation.passwordFromStdin {
+    if invocation.user == nil && terminal == nil {
+        fail(.usage, "--password-stdin needs --user when there is no terminal to ask for the user name.")
+    }
+    stdinPassword = (try? await TerminalConversation(input: 0, output: 2).askSecret("")) ?? Secret(copying: [])
+}
+let conversation = RunConversation(
+    user: invocation.user,
+    password: stdinPassword,
+    prompter: terminal ?? TerminalConversation(input: 0, output: 2)
+)
+
+let gatekeeper = Gatekeeper(
+    provider: provider,
+    configuration: .init(maxAttempts: stdinPassword == nil ? 3 : 1, terminal: terminal.flatMap { ttyName($0.input) })
+)
+let requirement: Requirement = invocation.group.map { .member(of: $0) } ?? .signedIn
+let command = invocation.command
+
+// Ctrl-C while the provider works cancels the login (exit 130) instead of killing the process mid-way.
+let pendingRun = Mutex<(task: Task<Access<Never>, any Error>?, interrupted: Bool)>((nil, false))
+let interrupts = InterruptMonitor {
+    pendingRun.withLock { pending in
+        pending.interrupted = true
+        pending.task?.cancel()
+    }
+}
+let run = Task {
+    try await RequiresAuthentication<Never>(requirement) { identity in
+        try execute(command, as: identity)
+    }.run(through: gatekeeper, presenter: conversation)
+}
+pendingRun.withLock { pending in
+    pending.task = run
+    if pending.interrupted { run.cancel() }
+}
+
+switch await run.result {
+case .success(.dismissed(let reason)):
+    interrupts.stop()
+    fail(ExitStatus(dismissal: reason), reason.description)
+case .failure(let error as CommandError):
+    fail(error.status, error.message)
+case .failure(let error):
+    fail(.cannotExecute, "\(command[0]): \(error)")
+}

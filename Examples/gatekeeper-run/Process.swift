@@ -1,0 +1,69 @@
+import Authentication
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// gatekeeper-run's own exit statuses (the command's status is passed through by `exec`).
+struct ExitStatus: Error, Hashable {
+    let code: Int32
+
+    static let usage = ExitStatus(code: 64)
+    static let invalidInput = ExitStatus(code: 65)
+    static let unavailable = ExitStatus(code: 69)
+    static let denied = ExitStatus(code: 77)
+    static let cannotExecute = ExitStatus(code: 126)
+    static let notFound = ExitStatus(code: 127)
+    static let cancelled = ExitStatus(code: 130)
+
+    init(code: Int32) { self.code = code }
+
+    init(dismissal reason: AuthError) {
+        switch reason {
+        case .cancelled: self = .cancelled
+        case .missingUsername, .invalidUsername, .missingPassword, .invalidPassword: self = .invalidInput
+        case .providerUnavailable, .timedOut: self = .unavailable
+        case .invalidCredentials, .userNotFound, .accountLocked, .accountExpired, .activationRequired,
+            .passwordChangeRequired, .notAuthorized, .tooManyAttempts:
+            self = .denied
+        }
+    }
+}
+
+/// Prints `message` on standard error and exits with `status`.
+func fail(_ status: ExitStatus, _ message: String) -> Never {
+    var line = "gatekeeper-run: \(message)\n"
+    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    exit(status.code)
+}
+
+/// Replaces this process with `command`, run for `identity`. Returns only by throwing.
+func execute(_ command: [String], as identity: Identity) throws -> Never {
+    setenv("GATEKEEPER_USER", identity.username, 1)
+    setenv("GATEKEEPER_PROVIDER", identity.provider, 1)
+    // The command gets the default Ctrl-C behaviour back (an ignored signal would stay ignored across exec).
+    signal(SIGINT, SIG_DFL)
+    var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }
+    argv.append(nil)
+    execvp(command[0], argv)
+    let error = errno
+    for pointer in argv { free(pointer) }
+    let reason = String(cString: strerror(error))
+    throw CommandError(status: error == ENOENT ? .notFound : .cannotExecute, message: "\(command[0]): \(reason)")
+}
+
+/// The command could not be started.
+struct CommandError: Error {
+    let status: ExitStatus
+    let message: String
+}
+
+/// The name of the terminal on `descriptor`, for PAM_TTY.
+func ttyName(_ descriptor: Int32) -> String? {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard ttyname_r(descriptor, &buffer, buffer.count) == 0 else { return nil }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+

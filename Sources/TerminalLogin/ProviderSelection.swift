@@ -1,0 +1,82 @@
+public import Authentication
+
+/// The backend named on a command line: `--provider NAME` and that backend's options (`--delay 0.5`,
+/// `--users PATH`, …), in the same spelling for every executable.
+public struct ProviderSelection: Sendable {
+    /// The backends to choose from; the first is the default.
+    public let registry: ProviderRegistry
+    /// The backend's name, or `nil` for the default.
+    public private(set) var name: String?
+    /// The option values given.
+    public private(set) var options: [String: String] = [:]
+
+    public init(registry: ProviderRegistry) {
+        self.registry = registry
+    }
+
+    /// Takes `--provider` or a backend option (as `--name value` or `--name=value`) from the front of
+    /// `arguments`. Returns `false`, consuming nothing, when the first argument is something else.
+    /// - Throws: ``UsageError`` when a value is missing or an option is given twice.
+    public mutating func consume(_ arguments: inout ArraySlice<String>) throws(UsageError) -> Bool {
+        guard let first = arguments.first, first.hasPrefix("--") else { return false }
+        var key = String(first.dropFirst(2))
+        var inlineValue: String?
+        if let equals = key.firstIndex(of: "=") {
+            inlineValue = String(key[key.index(after: equals)...])
+            key = String(key[..<equals])
+        }
+        guard key == "provider" || registry.optionNames.contains(key) else { return false }
+        arguments.removeFirst()
+        let value: String
+        if let inlineValue {
+            value = inlineValue
+        } else {
+            guard let next = arguments.first else { throw UsageError("--\(key) needs a value.") }
+            value = next
+            arguments.removeFirst()
+        }
+        if key == "provider" {
+            guard name == nil else { throw UsageError("--provider is given twice.") }
+            name = value
+        } else {
+            guard options[key] == nil else { throw UsageError("--\(key) is given twice.") }
+            options[key] = value
+        }
+        return true
+    }
+
+    /// Builds the selected backend.
+    /// - Throws: ``ProviderConfigurationError`` when the name is unknown or an option does not fit it.
+    public func makeProvider() throws(ProviderConfigurationError) -> any AuthProvider {
+        try registry.makeProvider(named: name ?? registry.names.first ?? "", options: options)
+    }
+
+    /// Help text listing the backends and their options.
+    public var help: String {
+        var lines = ["Providers (--provider NAME, default \(registry.names.first ?? "none")):"]
+        for name in registry.names {
+            guard let plugin = registry.plugin(named: name) else { continue }
+            lines.append("  \(name.padding(toLength: 8))\(plugin.summary)")
+            for option in plugin.options {
+                let flag = "--\(option.name) \(option.valueName)"
+                lines.append("    \(flag.padding(toLength: 22))\(option.help)")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// A command line that cannot be followed; the message says what is wrong.
+public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
+
+extension String {
+    func padding(toLength length: Int) -> String {
+        count >= length ? self + " " : self + String(repeating: " ", count: length - count)
+    }
+}

@@ -1,0 +1,223 @@
+public import Authentication
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A ``Conversation`` on a terminal, or on plain standard input when there is none.
+///
+/// On a terminal, each answer is read with the terminal in raw mode: hidden prompts echo nothing,
+/// Backspace and Ctrl-U edit the line, and **Ctrl-C** or **Ctrl-D** on an empty line cancel the login
+/// (``AuthError/cancelled``). The terminal's settings are restored on every path, including cancellation.
+///
+/// Without a terminal (a pipe, a file), answers are read one line at a time, with no echo games, and
+/// end of input cancels. Reads run on a thread of their own, never on Swift's cooperative pool, and
+/// stop as soon as the task is cancelled.
+public final class TerminalConversation: Conversation {
+    /// The descriptor answers are read from.
+    public let input: Int32
+    /// The descriptor prompts and messages are written to.
+    public let output: Int32
+    /// Whether `input` is a terminal (raw-mode reading and editing) rather than a pipe or file.
+    public let isTerminal: Bool
+    private let ownsDescriptors: Bool
+    private let queue = DispatchQueue(label: "gatekeeper.terminal-conversation")
+
+    /// The longest answer kept; longer lines are consumed but cut here, so validation refuses them.
+    static let maxAnswerBytes = 16 * 1024
+
+    /// A conversation reading from `input` and writing to `output` (standard input and standard error by
+    /// default, so standard output stays free for the program's own results).
+    public init(input: Int32 = 0, output: Int32 = 2) {
+        self.input = input
+        self.output = output
+        self.isTerminal = isatty(input) == 1
+        self.ownsDescriptors = false
+    }
+
+    private init(terminal descriptor: Int32) {
+        self.input = descriptor
+        self.output = descriptor
+        self.isTerminal = true
+        self.ownsDescriptors = true
+    }
+
+    /// A conversation on the process's controlling terminal (`/dev/tty`), if it has one; it works even
+    /// when standard input and output are redirected.
+    public static func controllingTerminal() -> TerminalConversation? {
+        let descriptor = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
+        guard descriptor >= 0 else { return nil }
+        guard isatty(descriptor) == 1 else {
+            close(descriptor)
+            return nil
+        }
+        return TerminalConversation(terminal: descriptor)
+    }
+
+    deinit {
+        if ownsDescriptors { close(input) }
+    }
+
+    public func ask(_ prompt: String) async throws(AuthError) -> String {
+        var bytes = try await readAnswer(prompt: prompt, echo: true)
+        defer { Secret.wipe(&bytes) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    public func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
+        var bytes = try await readAnswer(prompt: prompt, echo: false)
+        return Secret(wiping: &bytes)
+    }
+
+    public func show(_ message: String, as kind: MessageKind) async {
+        write(message + "\n")
+    }
+
+    /// Writes `text` to the output as it is.
+    public func write(_ text: String) {
+        writeAll(output, Array(text.utf8))
+    }
+
+    private func readAnswer(prompt: String, echo: Bool) async throws(AuthError) -> [UInt8] {
+        if Task.isCancelled { throw .cancelled }
+        write(prompt)
+        let wakeup = WakeupPipe()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                queue.async { [self] in
+                    continuation.resume(returning: readLine(echo: echo, cancelledBy: wakeup?.readEnd ?? -1))
+                }
+            }
+        } onCancel: {
+            wakeup?.signal()
+        }
+        // On a terminal the editor ended the line; elsewhere the answer was not echoed, so end the prompt's
+        // line here and a transcript reads one prompt per line.
+        if !isTerminal { write("\n") }
+        guard case .line(let bytes) = result else {
+            if isTerminal { write("\n") }
+            throw .cancelled
+        }
+        return bytes
+    }
+
+    private enum ReadResult {
+        case line([UInt8])
+        case cancelled
+    }
+
+    /// Blocks until a line is read, the person cancels, or `cancelFD` becomes readable.
+    private func readLine(echo: Bool, cancelledBy cancelFD: Int32) -> ReadResult {
+        guard isTerminal else { return readPlainLine(cancelledBy: cancelFD) }
+        var saved = termios()
+        guard tcgetattr(input, &saved) == 0 else { return readPlainLine(cancelledBy: cancelFD) }
+        var raw = saved
+        raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG | IEXTEN)
+        raw.c_iflag &= ~tcflag_t(IXON | ICRNL)
+        withUnsafeMutableBytes(of: &raw.c_cc) { cc in
+            cc[Int(VMIN)] = 1
+            cc[Int(VTIME)] = 0
+        }
+        tcsetattr(input, TCSANOW, &raw)
+        defer { tcsetattr(input, TCSANOW, &saved) }
+
+        var editor = LineEditor(echo: echo, limit: Self.maxAnswerBytes)
+        while true {
+            guard let byte = readByte(cancelledBy: cancelFD) else {
+                editor.wipe()
+                return .cancelled
+            }
+            let (action, display) = editor.feed(byte)
+            if !display.isEmpty { writeAll(output, display) }
+            switch action {
+            case .continue: continue
+            case .cancel:
+                editor.wipe()
+                return .cancelled
+            case .submit:
+                writeAll(output, Array("\r\n".utf8))
+                return .line(editor.take())
+            }
+        }
+    }
+
+    /// Reads one `\n`-terminated line, one byte at a time so nothing past the line is consumed.
+    private func readPlainLine(cancelledBy cancelFD: Int32) -> ReadResult {
+        var line: [UInt8] = []
+        while true {
+            guard let byte = readByte(cancelledBy: cancelFD) else {
+                if line.isEmpty { return .cancelled }
+                break  // End of input ends the last line.
+            }
+            if byte == UInt8(ascii: "\n") { break }
+            if line.count <= Self.maxAnswerBytes { line.append(byte) }
+        }
+        if line.last == UInt8(ascii: "\r") { line.removeLast() }
+        return .line(line)
+    }
+
+    /// One byte from the input, or `nil` at end of input, on error, or when `cancelFD` is signalled.
+    private func readByte(cancelledBy cancelFD: Int32) -> UInt8? {
+        var descriptors = [
+            pollfd(fd: input, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: cancelFD, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            let ready = poll(&descriptors, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if descriptors[1].revents != 0 { return nil }
+            var byte: UInt8 = 0
+            let count = read(input, &byte, 1)
+            if count == 1 { return byte }
+            if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            return nil
+        }
+    }
+}
+
+/// A pipe whose read end becomes readable when a blocked read should stop.
+final class WakeupPipe: Sendable {
+    let readEnd: Int32
+    private let writeEnd: Int32
+
+    /// `nil` when the process is out of descriptors; the read then cannot be interrupted early.
+    init?() {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return nil }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        readEnd = ends[0]
+        writeEnd = ends[1]
+    }
+
+    func signal() {
+        var byte: UInt8 = 1
+        _ = Glibc.write(writeEnd, &byte, 1)
+    }
+
+    deinit {
+        close(readEnd)
+        close(writeEnd)
+    }
+}
+
+/// Writes all of `bytes`, retrying short writes and interruptions.
+func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        offset += written
+    }
+}
