@@ -83,12 +83,11 @@ public final class TerminalConversation: Conversation {
 
     private func readAnswer(prompt: String, echo: Bool) async throws(AuthError) -> [UInt8] {
         if Task.isCancelled { throw .cancelled }
-        write(prompt)
         let wakeup = WakeupPipe()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 queue.async { [self] in
-                    continuation.resume(returning: readLine(echo: echo, cancelledBy: wakeup?.readEnd ?? -1))
+                    continuation.resume(returning: readLine(prompt: prompt, echo: echo, cancelledBy: wakeup?.readEnd ?? -1))
                 }
             }
         } onCancel: {
@@ -109,11 +108,15 @@ public final class TerminalConversation: Conversation {
         case cancelled
     }
 
-    /// Blocks until a line is read, the person cancels, or `cancelFD` becomes readable.
-    private func readLine(echo: Bool, cancelledBy cancelFD: Int32) -> ReadResult {
-        guard isTerminal else { return readPlainLine(cancelledBy: cancelFD) }
+    /// Shows `prompt`, then blocks until a line is read, the person cancels, or `cancelFD` becomes readable.
+    /// On a terminal the prompt appears only once raw mode is on, so nothing typed after it is echoed
+    /// or turned into a signal.
+    private func readLine(prompt: String, echo: Bool, cancelledBy cancelFD: Int32) -> ReadResult {
         var saved = termios()
-        guard tcgetattr(input, &saved) == 0 else { return readPlainLine(cancelledBy: cancelFD) }
+        guard isTerminal, tcgetattr(input, &saved) == 0 else {
+            write(prompt)
+            return readPlainLine(cancelledBy: cancelFD)
+        }
         var raw = saved
         raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG | IEXTEN)
         raw.c_iflag &= ~tcflag_t(IXON | ICRNL)
@@ -123,6 +126,7 @@ public final class TerminalConversation: Conversation {
         }
         tcsetattr(input, TCSANOW, &raw)
         defer { tcsetattr(input, TCSANOW, &saved) }
+        write(prompt)
 
         var editor = LineEditor(echo: echo, limit: Self.maxAnswerBytes)
         while true {

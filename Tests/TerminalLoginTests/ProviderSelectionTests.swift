@@ -1,0 +1,74 @@
+import Authentication
+import TerminalLogin
+import Testing
+
+struct ProviderSelectionTests {
+    enum Fake: AuthProviderPlugin {
+        static let name = "fake"
+        static let summary = "a fake backend"
+        static let options = [ProviderOption("delay", valueName: "SECONDS", help: "wait")]
+
+        static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+            _ = try options.duration("delay")
+            return Stub()
+        }
+
+        struct Stub: AuthProvider {
+            let name = "fake"
+            func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome { .unknownUser }
+        }
+    }
+
+    let registry = ProviderRegistry([Fake.self])
+
+    private func parse(_ arguments: [String]) throws -> (ProviderSelection, [String]) {
+        var selection = ProviderSelection(registry: registry)
+        var rest = arguments[...]
+        var others: [String] = []
+        while !rest.isEmpty {
+            if try selection.consume(&rest) { continue }
+            others.append(rest.removeFirst())
+        }
+        return (selection, others)
+    }
+
+    @Test func takesTheProviderAndItsOptionsInBothSpellings() throws {
+        let (selection, others) = try parse(["--provider", "fake", "--user", "bob", "--delay=0.5"])
+        #expect(selection.name == "fake")
+        #expect(selection.options == ["delay": "0.5"])
+        #expect(others == ["--user", "bob"])
+        #expect(try selection.makeProvider().name == "fake")
+    }
+
+    @Test func defaultsToTheFirstProvider() throws {
+        #expect(try parse([]).0.makeProvider().name == "fake")
+    }
+
+    @Test(arguments: [["--provider"], ["--delay"], ["--delay", "1", "--delay", "2"], ["--provider", "a", "--provider=b"]])
+    func refusesMissingAndRepeatedValues(_ arguments: [String]) {
+        #expect(throws: UsageError.self) { try parse(arguments) }
+    }
+
+    @Test func refusesUnknownProvidersAndBadValues() throws {
+        #expect(throws: ProviderConfigurationError.unknownProvider("pam", available: ["fake"])) {
+            try parse(["--provider", "pam"]).0.makeProvider()
+        }
+        #expect(throws: ProviderConfigurationError.invalidValue(
+            option: "delay", value: "nan", expected: "a number of seconds from 0 to 3600"
+        )) {
+            try parse(["--delay", "nan"]).0.makeProvider()
+        }
+    }
+
+    @Test func optionsOfAnotherProviderAreRefused() {
+        #expect(throws: ProviderConfigurationError.unknownOption("users", provider: "fake")) {
+            try registry.makeProvider(named: "fake", options: ["users": "/etc/x"])
+        }
+    }
+
+    @Test func helpListsEveryOption() {
+        let help = ProviderSelection(registry: registry).help
+        #expect(help.contains("fake"))
+        #expect(help.contains("--delay SECONDS"))
+    }
+}

@@ -1,0 +1,169 @@
+import Authentication
+import Glibc
+import Testing
+
+@testable import TerminalLogin
+
+/// A pipe for feeding a conversation's input and reading its output.
+struct Pipe {
+    let read: Int32
+    let write: Int32
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        precondition(pipe(&ends) == 0)
+        read = ends[0]
+        write = ends[1]
+    }
+
+    func send(_ text: String) { writeAll(write, Array(text.utf8)) }
+
+    func close() {
+        Glibc.close(read)
+        Glibc.close(write)
+    }
+}
+
+/// Reads whatever is waiting on `descriptor` without blocking.
+func drain(_ descriptor: Int32) -> String {
+    var collected: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+    while poll(&poller, 1, 0) > 0 {
+        let count = read(descriptor, &buffer, buffer.count)
+        if count <= 0 { break }
+        collected += buffer[..<count]
+    }
+    return String(decoding: collected, as: UTF8.self)
+}
+
+/// Waits, without holding a thread of the cooperative pool, until `descriptor` has shown `text`.
+/// Returns everything read meanwhile.
+@discardableResult
+func waitFor(_ text: String, on descriptor: Int32) async throws -> String {
+    var seen = ""
+    while !seen.contains(text) {
+        seen += drain(descriptor)
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    return seen
+}
+
+struct PlainInputTests {
+    @Test func readsOneLineAtATime() async throws {
+        let input = Pipe()
+        let output = Pipe()
+        defer { input.close(); output.close() }
+        let conversation = TerminalConversation(input: input.read, output: output.write)
+        #expect(!conversation.isTerminal)
+        input.send("alice\r\nsecret\nrest")
+        #expect(try await conversation.ask("Username: ") == "alice")
+        let password = try await conversation.askSecret("Password: ")
+        #expect(password == Secret(copying: "secret".utf8))
+        Glibc.close(input.write)
+        // The last line needs no newline; after it, end of input cancels.
+        #expect(try await conversation.ask("More: ") == "rest")
+        await #expect(throws: AuthError.cancelled) { try await conversation.ask("Again: ") }
+        #expect(drain(output.read) == "Username: \nPassword: \nMore: \nAgain: \n")
+    }
+
+    @Test func cutsOverlongLinesWithoutLosingTheNextOne() async throws {
+        let input = Pipe()
+        let output = Pipe()
+        defer { input.close(); output.close() }
+        let conversation = TerminalConversation(input: input.read, output: output.write)
+        let long = String(repeating: "y", count: 100_000)
+        let writer = Task.detached { input.send(long + "\nnext\n") }
+        let first = try await conversation.askSecret("")
+        #expect(first.count == TerminalConversation.maxAnswerBytes + 1)
+        #expect(try await conversation.ask("") == "next")
+        await writer.value
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aCancelledTaskStopsWaitingForInput() async throws {
+        let input = Pipe()
+        let output = Pipe()
+        defer { input.close(); output.close() }
+        let conversation = TerminalConversation(input: input.read, output: output.write)
+        let question = Task { try await conversation.askSecret("Password: ") }
+        try await waitFor("Password: ", on: output.read)
+        question.cancel()
+        await #expect(throws: AuthError.cancelled) { try await question.value }
+    }
+}
+
+struct PseudoTerminalTests {
+    /// A pseudo-terminal: the conversation gets the terminal side, the test plays the person's keyboard.
+    final class PTY {
+        let controller: Int32
+        let terminal: Int32
+
+        init() throws {
+            var controller: Int32 = -1
+            var terminal: Int32 = -1
+            guard openpty(&controller, &terminal, nil, nil, nil) == 0 else { throw AuthError.cancelled }
+            self.controller = controller
+            self.terminal = terminal
+        }
+
+        func type(_ text: String) { writeAll(controller, Array(text.utf8)) }
+
+        var echoIsOn: Bool {
+            var settings = termios()
+            tcgetattr(terminal, &settings)
+            return settings.c_lflag & tcflag_t(ECHO) != 0
+        }
+
+        deinit {
+            close(controller)
+            close(terminal)
+        }
+    }
+
+    @Test func passwordsAreNotEchoedAndTheTerminalIsRestored() async throws {
+        let pty = try PTY()
+        let conversation = TerminalConversation(input: pty.terminal, output: pty.terminal)
+        #expect(conversation.isTerminal)
+        #expect(pty.echoIsOn)
+        let answer = Task { try await conversation.askSecret("Password: ") }
+        try await waitFor("Password: ", on: pty.controller)
+        pty.type("hunter2\r")
+        #expect(try await answer.value == Secret(copying: "hunter2".utf8))
+        let screen = try await waitFor("\r\n", on: pty.controller)
+        #expect(!screen.contains("hunter2"))
+        #expect(pty.echoIsOn)
+    }
+
+    @Test func visibleAnswersAreEchoed() async throws {
+        let pty = try PTY()
+        let conversation = TerminalConversation(input: pty.terminal, output: pty.terminal)
+        let answer = Task { try await conversation.ask("Username: ") }
+        try await waitFor("Username: ", on: pty.controller)
+        pty.type("alice\r")
+        #expect(try await answer.value == "alice")
+        try await waitFor("alice", on: pty.controller)
+    }
+
+    @Test(arguments: ["\u{3}", "\u{4}"])
+    func ctrlCAndCtrlDCancelAndRestoreTheTerminal(_ key: String) async throws {
+        let pty = try PTY()
+        let conversation = TerminalConversation(input: pty.terminal, output: pty.terminal)
+        let answer = Task { try await conversation.askSecret("Password: ") }
+        try await waitFor("Password: ", on: pty.controller)
+        pty.type(key)
+        await #expect(throws: AuthError.cancelled) { try await answer.value }
+        #expect(pty.echoIsOn)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aCancelledTaskRestoresTheTerminal() async throws {
+        let pty = try PTY()
+        let conversation = TerminalConversation(input: pty.terminal, output: pty.terminal)
+        let answer = Task { try await conversation.askSecret("Password: ") }
+        try await waitFor("Password: ", on: pty.controller)
+        answer.cancel()
+        await #expect(throws: AuthError.cancelled) { try await answer.value }
+        #expect(pty.echoIsOn)
+    }
+}
