@@ -30,7 +30,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "gatekeeper-bench",
-            dependencies: ["Authentication", "MockProvider"],
+            dependencies: ["Authentication", "AuthenticationTesting", "MockProvider"],
             path: "Benchmarks/gatekeeper-bench"
         ),
 

@@ -1,0 +1,156 @@
+// gatekeeper-bench: measures the signed-in fast path against a bare flag check, and how quickly a login
+// in flight ends when cancelled. Each figure is measured against its baseline in the same run.
+import Authentication
+import AuthenticationTesting
+import MockProvider
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let clock = ContinuousClock()
+
+/// Keeps a value alive so the optimiser cannot drop the work that produced it.
+@inline(never)
+func blackHole<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+func nanoseconds(_ duration: Duration) -> Double {
+    let (seconds, attoseconds) = duration.components
+    return Double(seconds) * 1e9 + Double(attoseconds) / 1e9
+}
+
+func fixed(_ value: Double, _ digits: Int = 2) -> String {
+    var text = String(Int((value * pow(10, Double(digits))).rounded()))
+    while text.count <= digits { text = "0" + text }
+    text.insert(".", at: text.index(text.endIndex, offsetBy: -digits))
+    return text
+}
+
+/// Times `iterations` runs of `body` and returns the nanoseconds per run.
+@inline(__always)
+func timePerCall(_ iterations: Int, _ body: () async throws -> Int) async rethrows -> Double {
+    var sum = 0
+    let start = clock.now
+    for _ in 0..<iterations { sum &+= try await body() }
+    let elapsed = start.duration(to: clock.now)
+    blackHole(sum)
+    return nanoseconds(elapsed) / Double(iterations)
+}
+
+/// The protected call against the same closure behind a bare `Mutex<Bool>` check.
+final class FastPath: Sendable {
+    /// The protected work: the same closure in every measurement.
+    static let work: @Sendable (Identity) async throws -> Int = { identity in identity.username.utf8.count }
+
+    let gatekeeper: Gatekeeper
+    let identity: Identity
+    let presenter = ScriptedConversation()
+    let signedIn = RequiresAuthentication(.signedIn, content: work)
+    let admins = RequiresAuthentication(.member(of: "admin"), content: work)
+    let flag = Mutex(true)
+
+    init() async throws {
+        let provider = DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: .zero)
+        gatekeeper = Gatekeeper(provider: provider)
+        identity = try await gatekeeper.signIn(
+            Credentials(username: "alice", password: Secret(copying: "wonderland".utf8))
+        )
+    }
+
+    nonisolated func baseline(_ iterations: Int) async throws -> Double {
+        try await timePerCall(iterations) {
+            flag.withLock({ $0 }) ? try await Self.work(identity) : 0
+        }
+    }
+
+    nonisolated func protected(
+        _ action: RequiresAuthentication<Int>,
+        _ iterations: Int
+    ) async throws -> Double {
+        try await timePerCall(iterations) {
+            try await action.run(through: gatekeeper, presenter: presenter).output ?? 0
+        }
+    }
+}
+
+/// How long a login in flight takes to end once its task is cancelled, with the provider mid-delay.
+/// Returns the latencies in nanoseconds, sorted.
+nonisolated func cancellationLatencies(delay: Duration, samples: Int) async throws -> [Double] {
+    let provider = DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: delay)
+    var latencies: [Double] = []
+    for index in 0..<samples {
+        let gatekeeper = Gatekeeper(provider: provider)
+        let login = Task {
+            try await RequiresAuthentication { _ in }.run(
+                through: gatekeeper,
+                presenter: ScriptedConversation(.text("alice"), .secret("wonderland"))
+            )
+        }
+        // Wait until the provider is inside its delay.
+        while provider.authenticationCount <= index { await Task.yield() }
+        let cancelled = clock.now
+        login.cancel()
+        guard case .dismissed(.cancelled) = try await login.value else { fatalError("the login was not cancelled") }
+        latencies.append(nanoseconds(cancelled.duration(to: clock.now)))
+        precondition(gatekeeper.state == .signedOut, "a cancelled login left the gatekeeper \(gatekeeper.state)")
+    }
+    return latencies.sorted()
+}
+
+@main
+enum Bench {
+    static func main() async throws {
+        let iterations = 1_000_000
+        let rounds = 7
+        let fastPath = try await FastPath()
+        _ = try await fastPath.baseline(iterations / 10)  // warm up
+        _ = try await fastPath.protected(fastPath.signedIn, iterations / 10)
+        var bare = Double.infinity
+        var signedIn = Double.infinity
+        var member = Double.infinity
+        for _ in 0..<rounds {
+            // Interleaved, best of each: the least disturbed round on a shared machine.
+            bare = min(bare, try await fastPath.baseline(iterations))
+            signedIn = min(signedIn, try await fastPath.protected(fastPath.signedIn, iterations))
+            member = min(member, try await fastPath.protected(fastPath.admins, iterations))
+        }
+        precondition(fastPath.presenter.events.isEmpty, "the signed-in path must never prompt")
+        let ratio = signedIn / bare
+
+        let delay = Duration.seconds(1)
+        let samples = 200
+        let latencies = try await cancellationLatencies(delay: delay, samples: samples)
+        func percentile(_ p: Double) -> Double {
+            latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] / 1e6
+        }
+        let (p50, p99, maximum) = (percentile(0.50), percentile(0.99), percentile(1))
+        let delayMs = nanoseconds(delay) / 1e6
+
+        print(
+            """
+            gatekeeper-bench (\(iterations) calls x \(rounds) rounds, best round; \(samples) cancellations)
+
+            measure                                         value        goal
+            bare Mutex<Bool> check + closure                \(fixed(bare)) ns
+            protected call, signed in (same closure)        \(fixed(signedIn)) ns
+            ratio protected / bare                          \(fixed(ratio))         <= 2
+            protected call, member of a group               \(fixed(member)) ns
+            cancel a login in flight, p50                   \(fixed(p50, 3)) ms
+            cancel a login in flight, p99                   \(fixed(p99, 3)) ms     <= \(fixed(delayMs / 100, 3)) ms (1% of the \(Int(delayMs)) ms delay)
+            cancel a login in flight, max                   \(fixed(maximum, 3)) ms
+
+            """
+        )
+        print(
+            """
+            {"fast_path":{"bare_ns":\(fixed(bare)),"signed_in_ns":\(fixed(signedIn)),"ratio":\(fixed(ratio)),\
+            "goal_ratio":2,"member_ns":\(fixed(member))},"cancellation":{"samples":\(samples),\
+            "delay_ms":\(Int(delayMs)),"p50_ms":\(fixed(p50, 3)),"p99_ms":\(fixed(p99, 3)),"max_ms":\(fixed(maximum, 3)),\
+            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01}}
+            """
+        )
+    }
+}
