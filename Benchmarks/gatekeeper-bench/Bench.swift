@@ -4,6 +4,7 @@ import Authentication
 import AuthenticationTesting
 import MockProvider
 import Synchronization
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -46,6 +47,8 @@ final class FastPath: Sendable {
     static let work: @Sendable (Identity) async throws -> Int = { identity in identity.username.utf8.count }
 
     let gatekeeper: Gatekeeper
+    /// Sessions without timeouts: the check needs no clock.
+    let untimedGatekeeper: Gatekeeper
     let identity: Identity
     let presenter = ScriptedConversation()
     let signedIn = RequiresAuthentication(.signedIn, content: work)
@@ -54,10 +57,20 @@ final class FastPath: Sendable {
 
     init() async throws {
         let provider = DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: .zero)
+        let credentials = try Credentials(username: "alice", password: Secret(copying: "wonderland".utf8))
         gatekeeper = Gatekeeper(provider: provider)
-        identity = try await gatekeeper.signIn(
-            Credentials(username: "alice", password: Secret(copying: "wonderland".utf8))
-        )
+        identity = try await gatekeeper.signIn(credentials)
+        untimedGatekeeper = Gatekeeper(provider: provider, configuration: .init(idleTimeout: nil, absoluteTimeout: nil))
+        try await untimedGatekeeper.signIn(credentials)
+    }
+
+    /// One read of the clock every expiry check needs (`CLOCK_BOOTTIME`, what `ContinuousClock` reads).
+    nonisolated func clockRead(_ iterations: Int) async -> Double {
+        await timePerCall(iterations) {
+            var time = timespec()
+            clock_gettime(CLOCK_BOOTTIME, &time)
+            return time.tv_nsec
+        }
     }
 
     nonisolated func baseline(_ iterations: Int) async throws -> Double {
@@ -68,9 +81,11 @@ final class FastPath: Sendable {
 
     nonisolated func protected(
         _ action: RequiresAuthentication<Int>,
-        _ iterations: Int
+        _ iterations: Int,
+        untimed: Bool = false
     ) async throws -> Double {
-        try await timePerCall(iterations) {
+        let gatekeeper = untimed ? untimedGatekeeper : gatekeeper
+        return try await timePerCall(iterations) {
             try await action.run(through: gatekeeper, presenter: presenter).output ?? 0
         }
     }
@@ -103,25 +118,30 @@ nonisolated func cancellationLatencies(delay: Duration, samples: Int) async thro
 @main
 enum Bench {
     static func main() async throws {
-        let iterations = 1_000_000
+        // GATEKEEPER_BENCH_ITERATIONS shortens a run, for profiling under valgrind.
+        let iterations = Int(ProcessInfo.processInfo.environment["GATEKEEPER_BENCH_ITERATIONS"] ?? "") ?? 1_000_000
         let rounds = 7
         let fastPath = try await FastPath()
         _ = try await fastPath.baseline(iterations / 10)  // warm up
         _ = try await fastPath.protected(fastPath.signedIn, iterations / 10)
         var bare = Double.infinity
         var signedIn = Double.infinity
+        var untimed = Double.infinity
         var member = Double.infinity
+        var clockRead = Double.infinity
         for _ in 0..<rounds {
             // Interleaved, best of each: the least disturbed round on a shared machine.
             bare = min(bare, try await fastPath.baseline(iterations))
             signedIn = min(signedIn, try await fastPath.protected(fastPath.signedIn, iterations))
+            untimed = min(untimed, try await fastPath.protected(fastPath.signedIn, iterations, untimed: true))
             member = min(member, try await fastPath.protected(fastPath.admins, iterations))
+            clockRead = min(clockRead, await fastPath.clockRead(iterations))
         }
         precondition(fastPath.presenter.events.isEmpty, "the signed-in path must never prompt")
         let ratio = signedIn / bare
 
         let delay = Duration.seconds(1)
-        let samples = 200
+        let samples = iterations < 1_000_000 ? 5 : 200
         let latencies = try await cancellationLatencies(delay: delay, samples: samples)
         func percentile(_ p: Double) -> Double {
             latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] / 1e6
@@ -138,6 +158,9 @@ enum Bench {
             protected call, signed in (same closure)        \(fixed(signedIn)) ns
             ratio protected / bare                          \(fixed(ratio))         <= 2
             protected call, member of a group               \(fixed(member)) ns
+            protected call, sessions without timeouts       \(fixed(untimed)) ns
+            ratio without timeouts / bare                   \(fixed(untimed / bare))
+            one CLOCK_BOOTTIME read (any expiry check)      \(fixed(clockRead)) ns
             cancel a login in flight, p50                   \(fixed(p50, 3)) ms
             cancel a login in flight, p99                   \(fixed(p99, 3)) ms     <= \(fixed(delayMs / 100, 3)) ms (1% of the \(Int(delayMs)) ms delay)
             cancel a login in flight, max                   \(fixed(maximum, 3)) ms
@@ -147,7 +170,8 @@ enum Bench {
         print(
             """
             {"fast_path":{"bare_ns":\(fixed(bare)),"signed_in_ns":\(fixed(signedIn)),"ratio":\(fixed(ratio)),\
-            "goal_ratio":2,"member_ns":\(fixed(member))},"cancellation":{"samples":\(samples),\
+            "goal_ratio":2,"member_ns":\(fixed(member)),\
+            "untimed_ns":\(fixed(untimed)),"untimed_ratio":\(fixed(untimed / bare)),"clock_read_ns":\(fixed(clockRead))},"cancellation":{"samples":\(samples),\
             "delay_ms":\(Int(delayMs)),"p50_ms":\(fixed(p50, 3)),"p99_ms":\(fixed(p99, 3)),"max_ms":\(fixed(maximum, 3)),\
             "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01}}
             """

@@ -13,10 +13,10 @@ struct Core: ~Copyable {
         return lastID
     }
 
-    func state(at instant: ContinuousClock.Instant, configuration: Gatekeeper.Configuration) -> Gatekeeper.State {
+    func state(at now: Int64, clock: SessionClock) -> Gatekeeper.State {
         if flight != nil { return .authenticating }
-        if let session, !session.isExpired(at: instant, configuration) {
-            return .signedIn(session.identity, expires: session.expiry(configuration))
+        if let session, !session.isExpired(at: now) {
+            return .signedIn(session.identity, expires: session.expiry == .max ? nil : clock.instant(session.expiry))
         }
         return .signedOut
     }
@@ -28,12 +28,12 @@ struct Core: ~Copyable {
     /// sent. Observers are told inside the lock, so they see transitions in the order they happened.
     /// Returns what `change` returned and the effects to ``Effects/deliver()`` once the lock is released.
     mutating func transition<T>(
-        at instant: ContinuousClock.Instant,
-        configuration: Gatekeeper.Configuration,
+        at now: Int64,
+        clock: SessionClock,
         _ change: (inout Core) -> T
     ) -> (T, Effects) {
         let result = change(&self)
-        let state = state(at: instant, configuration: configuration)
+        let state = state(at: now, clock: clock)
         if state != lastBroadcast {
             lastBroadcast = state
             for observer in observers.values { observer.yield(state) }
@@ -87,32 +87,45 @@ struct Core: ~Copyable {
     }
 }
 
-/// An open session.
+/// An open session. Times are ``SessionClock`` nanoseconds; `Int64.max` stands for "never".
 struct Session {
     let identity: Identity
-    let signedInAt: ContinuousClock.Instant
-    var lastUsed: ContinuousClock.Instant
+    /// When the absolute timeout ends the session.
+    let absoluteDeadline: Int64
+    /// When the session ends unless used again: the earlier of the idle and absolute deadlines.
+    private(set) var expiry: Int64
 
-    init(identity: Identity, at instant: ContinuousClock.Instant) {
+    init(identity: Identity, at now: Int64, _ timeouts: Timeouts) {
         self.identity = identity
-        self.signedInAt = instant
-        self.lastUsed = instant
+        self.absoluteDeadline = timeouts.absolute.map { SessionClock.adding(now, $0) } ?? .max
+        self.expiry = absoluteDeadline
+        touch(at: now, timeouts)
     }
 
-    func expiry(_ configuration: Gatekeeper.Configuration) -> ContinuousClock.Instant? {
-        let idle = configuration.idleTimeout.map { lastUsed + $0 }
-        let absolute = configuration.absoluteTimeout.map { signedInAt + $0 }
-        switch (idle, absolute) {
-        case (let idle?, let absolute?): return min(idle, absolute)
-        case (let deadline?, nil), (nil, let deadline?): return deadline
-        case (nil, nil): return nil
-        }
+    /// Records a use at `now`, which moves the idle deadline.
+    @inline(__always)
+    mutating func touch(at now: Int64, _ timeouts: Timeouts) {
+        guard let idle = timeouts.idle else { return }
+        expiry = min(SessionClock.adding(now, idle), absoluteDeadline)
     }
 
-    func isExpired(at instant: ContinuousClock.Instant, _ configuration: Gatekeeper.Configuration) -> Bool {
-        if let idle = configuration.idleTimeout, instant >= lastUsed + idle { return true }
-        if let absolute = configuration.absoluteTimeout, instant >= signedInAt + absolute { return true }
-        return false
+    @inline(__always)
+    func isExpired(at now: Int64) -> Bool {
+        now >= expiry
+    }
+}
+
+/// The configured timeouts in nanoseconds, converted once.
+struct Timeouts: Sendable {
+    let idle: Int64?
+    let absolute: Int64?
+    /// Whether sessions last until signed out, so checking one needs no clock.
+    let areNone: Bool
+
+    init(_ configuration: Gatekeeper.Configuration) {
+        idle = configuration.idleTimeout.map(SessionClock.nanoseconds)
+        absolute = configuration.absoluteTimeout.map(SessionClock.nanoseconds)
+        areNone = idle == nil && absolute == nil
     }
 }
 
@@ -161,7 +174,7 @@ struct Effects {
 struct FailureTable {
     private struct Record {
         var count = 0
-        var lockedUntil: ContinuousClock.Instant?
+        var lockedUntil: Int64?
     }
 
     /// Bounds the memory an attacker can make the table use by trying many names.
@@ -169,26 +182,26 @@ struct FailureTable {
     private var records: [String: Record] = [:]
 
     /// How long `username` is still locked out, if it is.
-    func lockout(of username: String, at instant: ContinuousClock.Instant) -> Duration? {
-        guard let until = records[username]?.lockedUntil, until > instant else { return nil }
-        return instant.duration(to: until)
+    func lockout(of username: String, at now: Int64) -> Duration? {
+        guard let until = records[username]?.lockedUntil, until > now else { return nil }
+        return .nanoseconds(until - now)
     }
 
     /// Counts a failure; returns `true` if it locked the user name out.
     mutating func registerFailure(
         of username: String,
-        at instant: ContinuousClock.Instant,
+        at now: Int64,
         threshold: Int,
         duration: Duration
     ) -> Bool {
-        if records.count >= Self.capacity, records[username] == nil { prune(at: instant) }
+        if records.count >= Self.capacity, records[username] == nil { prune(at: now) }
         var record = records[username] ?? Record()
-        if let until = record.lockedUntil, until <= instant { record = Record() }
+        if let until = record.lockedUntil, until <= now { record = Record() }
         record.count += 1
         let locked = record.count >= threshold
         if locked {
             record.count = 0
-            record.lockedUntil = instant + duration
+            record.lockedUntil = SessionClock.adding(now, SessionClock.nanoseconds(duration))
         }
         records[username] = record
         return locked
@@ -198,8 +211,8 @@ struct FailureTable {
         records[username] = nil
     }
 
-    private mutating func prune(at instant: ContinuousClock.Instant) {
-        records = records.filter { _, record in record.lockedUntil.map { $0 > instant } ?? false }
+    private mutating func prune(at now: Int64) {
+        records = records.filter { _, record in record.lockedUntil.map { $0 > now } ?? false }
         if records.count >= Self.capacity { records.removeAll(keepingCapacity: true) }
     }
 }

@@ -2,31 +2,43 @@ import Synchronization
 
 extension Gatekeeper {
     /// The answer of the signed-in fast path.
+    @usableFromInline
     enum Admission {
         case admitted(Identity)
         case refused(Identity)
         case needsLogin
     }
 
-    /// The check every protected action makes: one lock, one clock read, no allocation.
+    /// The check every protected action makes: one clock read (none when sessions never time out), one
+    /// lock, no allocation.
+    @usableFromInline
     func admit(_ requirement: Requirement) -> Admission {
-        let instant = now()
-        let (admission, expired) = core.withLock { core -> (Admission, Identity?) in
-            guard let session = core.session else { return (.needsLogin, nil) }
-            if session.isExpired(at: instant, configuration) {
-                let ((), effects) = core.transition(at: instant, configuration: configuration) { $0.session = nil }
-                effects.deliver()  // Ending a session resumes no waiter and cancels no task.
-                return (.needsLogin, session.identity)
-            }
-            guard requirement.isSatisfied(by: session.identity) else { return (.refused(session.identity), nil) }
-            core.session?.lastUsed = instant
-            return (.admitted(session.identity), nil)
+        let now = timeouts.areNone ? 0 : clock.now()
+        let admission = core.withLock { core -> Admission in
+            guard let session = core.session else { return .needsLogin }
+            guard !session.isExpired(at: now) else { return .needsLogin }
+            guard requirement.isSatisfied(by: session.identity) else { return .refused(session.identity) }
+            core.session?.touch(at: now, timeouts)
+            return .admitted(session.identity)
         }
-        if let expired {
-            record(.sessionExpired, expired.username)
-            Task { [provider] in await provider.signOut(expired) }
-        }
+        if case .needsLogin = admission { endExpiredSession(at: now) }
         return admission
+    }
+
+    /// Ends the session if it has expired by `now`: observers hear of it, the audit records it, and the
+    /// provider is told.
+    private func endExpiredSession(at now: Int64) {
+        let (expired, effects) = core.withLock { core in
+            core.transition(at: now, clock: clock) { core -> Identity? in
+                guard let session = core.session, session.isExpired(at: now) else { return nil }
+                core.session = nil
+                return session.identity
+            }
+        }
+        effects.deliver()
+        guard let expired else { return }
+        record(.sessionExpired, expired.username)
+        Task { [provider] in await provider.signOut(expired) }
     }
 
     /// Signs in through `presenter`, or joins the login already in progress when `joinExisting` is set.
@@ -34,9 +46,9 @@ extension Gatekeeper {
     func login(presenter: any Conversation, attempts: Int, joinExisting: Bool) async throws(AuthError) -> Identity {
         while true {
             if Task.isCancelled { throw .cancelled }
-            let instant = now()
+            let now = clock.now()
             let ((waiterID, startedFlight, queued), effects) = core.withLock { core in
-                core.transition(at: instant, configuration: configuration) { core -> (UInt64, UInt64?, Bool) in
+                core.transition(at: now, clock: clock) { core -> (UInt64, UInt64?, Bool) in
                     if let flight = core.flight {
                         return (core.addWaiter(for: flight.id, interested: joinExisting), nil, !joinExisting)
                     }
@@ -104,9 +116,9 @@ extension Gatekeeper {
 
     /// A waiter's task was cancelled: it stops waiting, and if nobody else wants the login, the login ends.
     private func leave(_ waiterID: UInt64) {
-        let instant = now()
+        let now = clock.now()
         let (username, effects) = core.withLock { core in
-            core.transition(at: instant, configuration: configuration) { core -> String?? in
+            core.transition(at: now, clock: clock) { core -> String?? in
                 guard let waiter = core.waiters[waiterID] else { return nil }
                 switch waiter.state {
                 case .waiting(let continuation):
@@ -130,15 +142,15 @@ extension Gatekeeper {
 
     /// A login's task ended. Its result counts only if the login is still the current one.
     private func finish(_ flightID: UInt64, with result: Result<Identity, AuthError>) async {
-        let instant = now()
+        let now = clock.now()
         let (outcome, effects) = core.withLock { core in
-            core.transition(at: instant, configuration: configuration) { core -> (current: Bool, replaced: Identity?) in
+            core.transition(at: now, clock: clock) { core -> (current: Bool, replaced: Identity?) in
                 guard core.flight?.id == flightID else { return (false, nil) }
                 core.flight = nil
                 var replaced: Identity?
                 if case .success(let identity) = result {
                     replaced = core.session?.identity
-                    core.session = Session(identity: identity, at: instant)
+                    core.session = Session(identity: identity, at: now, timeouts)
                 }
                 core.settle(flightID, with: result)
                 return (true, replaced)
@@ -188,8 +200,8 @@ extension Gatekeeper {
     private func check(_ answer: String, presenter: any Conversation) async throws(AuthError) -> Identity {
         let username = try Username.validate(answer)
         if let threshold = configuration.lockoutThreshold, threshold > 0 {
-            let instant = now()
-            if let remaining = core.withLock({ $0.failures.lockout(of: username, at: instant) }) {
+            let now = clock.now()
+            if let remaining = core.withLock({ $0.failures.lockout(of: username, at: now) }) {
                 record(.lockedOut, username, .tooManyAttempts(retryAfter: remaining))
                 throw .tooManyAttempts(retryAfter: remaining)
             }
@@ -220,11 +232,11 @@ extension Gatekeeper {
     private func registerFailure(of username: String, _ reason: AuthError) {
         record(.signInFailed, username, reason)
         guard let threshold = configuration.lockoutThreshold, threshold > 0 else { return }
-        let instant = now()
+        let now = clock.now()
         let locked = core.withLock { core in
             core.failures.registerFailure(
                 of: username,
-                at: instant,
+                at: now,
                 threshold: threshold,
                 duration: configuration.lockoutDuration
             )

@@ -8,11 +8,11 @@ extension Gatekeeper {
     /// as ``State/signedOut`` when the gatekeeper notices, at the next check.
     public func states() -> AsyncStream<State> {
         let (stream, continuation) = AsyncStream.makeStream(of: State.self, bufferingPolicy: .bufferingNewest(16))
-        let instant = now()
+        let now = clock.now()
         let id = core.withLock { core in
             let id = core.nextID()
             core.observers[id] = continuation
-            continuation.yield(core.state(at: instant, configuration: configuration))
+            continuation.yield(core.state(at: now, clock: clock))
             return id
         }
         continuation.onTermination = { [weak self] _ in

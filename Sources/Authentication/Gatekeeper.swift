@@ -23,7 +23,8 @@ public final class Gatekeeper: Sendable {
     public let configuration: Configuration
 
     let audit: any AuditSink
-    let now: @Sendable () -> ContinuousClock.Instant
+    let clock: SessionClock
+    let timeouts: Timeouts
     let core = Mutex(Core())
 
     /// Creates a gatekeeper.
@@ -31,17 +32,19 @@ public final class Gatekeeper: Sendable {
     ///   - provider: The backend that checks logins.
     ///   - configuration: Timeouts, attempts and lockout.
     ///   - audit: Where audit events go.
-    ///   - now: The clock; inject one in tests to move time without sleeping.
+    ///   - now: A clock to use instead of `ContinuousClock`; inject one in tests to move time without
+    ///     sleeping.
     public init(
         provider: any AuthProvider,
         configuration: Configuration = Configuration(),
         audit: any AuditSink = DiscardingAuditSink(),
-        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+        now: (@Sendable () -> ContinuousClock.Instant)? = nil
     ) {
         self.provider = provider
         self.configuration = configuration
         self.audit = audit
-        self.now = now
+        self.clock = SessionClock(now)
+        self.timeouts = Timeouts(configuration)
     }
 
     /// What the gatekeeper is doing.
@@ -57,15 +60,15 @@ public final class Gatekeeper: Sendable {
 
     /// The state now. A session past its timeout reads as signed out.
     public var state: State {
-        let instant = now()
-        return core.withLock { $0.state(at: instant, configuration: configuration) }
+        let now = clock.now()
+        return core.withLock { $0.state(at: now, clock: clock) }
     }
 
     /// The signed-in identity, if a valid session exists. Reading it does not count as use.
     public var identity: Identity? {
-        let instant = now()
+        let now = clock.now()
         return core.withLock { core in
-            guard let session = core.session, !session.isExpired(at: instant, configuration) else { return nil }
+            guard let session = core.session, !session.isExpired(at: now) else { return nil }
             return session.identity
         }
     }
@@ -82,7 +85,22 @@ public final class Gatekeeper: Sendable {
     /// - Throws: ``AuthError/cancelled`` when the person or the task cancels (returning promptly even if
     ///   the provider is still busy); ``AuthError/notAuthorized(requirement:)``; the last login error
     ///   when the attempts run out; ``AuthError/providerUnavailable(reason:)``.
+    @inlinable
     public func authorize(_ requirement: Requirement, presenter: any Conversation) async throws(AuthError) -> Identity {
+        if let identity = admittedIdentity(requirement) { return identity }
+        return try await authorizeWithLogin(requirement, presenter: presenter)
+    }
+
+    /// The signed-in fast path: the identity of a valid session that meets `requirement`, counting as use,
+    /// or `nil` when anything else is needed. Synchronous, so a caller pays no async call for it.
+    @usableFromInline
+    func admittedIdentity(_ requirement: Requirement) -> Identity? {
+        if case .admitted(let identity) = admit(requirement) { return identity }
+        return nil
+    }
+
+    @usableFromInline
+    func authorizeWithLogin(_ requirement: Requirement, presenter: any Conversation) async throws(AuthError) -> Identity {
         // Bounded: each round either admits, refuses, or waits for a login that consumed attempts.
         var rounds = 0
         while true {
@@ -120,9 +138,9 @@ public final class Gatekeeper: Sendable {
     /// Ends the session and cancels any login in progress. Always succeeds locally; the provider is told
     /// on a best-effort basis.
     public func signOut() async {
-        let instant = now()
+        let now = clock.now()
         let ((ended, abandonedLogin), effects) = core.withLock { core in
-            core.transition(at: instant, configuration: configuration) { core -> (Identity?, Bool) in
+            core.transition(at: now, clock: clock) { core -> (Identity?, Bool) in
                 let ended = core.session?.identity
                 core.session = nil
                 guard let flight = core.flight else { return (ended, false) }

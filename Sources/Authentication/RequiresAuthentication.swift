@@ -23,8 +23,8 @@
 public struct RequiresAuthentication<Output: Sendable>: Sendable {
     /// What the identity must meet.
     public let requirement: Requirement
-    private let onAuthenticationDismissed: @Sendable (AuthError) async -> Void
-    private let content: @Sendable (Identity) async throws -> Output
+    @usableFromInline let onAuthenticationDismissed: @Sendable (AuthError) async -> Void
+    @usableFromInline let content: @Sendable (Identity) async throws -> Output
 
     /// - Parameters:
     ///   - requirement: What the identity must meet; ``Requirement/signedIn`` by default.
@@ -45,10 +45,15 @@ public struct RequiresAuthentication<Output: Sendable>: Sendable {
     /// - Returns: ``Access/completed(_:)`` with the content's result, or ``Access/dismissed(_:)`` with why
     ///   the content did not run.
     /// - Throws: only what the content throws.
+    @inlinable
     public func run(through gatekeeper: Gatekeeper, presenter: any Conversation) async throws -> Access<Output> {
+        // The signed-in fast path is a synchronous call; only a login needs the asynchronous one.
+        if let identity = gatekeeper.admittedIdentity(requirement) {
+            return .completed(try await content(identity))
+        }
         let identity: Identity
         do {
-            identity = try await gatekeeper.authorize(requirement, presenter: presenter)
+            identity = try await gatekeeper.authorizeWithLogin(requirement, presenter: presenter)
         } catch {
             await onAuthenticationDismissed(error)
             return .dismissed(error)

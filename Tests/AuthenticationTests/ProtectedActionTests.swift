@@ -166,6 +166,22 @@ struct ProtectedActionTests {
         #expect(conversation.questionCount == 1)
     }
 
+    @Test func sessionsWithoutTimeoutsLastUntilSignedOut() async throws {
+        let clock = ManualClock()
+        let gatekeeper = Gatekeeper(
+            provider: accountsProvider(),
+            configuration: .init(idleTimeout: nil, absoluteTimeout: nil),
+            now: clock.now
+        )
+        try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        clock.advance(by: .seconds(10 * 365 * 24 * 60 * 60))
+        #expect(gatekeeper.state == .signedIn(try #require(gatekeeper.identity), expires: nil))
+        let silent = ScriptedConversation()
+        #expect(try await RequiresAuthentication { $0.username }.run(through: gatekeeper, presenter: silent).output == "alice")
+        await gatekeeper.signOut()
+        #expect(gatekeeper.identity == nil)
+    }
+
     @Test func signingOutMakesTheNextActionAsk() async throws {
         let gatekeeper = Gatekeeper(provider: accountsProvider())
         try await gatekeeper.signIn(credentials("alice", "wonderland"))

@@ -1,0 +1,64 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Session time, as whole nanoseconds since the gatekeeper was created.
+///
+/// By default it reads `CLOCK_BOOTTIME` — the clock `ContinuousClock` reads on Linux: monotonic, never
+/// wall time, and still counting while the machine is suspended. Times are kept as plain integers so the
+/// signed-in check does no work on `ContinuousClock.Instant`, whose layout is opaque to this module and
+/// costs more to copy than the whole check is allowed to take. A clock injected for tests is read
+/// through `ContinuousClock.Instant` as given.
+struct SessionClock: Sendable {
+    private let origin: ContinuousClock.Instant
+    private let originNanoseconds: Int64
+    private let injected: (@Sendable () -> ContinuousClock.Instant)?
+
+    init(_ injected: (@Sendable () -> ContinuousClock.Instant)?) {
+        self.injected = injected
+        if let injected {
+            origin = injected()
+            originNanoseconds = 0
+        } else {
+            origin = .now
+            originNanoseconds = Self.bootTime()
+        }
+    }
+
+    /// Nanoseconds since the origin.
+    @inline(__always)
+    func now() -> Int64 {
+        guard let injected else { return Self.bootTime() &- originNanoseconds }
+        return Self.nanoseconds(origin.duration(to: injected()))
+    }
+
+    /// The `ContinuousClock` instant of a time from ``now()``.
+    func instant(_ nanoseconds: Int64) -> ContinuousClock.Instant {
+        origin.advanced(by: .nanoseconds(nanoseconds))
+    }
+
+    /// `duration` in whole nanoseconds, saturating at the limits of `Int64`.
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        let (total, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        if overflowAgain { return seconds < 0 ? .min : .max }
+        return total
+    }
+
+    /// `time + duration`, saturating instead of overflowing.
+    static func adding(_ time: Int64, _ nanoseconds: Int64) -> Int64 {
+        let (sum, overflow) = time.addingReportingOverflow(nanoseconds)
+        return overflow ? (nanoseconds > 0 ? .max : .min) : sum
+    }
+
+    @inline(__always)
+    private static func bootTime() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &time)
+        return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+    }
+}
