@@ -2,12 +2,12 @@
 // in flight ends when cancelled. Each figure is measured against its baseline in the same run.
 import Authentication
 import AuthenticationTesting
+import Foundation
 import MockProvider
 import Synchronization
-import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 let clock = ContinuousClock()

@@ -1,9 +1,9 @@
 import Authentication
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// gatekeeper-run's own exit statuses (the command's status is passed through by `exec`).
@@ -66,4 +66,3 @@ func ttyName(_ descriptor: Int32) -> String? {
     guard ttyname_r(descriptor, &buffer, buffer.count) == 0 else { return nil }
     return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
-

@@ -5,9 +5,9 @@ import Synchronization
 import TerminalLogin
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 let registry = ProviderRegistry([MockProviderPlugin.self])

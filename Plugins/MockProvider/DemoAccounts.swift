@@ -10,12 +10,15 @@ extension DelayedAuthProvider {
     /// | carol | carol-2026   |              | activation required |
     /// | dave  | dave-2026    | staff        | locked              |
     public static let demoUsers: [User] = [
-        User(username: "alice", password: demoPassword("wonderland"), displayName: "Alice Liddell",
-             groups: ["staff", "admin"]),
+        User(
+            username: "alice", password: demoPassword("wonderland"), displayName: "Alice Liddell",
+            groups: ["staff", "admin"]),
         User(username: "bob", password: demoPassword("builder"), displayName: "Bob the Builder", groups: ["staff"]),
-        User(username: "carol", password: demoPassword("carol-2026"), displayName: "Carol", status: .activationRequired),
-        User(username: "dave", password: demoPassword("dave-2026"), displayName: "Dave", groups: ["staff"],
-             status: .locked),
+        User(
+            username: "carol", password: demoPassword("carol-2026"), displayName: "Carol", status: .activationRequired),
+        User(
+            username: "dave", password: demoPassword("dave-2026"), displayName: "Dave", groups: ["staff"],
+            status: .locked),
     ]
 
     private static func demoPassword(_ text: StaticString) -> Secret {

@@ -100,7 +100,8 @@ public final class Gatekeeper: Sendable {
     }
 
     @usableFromInline
-    func authorizeWithLogin(_ requirement: Requirement, presenter: any Conversation) async throws(AuthError) -> Identity {
+    func authorizeWithLogin(_ requirement: Requirement, presenter: any Conversation) async throws(AuthError) -> Identity
+    {
         // Bounded: each round either admits, refuses, or waits for a login that consumed attempts.
         var rounds = 0
         while true {

@@ -75,7 +75,8 @@ public struct Identity: Hashable, Sendable {
         var provider: String
         var attributes: [String: String]
 
-        init(username: String, displayName: String, groups: Set<String>, provider: String, attributes: [String: String]) {
+        init(username: String, displayName: String, groups: Set<String>, provider: String, attributes: [String: String])
+        {
             self.username = username
             self.displayName = displayName
             self.groups = groups
@@ -91,10 +92,16 @@ public struct Identity: Hashable, Sendable {
             var attributes: [String: String]
         }
 
-        var fields: Fields { Fields(username: username, displayName: displayName, groups: groups, provider: provider, attributes: attributes) }
+        var fields: Fields {
+            Fields(
+                username: username, displayName: displayName, groups: groups, provider: provider, attributes: attributes
+            )
+        }
 
         func copy() -> Storage {
-            Storage(username: username, displayName: displayName, groups: groups, provider: provider, attributes: attributes)
+            Storage(
+                username: username, displayName: displayName, groups: groups, provider: provider, attributes: attributes
+            )
         }
     }
 }

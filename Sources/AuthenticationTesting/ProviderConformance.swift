@@ -72,7 +72,9 @@ public struct ProviderConformance: Sendable {
             await suite.withProvider { provider in
                 let conversation = ScriptedConversation(.secret(suite.fixture.password))
                 let outcome = try await provider.authenticate(suite.request(suite.fixture.username, conversation))
-                guard case .authenticated(let identity) = outcome else { return ["expected authenticated, got \(outcome)"] }
+                guard case .authenticated(let identity) = outcome else {
+                    return ["expected authenticated, got \(outcome)"]
+                }
                 var problems: [String] = []
                 if identity.username != suite.fixture.username {
                     problems.append("identity user name is \(identity.username), not \(suite.fixture.username)")
@@ -185,6 +187,8 @@ public struct ProviderConformance: Sendable {
 
     /// Any fixture password that appears in `text`.
     private func leaks(in text: String) -> [String] {
-        [fixture.password, fixture.wrongPassword].filter { text.contains($0) }.map { _ in "a password appears in \(text)" }
+        [fixture.password, fixture.wrongPassword].filter { text.contains($0) }.map { _ in
+            "a password appears in \(text)"
+        }
     }
 }

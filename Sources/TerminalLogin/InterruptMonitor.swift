@@ -1,9 +1,9 @@
 import Dispatch
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// Turns Ctrl-C (SIGINT) into a call to `onInterrupt` instead of ending the process, for as long as the

@@ -2,9 +2,9 @@ public import Authentication
 import Dispatch
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A ``Conversation`` on a terminal, or on plain standard input when there is none.
@@ -87,7 +87,8 @@ public final class TerminalConversation: Conversation {
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 queue.async { [self] in
-                    continuation.resume(returning: readLine(prompt: prompt, echo: echo, cancelledBy: wakeup?.readEnd ?? -1))
+                    continuation.resume(
+                        returning: readLine(prompt: prompt, echo: echo, cancelledBy: wakeup?.readEnd ?? -1))
                 }
             }
         } onCancel: {

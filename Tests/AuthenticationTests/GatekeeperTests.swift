@@ -87,9 +87,10 @@ struct GatekeeperTests {
             .text("alice"), .secret("wonderland")
         )
         await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(presenter: conversation) }
-        #expect(conversation.messages == [
-            AuthError.invalidCredentials.description, AuthError.missingPassword.description,
-        ])
+        #expect(
+            conversation.messages == [
+                AuthError.invalidCredentials.description, AuthError.missingPassword.description,
+            ])
         #expect(conversation.questionCount == 6)
         #expect(gatekeeper.state == .signedOut)
     }
@@ -114,7 +115,9 @@ struct GatekeeperTests {
             now: clock.now
         )
         for _ in 0..<3 {
-            await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(credentials("bob", "no")) }
+            await #expect(throws: AuthError.invalidCredentials) {
+                try await gatekeeper.signIn(credentials("bob", "no"))
+            }
         }
         await #expect(throws: AuthError.tooManyAttempts(retryAfter: .seconds(60))) {
             try await gatekeeper.signIn(credentials("bob", "builder"))

@@ -1,14 +1,17 @@
-@testable import Authentication
 import AuthenticationTesting
 import Synchronization
 import TestSupport
 import Testing
 
+@testable import Authentication
+
 struct ProtectedActionTests {
     @Test func runsTheContentAfterALogin() async throws {
         let gatekeeper = Gatekeeper(provider: accountsProvider())
         let dismissed = Counter()
-        let courses = RequiresAuthentication(.signedIn) { _ in dismissed.increment() } content: { identity in
+        let courses = RequiresAuthentication(.signedIn) { _ in
+            dismissed.increment()
+        } content: { identity in
             "courses for \(identity.username)"
         }
         let conversation = ScriptedConversation(.text("alice"), .secret("wonderland"))
@@ -30,7 +33,10 @@ struct ProtectedActionTests {
             [.text("alice"), .secret("a"), .text("alice"), .secret("b"), .text("alice"), .secret("c")],
             .invalidCredentials
         ),
-        ("not in the group", [.text("bob"), .secret("builder")], .notAuthorized(requirement: "membership of \"admin\"")),
+        (
+            "not in the group", [.text("bob"), .secret("builder")],
+            .notAuthorized(requirement: "membership of \"admin\"")
+        ),
     ]
 
     @Test(arguments: dismissals)
@@ -70,7 +76,8 @@ struct ProtectedActionTests {
         }
         #expect(try await deploy().output == "alice")
         await gatekeeper.signOut()
-        let refused = gatekeeper.requiresAuthentication(presenter: ScriptedConversation(.cancel)) { _ in ran.increment() }
+        let refused = gatekeeper.requiresAuthentication(presenter: ScriptedConversation(.cancel)) { _ in ran.increment()
+        }
         guard case .dismissed(.cancelled) = try await refused() else {
             Issue.record("expected a dismissal")
             return
@@ -83,7 +90,9 @@ struct ProtectedActionTests {
         let gatekeeper = Gatekeeper(provider: accountsProvider())
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
         let failing = RequiresAuthentication { _ in throw Boom() }
-        await #expect(throws: Boom.self) { try await failing.run(through: gatekeeper, presenter: ScriptedConversation()) }
+        await #expect(throws: Boom.self) {
+            try await failing.run(through: gatekeeper, presenter: ScriptedConversation())
+        }
     }
 
     @Test func concurrentActionsShareOneLogin() async throws {
@@ -108,7 +117,9 @@ struct ProtectedActionTests {
         let conversation = ScriptedConversation(.text("alice"), .secret("wonderland"))
         let action = RequiresAuthentication { identity in identity.username }
         try await withThrowingTaskGroup(of: String?.self) { group in
-            for _ in 0..<50 { group.addTask { try await action.run(through: gatekeeper, presenter: conversation).output } }
+            for _ in 0..<50 {
+                group.addTask { try await action.run(through: gatekeeper, presenter: conversation).output }
+            }
             for try await output in group { #expect(output == "alice") }
         }
         #expect(provider.authenticationCount == 1)
@@ -177,7 +188,9 @@ struct ProtectedActionTests {
         clock.advance(by: .seconds(10 * 365 * 24 * 60 * 60))
         #expect(gatekeeper.state == .signedIn(try #require(gatekeeper.identity), expires: nil))
         let silent = ScriptedConversation()
-        #expect(try await RequiresAuthentication { $0.username }.run(through: gatekeeper, presenter: silent).output == "alice")
+        #expect(
+            try await RequiresAuthentication { $0.username }.run(through: gatekeeper, presenter: silent).output
+                == "alice")
         await gatekeeper.signOut()
         #expect(gatekeeper.identity == nil)
     }
@@ -227,8 +240,14 @@ struct ProtectedActionTests {
         let gatekeeper = Gatekeeper(provider: provider, audit: audit)
         let dismissed = Counter()
         let ran = Counter()
-        let action = RequiresAuthentication(.signedIn) { _ in dismissed.increment() } content: { _ in ran.increment() }
-        let pending = Task { try await action.run(through: gatekeeper, presenter: ScriptedConversation(.text("a"), .secret("p"))) }
+        let action = RequiresAuthentication(.signedIn) { _ in
+            dismissed.increment()
+        } content: { _ in
+            ran.increment()
+        }
+        let pending = Task {
+            try await action.run(through: gatekeeper, presenter: ScriptedConversation(.text("a"), .secret("p")))
+        }
         for await _ in provider.started.stream { break }
         pending.cancel()
         guard case .dismissed(.cancelled) = try await pending.value else {
@@ -274,7 +293,8 @@ struct ProtectedActionTests {
             let number = serial.add(1, ordering: .relaxed).newValue
             let groups: Set<String> = request.username == "alice" ? ["admin"] : []
             return .authenticated(
-                Identity(username: request.username, groups: groups, provider: "stress", attributes: ["serial": "\(number)"])
+                Identity(
+                    username: request.username, groups: groups, provider: "stress", attributes: ["serial": "\(number)"])
             )
         }
         let gatekeeper = Gatekeeper(provider: provider, configuration: .init(lockoutThreshold: nil))
@@ -284,7 +304,8 @@ struct ProtectedActionTests {
 
         let protectedRun: @Sendable (Requirement, String) async throws -> Void = { requirement, user in
             let endedBefore = endedSessions.value
-            let action = RequiresAuthentication(requirement) { _ in } content: { identity in
+            let action = RequiresAuthentication(requirement) { _ in
+            } content: { identity in
                 runs.increment()
                 let serialText = identity.attributes["serial"] ?? "none"
                 guard let number = Int(serialText), number <= serial.load(ordering: .relaxed) else {

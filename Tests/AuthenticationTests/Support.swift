@@ -88,4 +88,3 @@ final class StateRecorder: Sendable {
 
     deinit { task.cancel() }
 }
-

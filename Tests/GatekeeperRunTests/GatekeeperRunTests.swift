@@ -2,14 +2,17 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs the built `gatekeeper-run` binary, as a person or a script would.
 struct GatekeeperRunTests {
     @Test func theDemoAccountRunsTheCommandAndKeepsItsStatus() throws {
         let result = try run(
-            ["--user", "alice", "--password-stdin", "--delay", "0", "--", "sh", "-c", "echo \"$GATEKEEPER_USER/$GATEKEEPER_PROVIDER\"; exit 3"],
+            [
+                "--user", "alice", "--password-stdin", "--delay", "0", "--", "sh", "-c",
+                "echo \"$GATEKEEPER_USER/$GATEKEEPER_PROVIDER\"; exit 3",
+            ],
             input: "wonderland\n"
         )
         #expect(result.status == 3)
@@ -47,7 +50,8 @@ struct GatekeeperRunTests {
     }
 
     static let outcomes = [
-        Outcome(testDescription: "colon in the user name", options: ["--user", "a:b"], password: "wonderland\n", status: 65),
+        Outcome(
+            testDescription: "colon in the user name", options: ["--user", "a:b"], password: "wonderland\n", status: 65),
         Outcome(testDescription: "empty password", options: ["--user", "alice"], password: "\n", status: 65),
         Outcome(testDescription: "no input at all", options: ["--user", "alice"], password: "", status: 65),
         Outcome(
@@ -74,7 +78,8 @@ struct GatekeeperRunTests {
 
     @Test(arguments: outcomes)
     func mapsEveryOutcomeToItsStatus(_ outcome: Outcome) throws {
-        let result = try run(outcome.options + ["--password-stdin", "--delay", "0", "--", "true"], input: outcome.password)
+        let result = try run(
+            outcome.options + ["--password-stdin", "--delay", "0", "--", "true"], input: outcome.password)
         #expect(result.status == outcome.status, "\(result.stderr)")
         let password = outcome.password.trimmingCharacters(in: .newlines)
         if !password.isEmpty {

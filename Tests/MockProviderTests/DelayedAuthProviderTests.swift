@@ -38,7 +38,8 @@ struct DelayedAuthProviderTests {
     @Test func reportsExpiredAccountsAndPasswords() async throws {
         let users = [
             DelayedAuthProvider.User(username: "old", password: Secret(copying: "pw".utf8), status: .expired),
-            DelayedAuthProvider.User(username: "stale", password: Secret(copying: "pw".utf8), status: .passwordChangeRequired),
+            DelayedAuthProvider.User(
+                username: "stale", password: Secret(copying: "pw".utf8), status: .passwordChangeRequired),
         ]
         let provider = DelayedAuthProvider(users: users, delay: .zero)
         for (name, expected) in [("old", AuthError.accountExpired), ("stale", .passwordChangeRequired)] {
@@ -83,7 +84,9 @@ struct DelayedAuthProviderTests {
         let gatekeeper = Gatekeeper(provider: provider)
         let ran = Locked(false)
         let dismissals = Locked(0)
-        let action = RequiresAuthentication(.signedIn) { _ in dismissals.update { $0 += 1 } } content: { _ in
+        let action = RequiresAuthentication(.signedIn) { _ in
+            dismissals.update { $0 += 1 }
+        } content: { _ in
             ran.update { $0 = true }
         }
         let pending = Task {
@@ -111,4 +114,3 @@ struct DelayedAuthProviderTests {
         #expect(!text.contains("wonderland"))
     }
 }
-

@@ -44,7 +44,9 @@ struct ProviderSelectionTests {
         #expect(try parse([]).0.makeProvider().name == "fake")
     }
 
-    @Test(arguments: [["--provider"], ["--delay"], ["--delay", "1", "--delay", "2"], ["--provider", "a", "--provider=b"]])
+    @Test(arguments: [
+        ["--provider"], ["--delay"], ["--delay", "1", "--delay", "2"], ["--provider", "a", "--provider=b"],
+    ])
     func refusesMissingAndRepeatedValues(_ arguments: [String]) {
         #expect(throws: UsageError.self) { try parse(arguments) }
     }
@@ -53,9 +55,11 @@ struct ProviderSelectionTests {
         #expect(throws: ProviderConfigurationError.unknownProvider("pam", available: ["fake"])) {
             try parse(["--provider", "pam"]).0.makeProvider()
         }
-        #expect(throws: ProviderConfigurationError.invalidValue(
-            option: "delay", value: "nan", expected: "a number of seconds from 0 to 3600"
-        )) {
+        #expect(
+            throws: ProviderConfigurationError.invalidValue(
+                option: "delay", value: "nan", expected: "a number of seconds from 0 to 3600"
+            )
+        ) {
             try parse(["--delay", "nan"]).0.makeProvider()
         }
     }

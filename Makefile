@@ -1,0 +1,48 @@
+# swift-gatekeeper: every command installs what is missing first (as root, with apt-get), then builds.
+#   make run       build and start the demonstration
+#   make test      build and run every test
+#   make bench     build in release mode and print the benchmark figures
+#   make sanitize  run the tests under ThreadSanitizer
+#   make lint      check formatting with swift-format
+
+SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
+SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/usr/bin/swift-format)
+
+# Debian packages the build and the tests need beyond the Swift toolchain. `setsid`, `openpty` and the
+# rest of what the tests use come with every Debian system.
+DEBIAN_PACKAGES :=
+
+.PHONY: deps build run test bench sanitize lint
+
+deps:
+	@missing=""; \
+	for package in $(DEBIAN_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' "$$package" 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" -ne 0 ]; then echo "Missing Debian packages:$$missing (run as root, or install them)"; exit 1; fi; \
+		echo "Installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+run: build
+	@echo "Demo accounts: alice/wonderland (admin), bob/builder. Ctrl-C, Ctrl-D or an empty user name cancels."
+	@$(SWIFT) run --skip-build gatekeeper-run -- sh -c 'echo "Welcome, $$GATEKEEPER_USER: this command ran because you signed in."'
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+bench: deps
+	$(SWIFT) build -c release --product gatekeeper-bench
+	$(SWIFT) run -c release --skip-build gatekeeper-bench
+
+sanitize: deps
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
+	$(SWIFT) test --skip-build --sanitize=thread --scratch-path .build/tsan
+
+lint:
+	$(SWIFT_FORMAT) lint --strict -r Sources Plugins Examples Tests Benchmarks Package.swift
