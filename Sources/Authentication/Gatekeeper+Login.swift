@@ -1,17 +1,15 @@
 import Synchronization
 
 extension Gatekeeper {
-    /// The answer of the signed-in fast path.
-    @usableFromInline
+    /// The answer of the full admission check.
     enum Admission {
         case admitted(Identity)
         case refused(Identity)
         case needsLogin
     }
 
-    /// The check every protected action makes: one clock read (none when sessions never time out), one
-    /// lock, no allocation.
-    @usableFromInline
+    /// The full check behind ``admittedIdentity(_:)``: also says why an identity was not admitted, and
+    /// ends a session that has expired.
     func admit(_ requirement: Requirement) -> Admission {
         let now = timeouts.areNone ? 0 : clock.now()
         let admission = core.withLock { core -> Admission in

@@ -95,8 +95,14 @@ public final class Gatekeeper: Sendable {
     /// or `nil` when anything else is needed. Synchronous, so a caller pays no async call for it.
     @usableFromInline
     func admittedIdentity(_ requirement: Requirement) -> Identity? {
-        if case .admitted(let identity) = admit(requirement) { return identity }
-        return nil
+        let now = timeouts.areNone ? 0 : clock.now()
+        return core.withLock { core -> Identity? in
+            guard let session = core.session, !session.isExpired(at: now),
+                requirement.isSatisfied(by: session.identity)
+            else { return nil }
+            core.session?.touch(at: now, timeouts)
+            return session.identity
+        }
     }
 
     @usableFromInline

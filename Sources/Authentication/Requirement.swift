@@ -6,32 +6,46 @@
 /// let custom = Requirement("a local account") { $0.provider == "pam" }
 /// ```
 public struct Requirement: Sendable, CustomStringConvertible {
-    /// How the requirement reads in messages and audit records, such as `membership of "admin"`.
-    public let description: String
-    private let predicate: (@Sendable (Identity) -> Bool)?
+    private enum Kind: Sendable {
+        case signedIn
+        case member(String)
+        case custom(String, @Sendable (Identity) -> Bool)
+    }
+
+    private let kind: Kind
+
+    private init(_ kind: Kind) {
+        self.kind = kind
+    }
 
     /// A requirement checked by `predicate`, described by `description` in messages.
     public init(_ description: String, _ predicate: @escaping @Sendable (Identity) -> Bool) {
-        self.description = description
-        self.predicate = predicate
-    }
-
-    private init(description: String) {
-        self.description = description
-        self.predicate = nil
+        kind = .custom(description, predicate)
     }
 
     /// Any authenticated identity.
-    public static let signedIn = Requirement(description: "a signed-in user")
+    public static let signedIn = Requirement(.signedIn)
 
     /// An identity that belongs to `group`.
     public static func member(of group: String) -> Requirement {
-        Requirement("membership of \"\(group)\"") { $0.isMember(of: group) }
+        Requirement(.member(group))
+    }
+
+    /// How the requirement reads in messages and audit records, such as `membership of "admin"`.
+    public var description: String {
+        switch kind {
+        case .signedIn: "a signed-in user"
+        case .member(let group): "membership of \"\(group)\""
+        case .custom(let description, _): description
+        }
     }
 
     /// Whether `identity` meets the requirement.
     public func isSatisfied(by identity: Identity) -> Bool {
-        guard let predicate else { return true }
-        return predicate(identity)
+        switch kind {
+        case .signedIn: true
+        case .member(let group): identity.isMember(of: group)
+        case .custom(_, let predicate): predicate(identity)
+        }
     }
 }
