@@ -57,6 +57,8 @@ let command = invocation.command
 // Ctrl-C while the provider works cancels the login (exit 130) instead of killing the process mid-way.
 let pendingRun = Mutex<(task: Task<Access<Never>, any Error>?, interrupted: Bool)>((nil, false))
 let interrupts = InterruptMonitor {
+    // The terminal echoed ^C without a line break; end the line before the message that follows.
+    if isatty(2) == 1 { _ = write(2, "\n", 1) }
     pendingRun.withLock { pending in
         pending.interrupted = true
         pending.task?.cancel()

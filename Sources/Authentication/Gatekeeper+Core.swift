@@ -154,7 +154,7 @@ struct Waiter {
 struct Effects {
     var resumes: [(CheckedContinuation<Result<Identity, AuthError>, Never>, Result<Identity, AuthError>)] = []
     var cancellations: [Task<Void, Never>] = []
-    /// A login in progress was abandoned (audited as cancelled).
+    /// A login in progress was abandoned (the caller audits it as cancelled).
     var abandoned = false
 
     mutating func merge(_ other: Effects) {

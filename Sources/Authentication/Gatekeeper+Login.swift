@@ -115,9 +115,9 @@ extension Gatekeeper {
     /// A waiter's task was cancelled: it stops waiting, and if nobody else wants the login, the login ends.
     private func leave(_ waiterID: UInt64) {
         let now = clock.now()
-        let (username, effects) = core.withLock { core in
-            core.transition(at: now, clock: clock) { core -> String?? in
-                guard let waiter = core.waiters[waiterID] else { return nil }
+        let ((), effects) = core.withLock { core in
+            core.transition(at: now, clock: clock) { core in
+                guard let waiter = core.waiters[waiterID] else { return }
                 switch waiter.state {
                 case .waiting(let continuation):
                     core.waiters[waiterID] = nil
@@ -125,17 +125,15 @@ extension Gatekeeper {
                 case .pending:
                     core.waiters[waiterID]?.state = .finished(.failure(.cancelled))
                 case .finished:
-                    return nil
+                    return
                 }
-                guard let flight = core.flight, flight.id == waiter.flightID,
-                    !core.hasInterestedWaiters(flight.id)
-                else { return nil }
-                core.abandon(flight)
-                return .some(nil)
+                if let flight = core.flight, flight.id == waiter.flightID, !core.hasInterestedWaiters(flight.id) {
+                    core.abandon(flight)
+                }
             }
         }
         effects.deliver()
-        if effects.abandoned { record(.signInCancelled, username ?? nil) }
+        if effects.abandoned { record(.signInCancelled, nil) }
     }
 
     /// A login's task ended. Its result counts only if the login is still the current one.

@@ -1,4 +1,5 @@
 import Authentication
+import Foundation
 import TestSupport
 import Testing
 
@@ -89,5 +90,7 @@ struct CredentialsTests {
             #expect(error.description.first?.isUppercase == true)
         }
         #expect(AuthError.tooManyAttempts(retryAfter: .seconds(1.5)).description.contains("2 seconds"))
+        let lockedUntil = AuthError.accountLocked(until: Date(timeIntervalSince1970: 86_400))
+        #expect(lockedUntil.description == "The account is locked until 1970-01-02T00:00:00Z.")
     }
 }
