@@ -1,5 +1,6 @@
 public import Authentication
 import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -81,14 +82,45 @@ public final class TerminalConversation: Conversation {
         writeAll(output, Array(text.utf8))
     }
 
+    /// Reads a command line: on a terminal with editing, history (Up/Down) and completion (Tab); elsewhere
+    /// one plain line. The line is added to `history` when it is not empty.
+    /// - Returns: the line, or why there is none (Ctrl-C, or Ctrl-D / end of input).
+    public func readCommand(
+        _ prompt: String,
+        history: CommandHistory,
+        completer: (@Sendable (String) -> [String])? = nil
+    ) async -> CommandInput {
+        var editor = LineEditor(echo: true, limit: Self.maxAnswerBytes)
+        editor.history = history.lines
+        editor.completer = completer
+        switch await read(prompt: prompt, editor: editor) {
+        case .line(let bytes):
+            let line = String(decoding: bytes, as: UTF8.self)
+            history.add(line)
+            return .line(line)
+        case .interrupted:
+            return .interrupted
+        case .endOfInput, .cancelled:
+            return .endOfInput
+        }
+    }
+
     private func readAnswer(prompt: String, echo: Bool) async throws(AuthError) -> [UInt8] {
-        if Task.isCancelled { throw .cancelled }
+        guard
+            case .line(let bytes) = await read(
+                prompt: prompt, editor: LineEditor(echo: echo, limit: Self.maxAnswerBytes))
+        else { throw .cancelled }
+        return bytes
+    }
+
+    private func read(prompt: String, editor: LineEditor) async -> ReadResult {
+        if Task.isCancelled { return .cancelled }
         let wakeup = WakeupPipe()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 queue.async { [self] in
                     continuation.resume(
-                        returning: readLine(prompt: prompt, echo: echo, cancelledBy: wakeup?.readEnd ?? -1))
+                        returning: readLine(prompt: prompt, editor: editor, cancelledBy: wakeup?.readEnd ?? -1))
                 }
             }
         } onCancel: {
@@ -96,23 +128,27 @@ public final class TerminalConversation: Conversation {
         }
         // On a terminal the editor ended the line; elsewhere the answer was not echoed, so end the prompt's
         // line here and a transcript reads one prompt per line.
-        if !isTerminal { write("\n") }
-        guard case .line(let bytes) = result else {
-            if isTerminal { write("\n") }
-            throw .cancelled
+        if !isTerminal {
+            write("\n")
+        } else if case .line = result {
+        } else {
+            write("\n")
         }
-        return bytes
+        return result
     }
 
     private enum ReadResult {
         case line([UInt8])
+        case interrupted
+        case endOfInput
+        /// The task was cancelled.
         case cancelled
     }
 
     /// Shows `prompt`, then blocks until a line is read, the person cancels, or `cancelFD` becomes readable.
     /// On a terminal the prompt appears only once raw mode is on, so nothing typed after it is echoed
     /// or turned into a signal.
-    private func readLine(prompt: String, echo: Bool, cancelledBy cancelFD: Int32) -> ReadResult {
+    private func readLine(prompt: String, editor: LineEditor, cancelledBy cancelFD: Int32) -> ReadResult {
         var saved = termios()
         guard isTerminal, tcgetattr(input, &saved) == 0 else {
             write(prompt)
@@ -129,7 +165,8 @@ public final class TerminalConversation: Conversation {
         defer { tcsetattr(input, TCSANOW, &saved) }
         write(prompt)
 
-        var editor = LineEditor(echo: echo, limit: Self.maxAnswerBytes)
+        var editor = editor
+        editor.prompt = Array(prompt.utf8)
         while true {
             guard let byte = readByte(cancelledBy: cancelFD) else {
                 editor.wipe()
@@ -138,10 +175,13 @@ public final class TerminalConversation: Conversation {
             let (action, display) = editor.feed(byte)
             if !display.isEmpty { writeAll(output, display) }
             switch action {
-            case .continue: continue
-            case .cancel:
+            case .continue:
+                continue
+            case .interrupt:
                 editor.wipe()
-                return .cancelled
+                return .interrupted
+            case .endOfInput:
+                return .endOfInput
             case .submit:
                 writeAll(output, Array("\r\n".utf8))
                 return .line(editor.take())
@@ -154,7 +194,7 @@ public final class TerminalConversation: Conversation {
         var line: [UInt8] = []
         while true {
             guard let byte = readByte(cancelledBy: cancelFD) else {
-                if line.isEmpty { return .cancelled }
+                if line.isEmpty { return .endOfInput }
                 break  // End of input ends the last line.
             }
             if byte == UInt8(ascii: "\n") { break }
@@ -178,10 +218,43 @@ public final class TerminalConversation: Conversation {
             }
             if descriptors[1].revents != 0 { return nil }
             var byte: UInt8 = 0
-            let count = read(input, &byte, 1)
+            let count = Glibc.read(input, &byte, 1)
             if count == 1 { return byte }
             if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             return nil
+        }
+    }
+}
+
+/// What ``TerminalConversation/readCommand(_:history:completer:)`` read.
+public enum CommandInput: Hashable, Sendable {
+    /// A line was entered.
+    case line(String)
+    /// Ctrl-C at the prompt.
+    case interrupted
+    /// Ctrl-D on an empty line, or the end of the input.
+    case endOfInput
+}
+
+/// The lines entered at a command prompt, for Up and Down. Consecutive repeats and empty lines are not
+/// kept, and only the newest `capacity` lines are.
+public final class CommandHistory: Sendable {
+    private let storage = Mutex<[String]>([])
+    private let capacity: Int
+
+    public init(capacity: Int = 500) {
+        self.capacity = capacity
+    }
+
+    /// The lines, oldest first.
+    public var lines: [String] { storage.withLock { $0 } }
+
+    func add(_ line: String) {
+        guard !line.allSatisfy(\.isWhitespace) else { return }
+        storage.withLock { lines in
+            guard lines.last != line else { return }
+            lines.append(line)
+            if lines.count > capacity { lines.removeFirst(lines.count - capacity) }
         }
     }
 }
