@@ -1,5 +1,5 @@
 # swift-gatekeeper: every command installs what is missing first (as root, with apt-get), then builds.
-#   make run       build and start the demonstration
+#   make run       build and start the REPL (gatekeeper-repl) with the demo accounts
 #   make test      build and run every test
 #   make bench     build in release mode and print the benchmark figures
 #   make sanitize  run the tests under ThreadSanitizer
@@ -29,8 +29,7 @@ build: deps
 	$(SWIFT) build
 
 run: build
-	@echo "Demo accounts: alice/wonderland (admin), bob/builder. Ctrl-C, Ctrl-D or an empty user name cancels."
-	@$(SWIFT) run --skip-build gatekeeper-run -- sh -c 'echo "Welcome, $$GATEKEEPER_USER: this command ran because you signed in."'
+	@$(SWIFT) run --skip-build gatekeeper-repl $(ARGS)
 
 test: deps
 	$(SWIFT) build --build-tests

@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "TerminalLogin", targets: ["TerminalLogin"]),
         .library(name: "MockProvider", targets: ["MockProvider"]),
         .executable(name: "gatekeeper-run", targets: ["gatekeeper-run"]),
+        .executable(name: "gatekeeper-repl", targets: ["gatekeeper-repl"]),
     ],
     targets: [
         // The core: AuthProvider, Conversation, Secret, Identity, AuthError, Gatekeeper, RequiresAuthentication.
@@ -29,6 +30,11 @@ let package = Package(
             path: "Examples/gatekeeper-run"
         ),
         .executableTarget(
+            name: "gatekeeper-repl",
+            dependencies: ["Authentication", "TerminalLogin", "MockProvider"],
+            path: "Examples/gatekeeper-repl"
+        ),
+        .executableTarget(
             name: "gatekeeper-bench",
             dependencies: ["Authentication", "AuthenticationTesting", "MockProvider"],
             path: "Benchmarks/gatekeeper-bench"
@@ -45,7 +51,8 @@ let package = Package(
             dependencies: ["Authentication", "AuthenticationTesting", "MockProvider", "TestSupport"]
         ),
         .testTarget(name: "TerminalLoginTests", dependencies: ["Authentication", "TerminalLogin", "TestSupport"]),
-        .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run"]),
+        .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "TestSupport"]),
+        .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Authentication
 import Glibc
+import TestSupport
 import Testing
 
 @testable import TerminalLogin
@@ -24,17 +25,9 @@ struct Pipe {
     }
 }
 
-/// Reads whatever is waiting on `descriptor` without blocking.
+/// Reads whatever is waiting on `descriptor` without blocking, as text.
 func drain(_ descriptor: Int32) -> String {
-    var collected: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-    while poll(&poller, 1, 0) > 0 {
-        let count = read(descriptor, &buffer, buffer.count)
-        if count <= 0 { break }
-        collected += buffer[..<count]
-    }
-    return String(decoding: collected, as: UTF8.self)
+    String(decoding: readAvailable(descriptor), as: UTF8.self)
 }
 
 /// Waits, without holding a thread of the cooperative pool, until `descriptor` has shown `text`.

@@ -1,0 +1,238 @@
+import Authentication
+import Synchronization
+import TerminalLogin
+
+/// The read-eval-print loop: tabs, login, logout and the rest, one command at a time.
+final class REPL: Sendable {
+    let gatekeeper: Gatekeeper
+    let screen: Screen
+    let presenter: LoginPresenter
+    private let selection = Mutex<Tab>(.home)
+    private let history = CommandHistory()
+    /// Cancels the command in progress (Ctrl-C while a provider works); `nil` between commands.
+    private let interruption = Mutex<(@Sendable () -> Void)?>(nil)
+
+    init(gatekeeper: Gatekeeper, screen: Screen) {
+        self.gatekeeper = gatekeeper
+        self.screen = screen
+        self.presenter = LoginPresenter(screen: screen)
+    }
+
+    var currentTab: Tab { selection.withLock { $0 } }
+
+    /// Reads and runs commands until `quit` or the end of the input.
+    func run() async {
+        while true {
+            switch await screen.console.readCommand(prompt(), history: history, completer: Self.complete) {
+            case .endOfInput:
+                if screen.interactive { screen.say("Bye.") }
+                return
+            case .interrupted:
+                continue  // Ctrl-C at the prompt clears the line, as in a shell.
+            case .line(let line):
+                guard await execute(line) else { return }
+            }
+        }
+    }
+
+    /// Ctrl-C outside a prompt: cancels the command in progress. Returns `false` if none was.
+    func interrupt() -> Bool {
+        guard let cancel = interruption.withLock({ $0 }) else { return false }
+        cancel()
+        return true
+    }
+
+    /// Runs one command line; returns `false` when it asks to quit.
+    func execute(_ line: String) async -> Bool {
+        let words = line.split(whereSeparator: \.isWhitespace).map(String.init)
+        guard let command = words.first?.lowercased() else { return true }
+        let argument = words.dropFirst().first?.lowercased()
+        switch command {
+        case _ where Tab(rawValue: command) != nil && words.count == 1:
+            await open(Tab(rawValue: command)!, fallback: currentTab)
+        case "open":
+            guard let argument, let tab = Tab(rawValue: argument), words.count == 2 else {
+                screen.error(
+                    "Usage: open TAB, where TAB is one of: \(Tab.allCases.map(\.rawValue).joined(separator: ", ")).")
+                return true
+            }
+            await open(tab, fallback: currentTab)
+        case "login":
+            await login()
+        case "logout":
+            await logout()
+        case "whoami":
+            screen.say(gatekeeper.identity.map { "\($0.username) (\($0.displayName))" } ?? "Not signed in.")
+        case "status":
+            status()
+        case "tabs":
+            for tab in Tab.allCases {
+                let marker = tab == currentTab ? "*" : " "
+                screen.say("\(marker) \(tab.rawValue.padding(9))\(tab.access)")
+            }
+        case "help", "?":
+            screen.say(Self.help)
+        case "quit", "exit":
+            return false
+        default:
+            screen.error("Unknown command '\(Self.printable(command))'. Type 'help' to see the commands.")
+        }
+        return true
+    }
+
+    // MARK: Commands
+
+    /// Opens `tab`. A protected tab presents the login first; if the login is dismissed, the person goes
+    /// back to `fallback` and is told so in one line.
+    private func open(_ tab: Tab, fallback: Tab) async {
+        guard let requirement = tab.requirement else {
+            select(tab)
+            screen.say(tab.content(for: gatekeeper.identity))
+            return
+        }
+        let protected = RequiresAuthentication(requirement) { [self] reason in
+            // The parent decides where to go: back to the tab the person was on.
+            select(fallback)
+            screen.error("\(dismissal(reason, opening: tab)) Back to \(fallback.rawValue).")
+        } content: { [self] identity in
+            select(tab)
+            return tab.content(for: identity)
+        }
+        // The content cannot throw, so `try?` loses nothing.
+        let access = await interruptibly { [gatekeeper, presenter] in
+            try? await protected.run(through: gatekeeper, presenter: presenter)
+        }
+        if case .completed(let content) = access { screen.say(content) }
+    }
+
+    private func login() async {
+        let result = await interruptibly { [gatekeeper, presenter] () async -> Result<Identity, AuthError> in
+            do throws(AuthError) {
+                return .success(try await gatekeeper.signIn(presenter: presenter))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let identity):
+            screen.say("Signed in as \(identity.displayName) (\(identity.username)).")
+        case .failure(.cancelled):
+            screen.error("Login cancelled.")
+        case .failure(let error):
+            screen.error(error.description)
+        }
+    }
+
+    private func logout() async {
+        let wasSignedIn = gatekeeper.identity != nil
+        await gatekeeper.signOut()
+        screen.say(wasSignedIn ? "Signed out." : "Not signed in.")
+        let tab = currentTab
+        if tab.requirement != nil {
+            // A protected tab cannot stay open: sign in again for it, or go home.
+            screen.say("\(tab.rawValue) needs you to sign in.")
+            await open(tab, fallback: .home)
+        }
+    }
+
+    private func status() {
+        switch gatekeeper.state {
+        case .signedOut:
+            screen.say("Signed out. Provider: \(gatekeeper.provider.name).")
+        case .authenticating:
+            screen.say("Signing in. Provider: \(gatekeeper.provider.name).")
+        case .signedIn(let identity, let expires):
+            var line = "Signed in as \(identity.username) via \(identity.provider)."
+            if let expires {
+                line += " Session expires in \(Self.describe(ContinuousClock.now.duration(to: expires)))"
+                line += " unless used (idle \(Self.describe(gatekeeper.configuration.idleTimeout))"
+                line += ", at most \(Self.describe(gatekeeper.configuration.absoluteTimeout)))."
+            }
+            screen.say(line)
+        }
+    }
+
+    // MARK: Helpers
+
+    private func select(_ tab: Tab) {
+        selection.withLock { $0 = tab }
+    }
+
+    private func prompt() -> String {
+        let tab = screen.styled(currentTab.rawValue, .tab)
+        guard let user = gatekeeper.identity?.username else { return "[\(tab)]› " }
+        return "[\(tab) · \(screen.styled(user, .user))]› "
+    }
+
+    /// Runs `body` so that Ctrl-C (SIGINT, outside a prompt) cancels it, then clears the spinner.
+    private func interruptibly<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
+        let task = Task { await body() }
+        interruption.withLock { $0 = { task.cancel() } }
+        defer {
+            interruption.withLock { $0 = nil }
+            screen.stopSpinner()
+        }
+        return await task.value
+    }
+
+    private func dismissal(_ reason: AuthError, opening tab: Tab) -> String {
+        switch reason {
+        case .cancelled:
+            return "Login cancelled."
+        case .notAuthorized(let requirement):
+            let user = gatekeeper.identity?.username ?? "you"
+            return "\(tab.rawValue) requires \(requirement); \(user) is not allowed."
+        case .invalidCredentials:
+            return "\(reason.description) No attempts left."
+        default:
+            return reason.description
+        }
+    }
+
+    static let commands = ["open", "login", "logout", "whoami", "status", "tabs", "help", "quit"]
+
+    /// Tab completion: commands and tab names first, tab names after `open`.
+    static let complete: @Sendable (String) -> [String] = { before in
+        let words = before.split(separator: " ", omittingEmptySubsequences: true)
+        let tabs = Tab.allCases.map(\.rawValue)
+        let startsNewWord = before.last == " "
+        if words.count > 1 || (words.count == 1 && startsNewWord) {
+            return words.first == "open" ? tabs : []
+        }
+        return tabs + commands
+    }
+
+    static let help = """
+        Commands:
+          home, contact, courses, profile, admin   open a tab (or: open TAB)
+          login      sign in, or switch user
+          logout     sign out; on a protected tab you are asked to sign in again
+          whoami     who is signed in
+          status     session state, provider and expiry
+          tabs       the tabs and what each needs
+          help       this list
+          quit       leave (Ctrl-D does too)
+        At a login prompt, Ctrl-C, Ctrl-D or an empty user name cancels; so does Ctrl-C while checking.
+        """
+
+    /// A word as typed, safe to print: control characters become '?', and long words are cut.
+    static func printable(_ word: String) -> String {
+        let cleaned = String(
+            String.UnicodeScalarView(
+                word.unicodeScalars.map { scalar in
+                    scalar.properties.generalCategory == .control || scalar == "\u{FFFD}" ? "?" : scalar
+                }
+            )
+        )
+        return cleaned.count > 32 ? cleaned.prefix(32) + "…" : cleaned
+    }
+
+    static func describe(_ duration: Duration?) -> String {
+        guard let duration else { return "never" }
+        let total = max(duration.components.seconds, 0)
+        let (hours, minutes, seconds) = (total / 3600, total % 3600 / 60, total % 60)
+        if hours > 0 { return minutes > 0 ? "\(hours)h \(minutes)m" : "\(hours)h" }
+        if minutes > 0 { return seconds > 0 ? "\(minutes)m \(seconds)s" : "\(minutes)m" }
+        return "\(seconds)s"
+    }
+}

@@ -1,0 +1,113 @@
+import Authentication
+import Synchronization
+import TerminalLogin
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Where the REPL writes: the terminal with colour and a spinner, or a plain transcript for scripts.
+final class Screen: Sendable {
+    let console: TerminalConversation
+    /// Whether a person is at a terminal: colour (unless `NO_COLOR`), spinner, line editing.
+    let interactive: Bool
+    let colour: Bool
+    /// The running spinner, and a generation that stops a spinner's late frame from drawing after it was
+    /// stopped.
+    private let spinner = Mutex<(task: Task<Void, Never>?, generation: Int, terminal: termios?)>((nil, 0, nil))
+
+    init(console: TerminalConversation, environment: [String: String]) {
+        self.console = console
+        interactive = console.isTerminal
+        let noColour = !(environment["NO_COLOR"] ?? "").isEmpty || environment["TERM"] == "dumb"
+        colour = interactive && !noColour
+    }
+
+    enum Style: String {
+        case tab = "1;36"
+        case user = "32"
+        case error = "31"
+        case dim = "2"
+        case heading = "1"
+    }
+
+    func styled(_ text: String, _ style: Style) -> String {
+        colour ? "\u{1B}[\(style.rawValue)m\(text)\u{1B}[0m" : text
+    }
+
+    /// Writes lines of text.
+    func say(_ text: String) {
+        stopSpinner()
+        console.write(text.isEmpty ? "\n" : text + "\n")
+    }
+
+    func error(_ text: String) {
+        say(styled(text, .error))
+    }
+
+    /// Shows a spinner until ``stopSpinner()``; only on a terminal.
+    func startSpinner(_ label: String) {
+        guard interactive else { return }
+        stopSpinner()
+        let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
+        spinner.withLock { state in
+            // Keys typed while the provider works would be echoed over the spinner; hide them (Ctrl-C
+            // still interrupts, as the terminal stays in its usual mode otherwise).
+            var settings = termios()
+            if tcgetattr(console.input, &settings) == 0 {
+                state.terminal = settings
+                settings.c_lflag &= ~tcflag_t(ECHO)
+                tcsetattr(console.input, TCSANOW, &settings)
+            }
+            let generation = state.generation
+            state.task = Task { [self] in
+                var index = 0
+                while !Task.isCancelled {
+                    let drawn = spinner.withLock { state in
+                        guard state.generation == generation else { return false }
+                        console.write("\r\(frames[index % frames.count]) \(label) (Ctrl-C cancels)")
+                        return true
+                    }
+                    guard drawn else { return }
+                    index += 1
+                    try? await Task.sleep(for: .milliseconds(80))
+                }
+            }
+        }
+    }
+
+    func stopSpinner() {
+        spinner.withLock { state in
+            guard let task = state.task else { return }
+            task.cancel()
+            state.task = nil
+            state.generation += 1
+            if var settings = state.terminal.take() { tcsetattr(console.input, TCSANOW, &settings) }
+            console.write("\r\u{1B}[K")
+        }
+    }
+}
+
+/// The login as the REPL presents it: the terminal's prompts, errors in colour, and a spinner while the
+/// provider works on the answers.
+struct LoginPresenter: Conversation {
+    let screen: Screen
+
+    func ask(_ prompt: String) async throws(AuthError) -> String {
+        screen.stopSpinner()
+        return try await screen.console.ask(prompt)
+    }
+
+    func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
+        screen.stopSpinner()
+        let secret = try await screen.console.askSecret(prompt)
+        screen.startSpinner("Checking")
+        return secret
+    }
+
+    func show(_ message: String, as kind: MessageKind) async {
+        kind == .error ? screen.error(message) : screen.say(message)
+    }
+}

@@ -1,0 +1,64 @@
+// gatekeeper-repl: a tabbed terminal app showing protected actions, cancellable logins, fallback to the
+// previous tab, and swappable backends.
+import Authentication
+import MockProvider
+import TerminalLogin
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+let registry = ProviderRegistry([MockProviderPlugin.self])
+var selection = ProviderSelection(registry: registry)
+
+let usage = "usage: gatekeeper-repl [--provider NAME] [provider options]"
+var arguments = CommandLine.arguments.dropFirst()
+do {
+    while let argument = arguments.first {
+        if try selection.consume(&arguments) { continue }
+        if argument == "-h" || argument == "--help" {
+            print("\(usage)\n\nA tabbed terminal demonstration of swift-gatekeeper.\n\n\(selection.help)")
+            exit(0)
+        }
+        throw UsageError("Unknown option \(argument).")
+    }
+} catch {
+    FileOutput.standardError("gatekeeper-repl: \(error)\n\(usage)\n")
+    exit(64)
+}
+
+let provider: any AuthProvider
+do {
+    provider = try selection.makeProvider()
+} catch {
+    FileOutput.standardError("gatekeeper-repl: \(error.description)\n")
+    exit(64)
+}
+
+let console = TerminalConversation(input: 0, output: 1)
+let screen = Screen(console: console, environment: ProcessInfoLite.environment)
+let gatekeeper = Gatekeeper(provider: provider)
+let repl = REPL(gatekeeper: gatekeeper, screen: screen)
+
+// Ctrl-C outside a prompt cancels the command in progress; with no command in progress it is ignored
+// on a terminal (the prompt handles its own Ctrl-C) and ends a scripted session.
+let interrupts = InterruptMonitor {
+    if !repl.interrupt() && !screen.interactive { exit(130) }
+}
+
+screen.say(screen.styled("gatekeeper-repl", .heading) + " — protected tabs, cancellable logins, swappable backends.")
+if provider.name == MockProviderPlugin.name {
+    screen.say(
+        "Provider: mock. Demo accounts: alice / wonderland (admin), bob / builder; "
+            + "carol needs activation, dave is locked."
+    )
+} else {
+    screen.say("Provider: \(provider.name).")
+}
+screen.say("Tabs: home, contact (public) · courses, profile (sign in) · admin (group admin). Type 'help'.")
+
+await repl.run()
+interrupts.stop()
+exit(0)

@@ -1,0 +1,131 @@
+import Foundation
+import TestSupport
+import Testing
+
+let gatekeeperREPL = builtExecutable("gatekeeper-repl")
+
+/// Runs the REPL with the given standard input and returns its transcript.
+func session(_ input: String, _ arguments: [String] = ["--delay", "0"]) throws -> RunResult {
+    try run(gatekeeperREPL, arguments, input: input)
+}
+
+/// The REPL driven by a script: standard input is not a terminal, so commands and answers are read line
+/// by line, with no echo games, no spinner and no colour.
+struct ScriptedREPLTests {
+    @Test func theBannerAndHelpTellEverythingNeeded() throws {
+        let result = try session("help\ntabs\n")
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("alice / wonderland (admin), bob / builder"))
+        #expect(result.stdout.contains("login      sign in"))
+        #expect(result.stdout.contains("* home     public\n  contact  public\n  courses  sign in"))
+        #expect(!result.stdout.contains("\u{1B}["))
+    }
+
+    @Test func publicTabsNeedNoLogin() throws {
+        let result = try session("contact\nhome\n")
+        #expect(result.stdout.contains("[home]› \nRegistrar's office"))
+        #expect(result.stdout.contains("[contact]› \nWelcome to Gatekeeper University."))
+        #expect(!result.stdout.contains("Username:"))
+    }
+
+    @Test func aProtectedTabOpensAfterALoginAndThePromptShowsTheUser() throws {
+        let result = try session("courses\nalice\nwonderland\nprofile\nwhoami\n")
+        #expect(result.stdout.contains("Username: \nPassword: \nCourses for Alice Liddell:"))
+        #expect(result.stdout.contains("[courses · alice]› \nName:      Alice Liddell"))
+        #expect(result.stdout.contains("Groups:    admin, staff\nProvider:  mock"))
+        #expect(result.stdout.contains("[profile · alice]› \nalice (Alice Liddell)"))
+        let afterBanner = try #require(result.stdout.components(separatedBy: "Type 'help'.").last)
+        #expect(!afterBanner.contains("wonderland"))
+    }
+
+    @Test(arguments: [
+        ("an empty user name", "\n"),
+        ("end of input at the user name", ""),
+        ("end of input at the password", "alice\n"),
+    ])
+    func cancellingFallsBackToThePreviousTab(_ name: String, _ answers: String) throws {
+        let script = "contact\ncourses\n" + answers
+        let result = try session(script)
+        #expect(result.status == 0, "\(name)")
+        #expect(result.stdout.contains("Login cancelled. Back to contact."), "\(name)")
+        #expect(!result.stdout.contains("Courses for"), "\(name)")
+        if !answers.isEmpty && answers != "alice\n" {
+            #expect(result.stdout.hasSuffix("[contact]› \n"), "\(name)")
+        }
+    }
+
+    @Test func threeWrongPasswordsFallBack() throws {
+        let result = try session("contact\nprofile\nalice\none\nalice\ntwo\nalice\nthree\nwhoami\n")
+        #expect(result.stdout.components(separatedBy: "The user name or password is incorrect.").count == 4)
+        #expect(result.stdout.contains("No attempts left. Back to contact."))
+        #expect(result.stdout.contains("[contact]› \nNot signed in."))
+        #expect(!result.stdout.contains("Name:"))
+    }
+
+    @Test func logoutOnAProtectedTabAsksAgainOrGoesHome() throws {
+        let result = try session("courses\nbob\nbuilder\nlogout\n\nwhoami\n")
+        #expect(result.stdout.contains("[courses · bob]› \nSigned out.\ncourses needs you to sign in.\nUsername: \n"))
+        #expect(result.stdout.contains("Login cancelled. Back to home.\n[home]› \nNot signed in."))
+    }
+
+    @Test func logoutOnAProtectedTabCanSignInAgain() throws {
+        let result = try session("profile\nbob\nbuilder\nlogout\nalice\nwonderland\n")
+        #expect(result.stdout.contains("courses needs you to sign in.") == false)
+        #expect(
+            result.stdout.contains("profile needs you to sign in.\nUsername: \nPassword: \nName:      Alice Liddell"))
+        #expect(result.stdout.hasSuffix("[profile · alice]› \n"))
+    }
+
+    @Test func adminRefusesAUserOutsideTheGroup() throws {
+        let result = try session("contact\nadmin\nbob\nbuilder\nadmin\nlogin\nalice\nwonderland\nadmin\n")
+        #expect(result.stdout.contains("admin requires membership of \"admin\"; bob is not allowed. Back to contact."))
+        #expect(result.stdout.contains("Signed in as Alice Liddell (alice)."))
+        #expect(result.stdout.contains("[contact · alice]› \nAdmin console (signed in as alice)."))
+        #expect(result.stdout.components(separatedBy: "Admin console").count == 2)
+    }
+
+    @Test func statusShowsStateProviderAndExpiry() throws {
+        let result = try session("status\nlogin\nbob\nbuilder\nstatus\n")
+        #expect(result.stdout.contains("Signed out. Provider: mock."))
+        #expect(result.stdout.contains("Signed in as bob via mock. Session expires in 1"))
+        #expect(result.stdout.contains("(idle 15m, at most 8h)."))
+    }
+
+    @Test func unknownCommandsGetAOneLineHint() throws {
+        let result = try session("frobnicate\nopen\nopen nowhere\n\n   \n")
+        #expect(result.stdout.contains("Unknown command 'frobnicate'. Type 'help' to see the commands.\n[home]› "))
+        #expect(result.stdout.components(separatedBy: "Usage: open TAB").count == 3)
+        #expect(result.status == 0)
+    }
+
+    @Test func veryLongLinesAreCutNotFatal() throws {
+        let result = try session(String(repeating: "x", count: 200_000) + "\nwhoami\n")
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("Unknown command '\(String(repeating: "x", count: 32))…'"))
+        #expect(result.stdout.contains("Not signed in."))
+    }
+
+    @Test func binaryGarbageIsHarmless() throws {
+        var generator = SystemRandomNumberGenerator()
+        let garbage = (0..<64 * 1024).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let result = try run(gatekeeperREPL, ["--delay", "0"], bytes: garbage + Array("\nwhoami\n".utf8))
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("Not signed in."))
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test func endOfInputQuitsWithSuccess() throws {
+        #expect(try session("").status == 0)
+        #expect(try session("quit\nwhoami\n").stdout.contains("Not signed in.") == false)
+    }
+
+    @Test func choosesTheProviderByName() throws {
+        let unknown = try session("", ["--provider", "nope"])
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.contains("Unknown provider 'nope'; available: mock."))
+        let badOption = try session("", ["--delay", "-1"])
+        #expect(badOption.status == 64)
+        let help = try session("", ["--help"])
+        #expect(help.stdout.contains("--delay SECONDS"))
+    }
+}

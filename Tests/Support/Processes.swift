@@ -1,0 +1,250 @@
+// Running the package's executables from tests, as a script or a person at a terminal would.
+public import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An executable built next to the test bundle (or named by the environment variable `NAME_PATH`, with
+/// `-` as `_` and in capitals, e.g. `GATEKEEPER_RUN_PATH`).
+public func builtExecutable(_ name: String) -> URL {
+    let variable = name.uppercased().replacingOccurrences(of: "-", with: "_") + "_PATH"
+    if let path = ProcessInfo.processInfo.environment[variable] { return URL(fileURLWithPath: path) }
+    let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    return bundle.deletingLastPathComponent().appendingPathComponent(name)
+}
+
+/// How a process ended and what it wrote.
+public struct RunResult: Sendable {
+    /// The exit status, or 128 + the signal number if a signal ended the process.
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+}
+
+/// Runs `executable` with `arguments`, feeding it `input`, and waits for it to end.
+public func run(_ executable: URL, _ arguments: [String], input: String) throws -> RunResult {
+    let process = try Spawned(executable, arguments)
+    process.write(input)
+    return process.finish()
+}
+
+/// Runs `executable` feeding it raw bytes.
+public func run(_ executable: URL, _ arguments: [String], bytes: [UInt8]) throws -> RunResult {
+    let process = try Spawned(executable, arguments)
+    process.write(bytes)
+    return process.finish()
+}
+
+/// A running process in a session of its own, so it has no controlling terminal and reads its prompts
+/// from standard input, as in a script or CI, with its output captured in files.
+public final class Spawned {
+    public let pid: pid_t
+    private var input: Int32
+    private let directory: URL
+
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+        // A process that exits before reading all its input must not take the test runner down with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-test-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw POSIXError(.EMFILE) }
+        input = ends[1]
+        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
+        defer { close(ends[0]) }
+        let (stdoutPath, stderrPath) = (Self.path("stdout", in: directory), Self.path("stderr", in: directory))
+        pid = try spawn(
+            executable,
+            arguments,
+            environment: environment,
+            setUp: { actions in
+                posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
+                posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+                posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            }
+        )
+    }
+
+    private static func path(_ name: String, in directory: URL) -> String {
+        directory.appendingPathComponent(name).path
+    }
+
+    private func path(_ name: String) -> String {
+        Self.path(name, in: directory)
+    }
+
+    /// Writes to the process's standard input.
+    public func write(_ text: String) {
+        write(Array(text.utf8))
+    }
+
+    public func write(_ bytes: [UInt8]) {
+        writeFully(input, bytes)
+    }
+
+    /// Sends Ctrl-C's signal.
+    public func interrupt() {
+        kill(pid, SIGINT)
+    }
+
+    public var stdout: String { (try? String(contentsOfFile: path("stdout"), encoding: .utf8)) ?? "" }
+    public var stderr: String { (try? String(contentsOfFile: path("stderr"), encoding: .utf8)) ?? "" }
+
+    /// Waits until standard error contains `text`.
+    public func waitForStderr(containing text: String) throws {
+        while !stderr.contains(text) {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid { throw POSIXError(.ECHILD) }
+            usleep(10_000)
+        }
+    }
+
+    /// Closes standard input, waits for the process to end, and collects what it wrote.
+    public func finish() -> RunResult {
+        close(input)
+        input = -1
+        let status = waitForExit(pid)
+        let result = RunResult(status: status, stdout: stdout, stderr: stderr)
+        try? FileManager.default.removeItem(at: directory)
+        return result
+    }
+}
+
+/// A process on a pseudo-terminal it has as its controlling terminal, as when a person runs it: the test
+/// types on the keyboard side and reads the screen.
+public final class TerminalSession {
+    public let pid: pid_t
+    private let controller: Int32
+    private var screen: [UInt8] = []
+
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+        signal(SIGPIPE, SIG_IGN)
+        var controller: Int32 = -1
+        var terminal: Int32 = -1
+        var size = winsize(ws_row: 40, ws_col: 120, ws_xpixel: 0, ws_ypixel: 0)
+        guard openpty(&controller, &terminal, nil, nil, &size) == 0 else { throw POSIXError(.ENXIO) }
+        self.controller = controller
+        defer { close(terminal) }
+        guard let name = ttyname(terminal).map({ String(cString: $0) }) else { throw POSIXError(.ENOTTY) }
+        // In a new session, opening the terminal makes it the controlling one: /dev/tty works and Ctrl-C
+        // in cooked mode sends SIGINT.
+        pid = try spawn(
+            executable,
+            arguments,
+            environment: ["TERM": "xterm"].merging(environment) { $1 },
+            setUp: { actions in
+                posix_spawn_file_actions_addopen(&actions, 0, name, O_RDWR, 0)
+                posix_spawn_file_actions_adddup2(&actions, 0, 1)
+                posix_spawn_file_actions_adddup2(&actions, 0, 2)
+            }
+        )
+    }
+
+    /// Types `text` (use "\r" for Enter, "\u{3}" for Ctrl-C, "\u{4}" for Ctrl-D).
+    public func type(_ text: String) {
+        writeFully(controller, Array(text.utf8))
+    }
+
+    /// Everything the program has written so far.
+    public var output: String {
+        drain()
+        return String(decoding: screen, as: UTF8.self)
+    }
+
+    /// Waits up to `timeout` for the output to contain `text` after the first `after` characters; returns
+    /// the output. Throws if the text does not appear in time.
+    @discardableResult
+    public func waitFor(_ text: String, after offset: Int = 0, timeout: Duration = .seconds(20)) throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let current = output
+            if String(current.dropFirst(offset)).contains(text) { return current }
+            usleep(10_000)
+        }
+        throw WaitTimedOut(text: text, output: output)
+    }
+
+    /// Waits for the process to end and returns its status.
+    public func finish() -> Int32 {
+        let status = waitForExit(pid)
+        drain()
+        return status
+    }
+
+    private func drain() {
+        screen += readAvailable(controller)
+    }
+
+    deinit {
+        kill(pid, SIGKILL)
+        _ = waitForExit(pid)
+        close(controller)
+    }
+}
+
+/// Reads whatever is waiting on `descriptor` without blocking.
+public func readAvailable(_ descriptor: Int32) -> [UInt8] {
+    var collected: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+    while poll(&poller, 1, 0) > 0 {
+        let count = read(descriptor, &buffer, buffer.count)
+        if count <= 0 { break }
+        collected += buffer[..<count]
+    }
+    return collected
+}
+
+public struct WaitTimedOut: Error, CustomStringConvertible {
+    public let text: String
+    public let output: String
+    public var description: String { "\(text.debugDescription) did not appear; the screen shows:\n\(output)" }
+}
+
+private func spawn(
+    _ executable: URL,
+    _ arguments: [String],
+    environment: [String: String],
+    setUp: (inout posix_spawn_file_actions_t) -> Void
+) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    setUp(&actions)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    // POSIX_SPAWN_SETSID (glibc): a new session, without a controlling terminal until it opens one.
+    posix_spawnattr_setflags(&attributes, 0x80)
+    let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+    let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+        argv.forEach { free($0) }
+        envp.forEach { free($0) }
+    }
+    var child: pid_t = 0
+    let result = posix_spawn(&child, executable.path, &actions, &attributes, argv, envp)
+    guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .ENOENT) }
+    return child
+}
+
+private func writeFully(_ descriptor: Int32, _ bytes: [UInt8]) {
+    var rest = bytes[...]
+    while !rest.isEmpty {
+        let written = rest.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        if written < 0 && errno == EINTR { continue }
+        guard written > 0 else { return }  // The process closed its input; it has what it wanted.
+        rest = rest.dropFirst(written)
+    }
+}
+
+private func waitForExit(_ pid: pid_t) -> Int32 {
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 {
+        if errno != EINTR { return -1 }
+    }
+    let signal = status & 0x7F
+    return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+}
