@@ -47,9 +47,11 @@ final class REPL: Sendable {
         let words = line.split(whereSeparator: \.isWhitespace).map(String.init)
         guard let command = words.first?.lowercased() else { return true }
         let argument = words.dropFirst().first?.lowercased()
+        if let tab = Tab(rawValue: command), words.count == 1 {
+            await open(tab, fallback: currentTab)
+            return true
+        }
         switch command {
-        case _ where Tab(rawValue: command) != nil && words.count == 1:
-            await open(Tab(rawValue: command)!, fallback: currentTab)
         case "open":
             guard let argument, let tab = Tab(rawValue: argument), words.count == 2 else {
                 screen.error(
