@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "AuthenticationTesting", targets: ["AuthenticationTesting"]),
         .library(name: "TerminalLogin", targets: ["TerminalLogin"]),
         .library(name: "MockProvider", targets: ["MockProvider"]),
+        .library(name: "PAMProvider", targets: ["PAMProvider"]),
         .executable(name: "gatekeeper-run", targets: ["gatekeeper-run"]),
         .executable(name: "gatekeeper-repl", targets: ["gatekeeper-repl"]),
     ],
@@ -22,16 +23,20 @@ let package = Package(
 
         // Provider plugins: each depends on the core only, never on another provider.
         .target(name: "MockProvider", dependencies: ["Authentication"], path: "Plugins/MockProvider"),
+        .target(name: "PAMProvider", dependencies: ["Authentication", "CPAM"], path: "Plugins/PAMProvider"),
+
+        // C libraries from Debian, through pkg-config.
+        .systemLibrary(name: "CPAM", pkgConfig: "pam", providers: [.apt(["libpam0g-dev"])]),
 
         // Executables.
         .executableTarget(
             name: "gatekeeper-run",
-            dependencies: ["Authentication", "TerminalLogin", "MockProvider"],
+            dependencies: ["Authentication", "TerminalLogin", "MockProvider", "PAMProvider"],
             path: "Examples/gatekeeper-run"
         ),
         .executableTarget(
             name: "gatekeeper-repl",
-            dependencies: ["Authentication", "TerminalLogin", "MockProvider"],
+            dependencies: ["Authentication", "TerminalLogin", "MockProvider", "PAMProvider"],
             path: "Examples/gatekeeper-repl"
         ),
         .executableTarget(
@@ -49,6 +54,10 @@ let package = Package(
         .testTarget(
             name: "MockProviderTests",
             dependencies: ["Authentication", "AuthenticationTesting", "MockProvider", "TestSupport"]
+        ),
+        .testTarget(
+            name: "PAMProviderTests",
+            dependencies: ["Authentication", "AuthenticationTesting", "PAMProvider", "TestSupport", "gatekeeper-run"]
         ),
         .testTarget(name: "TerminalLoginTests", dependencies: ["Authentication", "TerminalLogin", "TestSupport"]),
         .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "TestSupport"]),

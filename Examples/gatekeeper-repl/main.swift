@@ -2,6 +2,7 @@
 // previous tab, and swappable backends.
 import Authentication
 import MockProvider
+import PAMProvider
 import TerminalLogin
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import TerminalLogin
     import Musl
 #endif
 
-let registry = ProviderRegistry([MockProviderPlugin.self])
+let registry = ProviderRegistry([MockProviderPlugin.self, PAMProviderPlugin.self])
 var selection = ProviderSelection(registry: registry)
 
 let usage = "usage: gatekeeper-repl [--provider NAME] [provider options]"

@@ -1,6 +1,7 @@
 // gatekeeper-run: runs a command only after the person signs in (and, with --group, belongs to a group).
 import Authentication
 import MockProvider
+import PAMProvider
 import Synchronization
 import TerminalLogin
 
@@ -10,7 +11,7 @@ import TerminalLogin
     import Musl
 #endif
 
-let registry = ProviderRegistry([MockProviderPlugin.self])
+let registry = ProviderRegistry([MockProviderPlugin.self, PAMProviderPlugin.self])
 let arguments = CommandLine.arguments.dropFirst()
 
 let invocation: Invocation

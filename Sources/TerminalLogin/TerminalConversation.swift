@@ -129,7 +129,7 @@ public final class TerminalConversation: Conversation {
         // On a terminal the editor ended the line; elsewhere the answer was not echoed, so end the prompt's
         // line here and a transcript reads one prompt per line.
         if !isTerminal {
-            write("\n")
+            if !prompt.isEmpty { write("\n") }
         } else if case .line = result {
         } else {
             write("\n")

@@ -1,0 +1,80 @@
+public import Authentication
+import CPAM
+import Foundation
+
+/// Linux system accounts through libpam: the same checks `login` or `sudo` make, as configured in
+/// `/etc/pam.d`.
+///
+/// Each login is one PAM transaction (`pam_start` … `pam_end`) whose every call runs on a thread of its
+/// own, never on Swift's cooperative pool: a module sleeping in its fail delay stalls nothing else.
+/// The transaction authenticates, then checks the account (`pam_acct_mgmt`, on by default); a password
+/// that PAM says has expired is changed through the same conversation when the host allows it.
+///
+/// When the person or the task cancels, the conversation answers PAM with an error, and the caller gets
+/// ``AuthError/cancelled`` at once even if libpam is still sleeping; the transaction's thread finishes in
+/// the background and its result is discarded.
+///
+/// ## Privileges
+/// `pam_unix` reads `/etc/shadow`, which only root can. Run without root, it can check only the invoking
+/// user's own password (through the `unix_chkpwd` helper); other users fail, and the error says why.
+public final class PAMAuthProvider: AuthProvider {
+    /// How a PAM transaction is set up.
+    public struct Configuration: Sendable {
+        /// The PAM service: the name of the file in the configuration directory (`/etc/pam.d/NAME`).
+        public var service: String
+        /// Where the service file is, instead of `/etc/pam.d` (`pam_start_confdir`), for tests and for
+        /// tools that ship their own PAM stack.
+        public var configurationDirectory: String?
+        /// Whether to run the account check (`pam_acct_mgmt`) after authenticating. On by default: it
+        /// catches expired and locked accounts and expired passwords.
+        public var checksAccount: Bool
+        /// Whether an expired password may be changed (`pam_chauthtok`) through the conversation. Off by
+        /// default: the login fails with ``AuthError/passwordChangeRequired``.
+        public var allowsPasswordChange: Bool
+        /// The user on the remote side, for `PAM_RUSER`.
+        public var remoteUser: String?
+
+        public init(
+            service: String,
+            configurationDirectory: String? = nil,
+            checksAccount: Bool = true,
+            allowsPasswordChange: Bool = false,
+            remoteUser: String? = nil
+        ) {
+            self.service = service
+            self.configurationDirectory = configurationDirectory
+            self.checksAccount = checksAccount
+            self.allowsPasswordChange = allowsPasswordChange
+            self.remoteUser = remoteUser
+        }
+
+        /// Where the service file must be.
+        var serviceFile: String {
+            (configurationDirectory ?? "/etc/pam.d") + "/" + service
+        }
+    }
+
+    public let name = "pam"
+    public let configuration: Configuration
+
+    /// - Throws: ``ProviderConfigurationError/invalidValue(option:value:expected:)`` for a service name
+    ///   that cannot name a file in the configuration directory.
+    public init(_ configuration: Configuration) throws(ProviderConfigurationError) {
+        let service = configuration.service
+        let usable =
+            !service.isEmpty && service.utf8.count <= 255 && service != "." && service != ".."
+            && service.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7F && $0 != "/" }
+        guard usable else {
+            throw .invalidValue(option: "service", value: service, expected: "the name of a PAM service file")
+        }
+        self.configuration = configuration
+    }
+
+    public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        // A missing service file would silently run under `other`; report it instead.
+        guard FileManager.default.fileExists(atPath: configuration.serviceFile) else {
+            return .unavailable(reason: "there is no PAM service file \(configuration.serviceFile).")
+        }
+        return try await PAMTransaction(request: request, configuration: configuration).run().get()
+    }
+}

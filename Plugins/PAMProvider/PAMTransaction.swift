@@ -1,0 +1,254 @@
+import Authentication
+import CPAM
+import Dispatch
+import Foundation
+import Synchronization
+
+/// One PAM transaction, run on a thread of its own and bridged to the caller's task.
+///
+/// `@unchecked Sendable`: the mutable state is in `state`, behind a mutex; the rest is set in `init`.
+final class PAMTransaction: @unchecked Sendable {
+    private let request: AuthRequest
+    private let configuration: PAMAuthProvider.Configuration
+
+    private struct State {
+        var continuation: CheckedContinuation<Result<AuthOutcome, AuthError>, Never>?
+        var cancelled = false
+        /// The conversation question in progress, cancelled with the transaction.
+        var pendingQuestion: Task<Void, Never>?
+        /// What the conversation threw, to pass on instead of PAM's generic conversation error.
+        var conversationError: AuthError?
+    }
+
+    private let state = Mutex(State())
+
+    init(request: AuthRequest, configuration: PAMAuthProvider.Configuration) {
+        self.request = request
+        self.configuration = configuration
+    }
+
+    /// Runs the transaction; returns as soon as it ends or the task is cancelled.
+    func run() async -> Result<AuthOutcome, AuthError> {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let alreadyCancelled = state.withLock { state in
+                    if state.cancelled { return true }
+                    state.continuation = continuation
+                    return false
+                }
+                if alreadyCancelled {
+                    continuation.resume(returning: .failure(.cancelled))
+                    return
+                }
+                // The thread keeps the transaction alive until libpam is done with it.
+                let thread = Thread { [self] in deliver(perform()) }
+                thread.name = "gatekeeper.pam"
+                thread.start()
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    private func cancel() {
+        let (continuation, question) = state.withLock { state in
+            state.cancelled = true
+            return (state.continuation.take(), state.pendingQuestion)
+        }
+        question?.cancel()
+        continuation?.resume(returning: .failure(.cancelled))
+    }
+
+    private func deliver(_ result: Result<AuthOutcome, AuthError>) {
+        state.withLock { $0.continuation.take() }?.resume(returning: result)
+    }
+
+    // MARK: On the PAM thread
+
+    /// The whole transaction, blocking: start, items, authenticate, account, end.
+    private func perform() -> Result<AuthOutcome, AuthError> {
+        var conversation = pam_conv(conv: converse, appdata_ptr: Unmanaged.passUnretained(self).toOpaque())
+        var handle: OpaquePointer?
+        let started = configuration.service.withCString { service in
+            request.username.withCString { user in
+                withOptionalCString(configuration.configurationDirectory) { directory in
+                    pam_start_confdir(service, user, &conversation, directory, &handle)
+                }
+            }
+        }
+        guard started == PAM_SUCCESS, let handle else {
+            return .success(.unavailable(reason: "PAM could not start the \(configuration.service) service."))
+        }
+        var status = PAM_SUCCESS
+        defer { pam_end(handle, status) }
+
+        for (item, value) in [
+            (PAM_TTY, request.terminal), (PAM_RHOST, request.remoteHost), (PAM_RUSER, configuration.remoteUser),
+        ] {
+            guard let value else { continue }
+            status = value.withCString { pam_set_item(handle, item, $0) }
+            guard status == PAM_SUCCESS else { return outcome(of: status, handle) }
+        }
+
+        status = pam_authenticate(handle, 0)
+        guard status == PAM_SUCCESS else { return outcome(of: status, handle) }
+        if configuration.checksAccount {
+            status = pam_acct_mgmt(handle, 0)
+            if status == PAM_NEW_AUTHTOK_REQD && configuration.allowsPasswordChange {
+                status = pam_chauthtok(handle, Int32(PAM_CHANGE_EXPIRED_AUTHTOK))
+            }
+            guard status == PAM_SUCCESS else { return outcome(of: status, handle) }
+        }
+        // A module may have changed the user name (canonical case, aliases): use PAM's.
+        var item: UnsafeRawPointer?
+        let user =
+            pam_get_item(handle, PAM_USER, &item) == PAM_SUCCESS
+            ? item.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? request.username
+            : request.username
+        return .success(.authenticated(SystemAccount.identity(of: user, provider: "pam")))
+    }
+
+    /// Maps a PAM result code to an answer, in one place.
+    private func outcome(of status: Int32, _ handle: OpaquePointer) -> Result<AuthOutcome, AuthError> {
+        let (cancelled, conversationError) = state.withLock { ($0.cancelled, $0.conversationError) }
+        if cancelled { return .failure(.cancelled) }
+        if let conversationError { return .failure(conversationError) }
+        let message = String(cString: pam_strerror(handle, status))
+        switch status {
+        case PAM_AUTH_ERR:
+            return .success(.rejected(.invalidCredentials))
+        case PAM_USER_UNKNOWN:
+            return .success(.unknownUser)
+        case PAM_MAXTRIES:
+            return .success(.rejected(.tooManyAttempts(retryAfter: .zero)))
+        case PAM_ACCT_EXPIRED:
+            return .success(.rejected(.accountExpired))
+        case PAM_NEW_AUTHTOK_REQD, PAM_AUTHTOK_EXPIRED:
+            return .success(.rejected(.passwordChangeRequired))
+        case PAM_PERM_DENIED:
+            return .success(.rejected(.notAuthorized(requirement: "the \(configuration.service) PAM service's rules")))
+        case PAM_CRED_INSUFFICIENT, PAM_AUTHINFO_UNAVAIL:
+            var reason = "PAM: \(message)."
+            if geteuid() != 0 {
+                reason += " Without root, pam_unix can check only the password of the user running this program."
+            }
+            return .success(.unavailable(reason: reason))
+        default:
+            return .success(.unavailable(reason: "PAM: \(message)."))
+        }
+    }
+
+    /// Answers PAM's messages through the request's conversation. Runs on the PAM thread.
+    fileprivate func answer(
+        _ count: Int,
+        _ messages: UnsafeMutablePointer<UnsafePointer<pam_message>?>,
+        _ responses: UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>
+    ) -> Int32 {
+        // PAM frees the responses with free(), so they are allocated with calloc/malloc.
+        guard let replies = calloc(count, MemoryLayout<pam_response>.stride)?.assumingMemoryBound(to: pam_response.self)
+        else { return PAM_BUF_ERR }
+        func fail() -> Int32 {
+            for index in 0..<count {
+                if let text = replies[index].resp {
+                    Secret.wipe(UnsafeMutableRawBufferPointer(start: text, count: strlen(text)))
+                    free(text)
+                }
+            }
+            free(replies)
+            return PAM_CONV_ERR
+        }
+        let conversation = request.conversation
+        for index in 0..<count {
+            guard let message = messages[index]?.pointee, let textPointer = message.msg else { return fail() }
+            let text = String(cString: textPointer)
+            switch message.msg_style {
+            case PAM_PROMPT_ECHO_OFF:
+                guard
+                    let secret = ask({ () async throws(AuthError) -> Secret in try await conversation.askSecret(text) })
+                else { return fail() }
+                replies[index].resp = secret.withUnsafeBytes { copyForC($0) }
+            case PAM_PROMPT_ECHO_ON:
+                guard let answer = ask({ () async throws(AuthError) -> String in try await conversation.ask(text) })
+                else { return fail() }
+                replies[index].resp = answer.utf8CString.withUnsafeBytes {
+                    copyForC(UnsafeRawBufferPointer(rebasing: $0.dropLast()))
+                }
+            case PAM_ERROR_MSG, PAM_TEXT_INFO:
+                let kind: MessageKind = message.msg_style == PAM_ERROR_MSG ? .error : .info
+                _ = ask({ () async throws(AuthError) -> Bool in
+                    await conversation.show(text, as: kind)
+                    return true
+                })
+            default:
+                return fail()
+            }
+            if replies[index].resp == nil
+                && (message.msg_style == PAM_PROMPT_ECHO_OFF || message.msg_style == PAM_PROMPT_ECHO_ON)
+            {
+                return fail()
+            }
+        }
+        responses.pointee = replies
+        return PAM_SUCCESS
+    }
+
+    /// Runs one conversation call from the PAM thread, blocking it until the answer arrives or the
+    /// transaction is cancelled. `nil` when there is no answer (the error is kept for the caller).
+    private func ask<T: Sendable>(_ question: @escaping @Sendable () async throws(AuthError) -> T) -> T? {
+        let answered = DispatchSemaphore(value: 0)
+        let answer = Mutex<Result<T, AuthError>>(.failure(.cancelled))
+        let task = Task {
+            do throws(AuthError) {
+                let value = try await question()
+                answer.withLock { $0 = .success(value) }
+            } catch {
+                answer.withLock { $0 = .failure(error) }
+            }
+            answered.signal()
+        }
+        let proceed = state.withLock { state in
+            guard !state.cancelled else { return false }
+            state.pendingQuestion = task
+            return true
+        }
+        if !proceed { task.cancel() }
+        answered.wait()
+        let result = answer.withLock { $0 }
+        return state.withLock { state in
+            state.pendingQuestion = nil
+            switch result {
+            case .success(let value):
+                return state.cancelled ? nil : value
+            case .failure(let error):
+                if !state.cancelled && error != .cancelled { state.conversationError = error }
+                if error == .cancelled { state.cancelled = true }
+                return nil
+            }
+        }
+    }
+}
+
+/// PAM's conversation function: finds the transaction through `appdata_ptr`.
+private func converse(
+    _ count: Int32,
+    _ messages: UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
+    _ responses: UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?,
+    _ context: UnsafeMutableRawPointer?
+) -> Int32 {
+    guard let messages, let responses, let context, count > 0, count <= PAM_MAX_NUM_MSG else { return PAM_CONV_ERR }
+    let transaction = Unmanaged<PAMTransaction>.fromOpaque(context).takeUnretainedValue()
+    return transaction.answer(Int(count), messages, responses)
+}
+
+/// A NUL-terminated copy of `bytes` in memory from `malloc`, for PAM to free.
+private func copyForC(_ bytes: UnsafeRawBufferPointer) -> UnsafeMutablePointer<CChar>? {
+    guard let copy = malloc(bytes.count + 1)?.assumingMemoryBound(to: CChar.self) else { return nil }
+    if let base = bytes.baseAddress { memcpy(copy, base, bytes.count) }
+    copy[bytes.count] = 0
+    return copy
+}
+
+private func withOptionalCString<T>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> T) -> T {
+    guard let string else { return body(nil) }
+    return string.withCString(body)
+}

@@ -1,0 +1,130 @@
+import Authentication
+import AuthenticationTesting
+import Foundation
+import PAMProvider
+import TestSupport
+import Testing
+
+/// Real libpam, without root: services in a configuration directory of the tests' own.
+struct PAMAuthProviderTests {
+    static let conformance = ProviderConformance(fixture: .init(username: "alice", password: "secret")) {
+        try PAMFixture.shared.get().provider()
+    }
+
+    @Test(arguments: ProviderConformance.checks)
+    func conforms(_ check: ProviderConformance.Check) async {
+        #expect(await Self.conformance.run(check) == [])
+    }
+
+    @Test func signsInThroughAGatekeeper() async throws {
+        let gatekeeper = Gatekeeper(provider: try PAMFixture.shared.get().provider())
+        let identity = try await gatekeeper.signIn(credentials("bob", "builder"))
+        #expect(identity.username == "bob")
+        #expect(identity.provider == "pam")
+        await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(credentials("bob", "nope")) }
+        await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(credentials("zed", "x")) }
+    }
+
+    @Test func theIdentityComesFromTheSystemAccount() async throws {
+        let provider = try PAMFixture.shared.get().provider()
+        let outcome = try await provider.authenticate(
+            AuthRequest(username: "root", conversation: ScriptedConversation(.secret("rootpw")))
+        )
+        guard case .authenticated(let identity) = outcome else {
+            Issue.record("expected authenticated, got \(outcome)")
+            return
+        }
+        #expect(identity.attributes["uid"] == "0")
+        #expect(identity.attributes["gid"] == "0")
+        #expect(identity.attributes["home"] == "/root")
+        #expect(identity.isMember(of: "root"))
+    }
+
+    /// Info and error messages reach the person and never fail the login; any number of prompts, visible
+    /// and hidden, are answered in order.
+    @Test func aConversationOfManyPrompts() async throws {
+        let provider = try PAMFixture.shared.get().provider("gk-fixture")
+        let conversation = ScriptedConversation(.text("123456"), .secret("0000"))
+        let outcome = try await provider.authenticate(AuthRequest(username: "alice", conversation: conversation))
+        guard case .authenticated = outcome else {
+            Issue.record("expected authenticated, got \(outcome)")
+            return
+        }
+        #expect(
+            conversation.events == [
+                .shown("Welcome to the fixture.", .info),
+                .shown("This is only a test.", .error),
+                .asked("Code: "),
+                .askedSecret("PIN: "),
+            ]
+        )
+        let wrong = try await provider.authenticate(
+            AuthRequest(username: "alice", conversation: ScriptedConversation(.text("123456"), .secret("9999")))
+        )
+        #expect(wrong == .rejected(.invalidCredentials))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func cancellingDuringAPromptEndsTheTransaction() async throws {
+        let provider = try PAMFixture.shared.get().provider("gk-fixture")
+        let conversation = ScriptedConversation(.hang)
+        let login = Task { try await provider.authenticate(AuthRequest(username: "alice", conversation: conversation)) }
+        await conversation.waitUntilHanging()
+        login.cancel()
+        await #expect(throws: AuthError.cancelled) { try await login.value }
+    }
+
+    /// libpam sleeps two minutes after the wrong password; the caller gets `cancelled` at once (the test
+    /// may take one minute at most), and the transaction's thread is left to finish in the background.
+    @Test(.timeLimit(.minutes(1)))
+    func cancellingDuringTheFailDelayReturnsAtOnce() async throws {
+        let provider = try PAMFixture.shared.get().provider("gk-delay")
+        let conversation = ScriptedConversation(.secret("wrong"))
+        let login = Task { try await provider.authenticate(AuthRequest(username: "alice", conversation: conversation)) }
+        while conversation.questionCount == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(200))
+        login.cancel()
+        await #expect(throws: AuthError.cancelled) { try await login.value }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func fiftyLoginsInParallel() async throws {
+        let provider = try PAMFixture.shared.get().provider()
+        let outcomes = try await withThrowingTaskGroup(of: AuthOutcome.self) { group in
+            for index in 0..<50 {
+                let (user, password) = PAMFixture.accounts[index % 2]
+                group.addTask {
+                    try await provider.authenticate(
+                        AuthRequest(username: user, conversation: ScriptedConversation(.secret(password)))
+                    )
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.count == 50)
+        #expect(outcomes.allSatisfy { if case .authenticated = $0 { true } else { false } })
+    }
+
+    @Test func aMissingServiceFileIsReportedNotRunUnderOther() async throws {
+        let fixture = try PAMFixture.shared.get()
+        let provider = try PAMAuthProvider(.init(service: "no-such-service", configurationDirectory: fixture.directory))
+        let outcome = try await provider.authenticate(
+            AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("secret")))
+        )
+        #expect(outcome == .unavailable(reason: "there is no PAM service file \(fixture.directory)/no-such-service."))
+    }
+
+    @Test(arguments: ["", ".", "..", "a/b", "../etc/passwd", "with space", "tab\there"])
+    func refusesServiceNamesThatAreNotFileNames(_ service: String) {
+        #expect(throws: ProviderConfigurationError.self) { try PAMAuthProvider(.init(service: service)) }
+    }
+
+    @Test func thePluginNeedsAService() throws {
+        let registry = ProviderRegistry([PAMProviderPlugin.self])
+        #expect(throws: ProviderConfigurationError.missingOption("service", provider: "pam")) {
+            try registry.makeProvider(named: "pam")
+        }
+        let provider = try registry.makeProvider(named: "pam", options: ["service": "login", "pam-dir": "/tmp"])
+        #expect(provider.name == "pam")
+    }
+}

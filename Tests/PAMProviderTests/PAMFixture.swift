@@ -1,0 +1,79 @@
+import Foundation
+import PAMProvider
+
+/// A PAM configuration directory of the tests' own (used through `pam_start_confdir`): services backed
+/// by pam_wrapper's `pam_matrix.so` and a passdb file, one with a fail delay, and one with a module
+/// compiled from `Tests/Fixtures` that asks several questions.
+struct PAMFixture: Sendable {
+    let directory: String
+
+    /// Every service's accounts: user:password.
+    static let accounts = [("alice", "secret"), ("bob", "builder"), ("root", "rootpw")]
+
+    /// The fail delay of `gk-delay`: far longer than any test may take.
+    static let failDelaySeconds = 120
+
+    static let shared = Result { () throws -> PAMFixture in try PAMFixture() }
+
+    private init() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-pam-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.directory = directory
+        guard let matrix = Self.pamMatrix else {
+            throw FixtureError("pam_matrix.so was not found; install libpam-wrapper (make test does).")
+        }
+        // pam_matrix reads the first line for a user, and its account check wants that line's service:
+        // one passdb per service.
+        func passdb(_ service: String) throws -> String {
+            let path = directory + "/passdb-" + service
+            let lines = Self.accounts.map { user, password in "\(user):\(password):\(service)\n" }
+            try lines.joined().write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let module = try Self.compileFixtureModule(into: directory)
+        let (plain, delayed) = (try passdb("gk-matrix"), try passdb("gk-delay"))
+        let services = [
+            "gk-matrix": "auth required \(matrix) passdb=\(plain)\naccount required \(matrix) passdb=\(plain)\n",
+            "gk-delay": """
+            auth optional pam_faildelay.so delay=\(Self.failDelaySeconds * 1_000_000)
+            auth required \(matrix) passdb=\(delayed)
+            account required \(matrix) passdb=\(delayed)
+
+            """,
+            "gk-fixture": "auth required \(module)\naccount required \(module)\n",
+        ]
+        for (name, text) in services {
+            try text.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
+        }
+    }
+
+    func provider(_ service: String = "gk-matrix") throws -> PAMAuthProvider {
+        try PAMAuthProvider(.init(service: service, configurationDirectory: directory))
+    }
+
+    /// Where Debian's libpam-wrapper puts `pam_matrix.so`.
+    static var pamMatrix: String? {
+        let candidates =
+            ["x86_64-linux-gnu", "aarch64-linux-gnu", "arm-linux-gnueabihf", "i386-linux-gnu"]
+            .map { "/usr/lib/\($0)/pam_wrapper/pam_matrix.so" } + ["/usr/lib64/pam_wrapper/pam_matrix.so"]
+        return candidates.first { FileManager.default.fileExists(atPath: $0) }
+    }
+
+    private static func compileFixtureModule(into directory: String) throws -> String {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../Fixtures/pam_gatekeeper_fixture.c").standardized.path
+        let output = directory + "/pam_gatekeeper_fixture.so"
+        let compiler = Process()
+        compiler.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        compiler.arguments = ["cc", "-shared", "-fPIC", "-O1", "-o", output, source, "-lpam"]
+        try compiler.run()
+        compiler.waitUntilExit()
+        guard compiler.terminationStatus == 0 else { throw FixtureError("cc could not build the fixture module.") }
+        return output
+    }
+}
+
+struct FixtureError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

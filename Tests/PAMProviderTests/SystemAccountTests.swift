@@ -1,0 +1,119 @@
+import Authentication
+import AuthenticationTesting
+import Foundation
+import PAMProvider
+import TestSupport
+import Testing
+
+/// Runs `command` with `/bin/sh`, feeding it `input`; returns its status and output.
+@discardableResult
+func shell(_ command: String, input: String = "") throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    let stdin = Pipe()
+    let stdout = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stdout
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try stdin.fileHandleForWriting.close()
+    let output = stdout.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+}
+
+/// A system account made for one test, checked by the real `pam_unix.so` through a service file in
+/// /etc/pam.d; both are removed by ``remove()``.
+final class ThrowawayAccount {
+    let user = "gk\(UInt32.random(in: 100_000...999_999))"
+    let password = "Sesame-\(UInt32.random(in: 1000...9999))"
+    let service: String
+
+    init() throws {
+        service = "gatekeeper-test-\(user)"
+        try "auth required pam_unix.so\naccount required pam_unix.so\n"
+            .write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
+        let created = try shell("useradd -M -s /usr/sbin/nologin -c 'Throwaway Tester,,,' \(user)")
+        guard created.status == 0 else {
+            remove()
+            throw FixtureError("useradd failed: \(created.output)")
+        }
+        try shell("chpasswd", input: "\(user):\(password)\n")
+    }
+
+    func remove() {
+        _ = try? shell("userdel \(user)")
+        try? FileManager.default.removeItem(atPath: "/etc/pam.d/\(service)")
+    }
+
+    /// What `pamtester` says: true when it authenticates and the account check passes.
+    func pamtester(_ user: String, _ password: String) throws -> Bool {
+        try shell("pamtester \(service) \(user) authenticate acct_mgmt", input: password + "\n").status == 0
+    }
+
+    /// gatekeeper-run's exit status for a protected `true`.
+    func gatekeeperRun(_ user: String, _ password: String) throws -> Int32 {
+        try run(
+            builtExecutable("gatekeeper-run"),
+            ["--provider", "pam", "--service", service, "--user", user, "--password-stdin", "--", "true"],
+            input: password + "\n"
+        ).status
+    }
+
+    func authenticate(_ user: String, _ password: String) async throws -> AuthOutcome {
+        try await PAMAuthProvider(.init(service: service)).authenticate(
+            AuthRequest(username: user, conversation: ScriptedConversation(.secret(password)))
+        )
+    }
+}
+
+/// The real `pam_unix.so` with a throwaway account, compared with `pamtester`, Linux-PAM's own client.
+@Suite(
+    .serialized,
+    .enabled(if: getuid() == 0, "needs root to create a throwaway system account for pam_unix; run as root (CI does)")
+)
+struct SystemAccountTests {
+    enum Change: String, CaseIterable, Sendable {
+        case none, wrongPassword, unknownUser, expiredAccount, expiredPassword, lockedAccount
+    }
+
+    @Test(arguments: Change.allCases)
+    func agreesWithPamtester(_ change: Change) async throws {
+        let account = try ThrowawayAccount()
+        defer { account.remove() }
+        var (user, password) = (account.user, account.password)
+        switch change {
+        case .none: break
+        case .wrongPassword: password += "-wrong"
+        case .unknownUser: user = "nosuch\(account.user)"
+        case .expiredAccount: try shell("chage -E 0 \(user)")
+        case .expiredPassword: try shell("chage -d 0 \(user)")
+        case .lockedAccount: try shell("passwd -l \(user)")
+        }
+        let outcome = try await account.authenticate(user, password)
+        let expected: AuthOutcome? =
+            switch change {
+            case .none: nil
+            case .wrongPassword, .lockedAccount: .rejected(.invalidCredentials)
+            case .unknownUser: .unknownUser
+            case .expiredAccount: .rejected(.accountExpired)
+            case .expiredPassword: .rejected(.passwordChangeRequired)
+            }
+        if let expected {
+            #expect(outcome == expected)
+        } else {
+            guard case .authenticated(let identity) = outcome else {
+                Issue.record("expected authenticated, got \(outcome)")
+                return
+            }
+            #expect(identity.displayName == "Throwaway Tester")
+            #expect(identity.attributes["uid"].flatMap(Int.init) != nil)
+            #expect(identity.isMember(of: user))
+        }
+        let admitted = change == .none
+        #expect(try account.pamtester(user, password) == admitted)
+        #expect(try account.gatekeeperRun(user, password) == (admitted ? 0 : 77))
+    }
+}
