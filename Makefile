@@ -4,6 +4,7 @@
 #   make bench     build in release mode and print the benchmark figures
 #   make sanitize  run the tests under AddressSanitizer (ThreadSanitizer cannot see Synchronization.Mutex
 #                  on Linux and reports races inside its critical sections, so it is not used)
+#   make leaks     1,000 PAM logins under LeakSanitizer; fails on any leak
 #   make lint      check formatting with swift-format
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
@@ -14,7 +15,7 @@ SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/u
 # account tools (useradd, chage) for the tests that run as root.
 DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-wrapper pamtester gcc libc6-dev passwd
 
-.PHONY: deps build run test bench sanitize lint
+.PHONY: deps build run test bench sanitize leaks lint
 
 deps:
 	@missing=""; \
@@ -46,6 +47,11 @@ sanitize: deps
 	# Leak detection is off here: FoundationEssentials' String(contentsOfFile:) leaks its read buffer in
 	# Swift 6.3.1, which the test helpers call; leaks in this package are checked by `make leaks`.
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan
+
+leaks: deps
+	@$(SWIFT) build --sanitize=address --scratch-path .build/asan-bench --product gatekeeper-bench 2>&1 \
+		| grep -v "Cannot export local symbol" || true
+	ASAN_OPTIONS=detect_leaks=1 .build/asan-bench/debug/gatekeeper-bench --pam-leak-loop 1000
 
 lint:
 	$(SWIFT_FORMAT) lint --strict -r Sources Plugins Examples Tests Benchmarks Package.swift

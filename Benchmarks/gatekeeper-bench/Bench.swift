@@ -135,6 +135,17 @@ nonisolated func cancellationLatencies(delay: Duration, samples: Int) async thro
 @main
 enum Bench {
     static func main() async throws {
+        // `gatekeeper-bench --pam-leak-loop N`: only N PAM logins, for a leak checker to watch.
+        let arguments = CommandLine.arguments
+        if let flag = arguments.firstIndex(of: "--pam-leak-loop"), arguments.count > flag + 1,
+            let count = Int(arguments[flag + 1])
+        {
+            guard let pam = try PAMBench() else { fatalError("pam_matrix.so is not installed (libpam-wrapper)") }
+            _ = try await pam.provider(count)
+            pam.remove()
+            print("\(count) PAM logins done")
+            return
+        }
         // GATEKEEPER_BENCH_ITERATIONS shortens a run, for profiling under valgrind.
         let iterations = Int(ProcessInfo.processInfo.environment["GATEKEEPER_BENCH_ITERATIONS"] ?? "") ?? 1_000_000
         let rounds = 7
@@ -168,6 +179,26 @@ enum Bench {
         let (p50, p99, maximum) = (percentile(0.50), percentile(0.99), percentile(1))
         let delayMs = nanoseconds(delay) / 1e6
 
+        // PAM: 200 logins through the provider against 200 raw libpam logins, interleaved, best of 5; then
+        // 1,000 logins with the resident memory before and after.
+        var pamFigures: (baseline: Double, provider: Double, rssBefore: Int, rssAfter: Int)?
+        if let pam = try PAMBench() {
+            _ = pam.baseline(20)
+            _ = try await pam.provider(20)
+            var baseline = Double.infinity
+            var provider = Double.infinity
+            for _ in 0..<5 {
+                baseline = min(baseline, pam.baseline(200))
+                provider = min(provider, try await pam.provider(200))
+            }
+            _ = try await pam.provider(100)
+            let before = residentKiB()
+            _ = try await pam.provider(1000)
+            let after = residentKiB()
+            pam.remove()
+            pamFigures = (baseline, provider, before, after)
+        }
+
         print(
             """
             gatekeeper-bench (\(iterations) calls x \(rounds) rounds, best round; \(samples) cancellations)
@@ -184,7 +215,7 @@ enum Bench {
             cancel a login in flight, p50                   \(fixed(p50, 3)) ms
             cancel a login in flight, p99                   \(fixed(p99, 3)) ms     <= \(fixed(delayMs / 100, 3)) ms (1% of the \(Int(delayMs)) ms delay)
             cancel a login in flight, max                   \(fixed(maximum, 3)) ms
-
+            \(pamTable(pamFigures))
             """
         )
         print(
@@ -193,8 +224,28 @@ enum Bench {
             "goal_ratio":2,"member_ns":\(fixed(member)),\
             "untimed_ns":\(fixed(untimed)),"untimed_ratio":\(fixed(untimed / bare)),"clock_read_ns":\(fixed(clockRead)),"bare_inlined_ns":\(fixed(inlined))},"cancellation":{"samples":\(samples),\
             "delay_ms":\(Int(delayMs)),"p50_ms":\(fixed(p50, 3)),"p99_ms":\(fixed(p99, 3)),"max_ms":\(fixed(maximum, 3)),\
-            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01}}
+            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures))}
             """
         )
     }
+}
+
+func pamTable(_ figures: (baseline: Double, provider: Double, rssBefore: Int, rssAfter: Int)?) -> String {
+    guard let figures else { return "PAM: skipped, pam_matrix.so is not installed (libpam-wrapper)\n" }
+    return """
+        200 PAM logins, raw libpam calls (C)            \(fixed(figures.baseline * 1000)) ms
+        200 PAM logins, PAMAuthProvider                 \(fixed(figures.provider * 1000)) ms
+        ratio provider / raw libpam                     \(fixed(figures.provider / figures.baseline))         <= 1.10
+        resident memory before / after 1,000 logins     \(figures.rssBefore) / \(figures.rssAfter) KiB
+
+        """
+}
+
+func pamJSON(_ figures: (baseline: Double, provider: Double, rssBefore: Int, rssAfter: Int)?) -> String {
+    guard let figures else { return "null" }
+    return """
+        {"logins":200,"raw_ms":\(fixed(figures.baseline * 1000)),"provider_ms":\(fixed(figures.provider * 1000)),\
+        "ratio":\(fixed(figures.provider / figures.baseline)),"goal_ratio":1.10,\
+        "rss_before_kib":\(figures.rssBefore),"rss_after_1000_kib":\(figures.rssAfter)}
+        """
 }

@@ -31,6 +31,12 @@ public final class PAMAuthProvider: AuthProvider {
         /// Whether an expired password may be changed (`pam_chauthtok`) through the conversation. Off by
         /// default: the login fails with ``AuthError/passwordChangeRequired``.
         public var allowsPasswordChange: Bool
+        /// Whether to establish the user's credentials (`pam_setcred`) after the checks; they are deleted
+        /// at sign-out. Off by default.
+        public var establishesCredentials: Bool
+        /// Whether to open a PAM session (`pam_open_session`, with credentials) after the checks; it is
+        /// closed at sign-out, on the same handle. Off by default.
+        public var opensSession: Bool
         /// The user on the remote side, for `PAM_RUSER`.
         public var remoteUser: String?
 
@@ -39,12 +45,16 @@ public final class PAMAuthProvider: AuthProvider {
             configurationDirectory: String? = nil,
             checksAccount: Bool = true,
             allowsPasswordChange: Bool = false,
+            establishesCredentials: Bool = false,
+            opensSession: Bool = false,
             remoteUser: String? = nil
         ) {
             self.service = service
             self.configurationDirectory = configurationDirectory
             self.checksAccount = checksAccount
             self.allowsPasswordChange = allowsPasswordChange
+            self.establishesCredentials = establishesCredentials
+            self.opensSession = opensSession
             self.remoteUser = remoteUser
         }
 
@@ -56,6 +66,7 @@ public final class PAMAuthProvider: AuthProvider {
 
     public let name = "pam"
     public let configuration: Configuration
+    private let sessions = PAMSessions()
 
     /// - Throws: ``ProviderConfigurationError/invalidValue(option:value:expected:)`` for a service name
     ///   that cannot name a file in the configuration directory.
@@ -75,6 +86,11 @@ public final class PAMAuthProvider: AuthProvider {
         guard FileManager.default.fileExists(atPath: configuration.serviceFile) else {
             return .unavailable(reason: "there is no PAM service file \(configuration.serviceFile).")
         }
-        return try await PAMTransaction(request: request, configuration: configuration).run().get()
+        return try await PAMTransaction(request: request, configuration: configuration, sessions: sessions).run().get()
+    }
+
+    /// Closes the PAM session and deletes the credentials of `identity`, if this provider opened them.
+    public func signOut(_ identity: Identity) async {
+        await sessions.close(identity.attributes[PAMSessions.attribute])
     }
 }

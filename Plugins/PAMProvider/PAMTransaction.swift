@@ -10,6 +10,7 @@ import Synchronization
 final class PAMTransaction: @unchecked Sendable {
     private let request: AuthRequest
     private let configuration: PAMAuthProvider.Configuration
+    private let sessions: PAMSessions
 
     private struct State {
         var continuation: CheckedContinuation<Result<AuthOutcome, AuthError>, Never>?
@@ -22,9 +23,10 @@ final class PAMTransaction: @unchecked Sendable {
 
     private let state = Mutex(State())
 
-    init(request: AuthRequest, configuration: PAMAuthProvider.Configuration) {
+    init(request: AuthRequest, configuration: PAMAuthProvider.Configuration, sessions: PAMSessions) {
         self.request = request
         self.configuration = configuration
+        self.sessions = sessions
     }
 
     /// Runs the transaction; returns as soon as it ends or the task is cancelled.
@@ -40,10 +42,8 @@ final class PAMTransaction: @unchecked Sendable {
                     continuation.resume(returning: .failure(.cancelled))
                     return
                 }
-                // The thread keeps the transaction alive until libpam is done with it.
-                let thread = Thread { [self] in deliver(perform()) }
-                thread.name = "gatekeeper.pam"
-                thread.start()
+                // The job keeps the transaction alive until libpam is done with it.
+                PAMThreads.shared.run { [self] in deliver(perform()) }
             }
         } onCancel: {
             cancel()
@@ -105,7 +105,30 @@ final class PAMTransaction: @unchecked Sendable {
             pam_get_item(handle, PAM_USER, &item) == PAM_SUCCESS
             ? item.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? request.username
             : request.username
-        return .success(.authenticated(SystemAccount.identity(of: user, provider: "pam")))
+        var identity = SystemAccount.identity(of: user, provider: "pam")
+        guard configuration.establishesCredentials || configuration.opensSession else {
+            return .success(.authenticated(identity))
+        }
+
+        // Credentials and a session live until sign-out, on this handle and this thread.
+        status = pam_setcred(handle, Int32(PAM_ESTABLISH_CRED))
+        guard status == PAM_SUCCESS else { return outcome(of: status, handle) }
+        if configuration.opensSession {
+            status = pam_open_session(handle, 0)
+            guard status == PAM_SUCCESS else {
+                pam_setcred(handle, Int32(PAM_DELETE_CRED))
+                return outcome(of: status, handle)
+            }
+        }
+        let session = sessions.open()
+        identity.attributes[PAMSessions.attribute] = session.id
+        deliver(.success(.authenticated(identity)))
+        session.waitUntilClosed()
+        if configuration.opensSession { status = pam_close_session(handle, 0) }
+        let deleted = pam_setcred(handle, Int32(PAM_DELETE_CRED))
+        if status == PAM_SUCCESS { status = deleted }
+        session.finish()
+        return .success(.authenticated(identity))  // Already delivered; nobody reads it twice.
     }
 
     /// Maps a PAM result code to an answer, in one place.

@@ -105,6 +105,18 @@ struct PAMAuthProviderTests {
         #expect(outcomes.allSatisfy { if case .authenticated = $0 { true } else { false } })
     }
 
+    /// An opt-in session is opened after the checks and closed at sign-out, on the same handle.
+    @Test func aSessionLastsUntilSignOut() async throws {
+        let fixture = try PAMFixture.shared.get()
+        let gatekeeper = Gatekeeper(provider: try fixture.provider("gk-session", opensSession: true))
+        let identity = try await gatekeeper.signIn(credentials("bob", "builder"))
+        #expect(identity.attributes["pam.session"] != nil)
+        #expect(fixture.sessionLog.contains("open bob\n"))
+        #expect(!fixture.sessionLog.contains("close bob\n"))
+        await gatekeeper.signOut()
+        #expect(fixture.sessionLog.contains("open bob\nclose bob\n"))
+    }
+
     @Test func aMissingServiceFileIsReportedNotRunUnderOther() async throws {
         let fixture = try PAMFixture.shared.get()
         let provider = try PAMAuthProvider(.init(service: "no-such-service", configurationDirectory: fixture.directory))

@@ -31,7 +31,7 @@ struct PAMFixture: Sendable {
             return path
         }
         let module = try Self.compileFixtureModule(into: directory)
-        let (plain, delayed) = (try passdb("gk-matrix"), try passdb("gk-delay"))
+        let (plain, delayed, session) = (try passdb("gk-matrix"), try passdb("gk-delay"), try passdb("gk-session"))
         let services = [
             "gk-matrix": "auth required \(matrix) passdb=\(plain)\naccount required \(matrix) passdb=\(plain)\n",
             "gk-delay": """
@@ -41,14 +41,25 @@ struct PAMFixture: Sendable {
 
             """,
             "gk-fixture": "auth required \(module)\naccount required \(module)\n",
+            "gk-session": """
+            auth required \(matrix) passdb=\(session)
+            account required \(matrix) passdb=\(session)
+            session required \(module) log=\(directory)/session.log
+
+            """,
         ]
         for (name, text) in services {
             try text.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
         }
     }
 
-    func provider(_ service: String = "gk-matrix") throws -> PAMAuthProvider {
-        try PAMAuthProvider(.init(service: service, configurationDirectory: directory))
+    func provider(_ service: String = "gk-matrix", opensSession: Bool = false) throws -> PAMAuthProvider {
+        try PAMAuthProvider(.init(service: service, configurationDirectory: directory, opensSession: opensSession))
+    }
+
+    /// What the fixture module's session hooks wrote.
+    var sessionLog: String {
+        (try? String(contentsOfFile: directory + "/session.log", encoding: .utf8)) ?? ""
     }
 
     /// Where Debian's libpam-wrapper puts `pam_matrix.so`.

@@ -33,7 +33,7 @@ final class ThrowawayAccount {
 
     init() throws {
         service = "gatekeeper-test-\(user)"
-        try "auth required pam_unix.so\naccount required pam_unix.so\n"
+        try "auth required pam_unix.so\naccount required pam_unix.so\npassword required pam_unix.so obscure\n"
             .write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
         let created = try shell("useradd -M -s /usr/sbin/nologin -c 'Throwaway Tester,,,' \(user)")
         guard created.status == 0 else {
@@ -115,5 +115,24 @@ struct SystemAccountTests {
         let admitted = change == .none
         #expect(try account.pamtester(user, password) == admitted)
         #expect(try account.gatekeeperRun(user, password) == (admitted ? 0 : 77))
+    }
+
+    /// An expired password is changed through the same conversation when the host allows it; the new one
+    /// works afterwards.
+    @Test func changesAnExpiredPasswordWhenAllowed() async throws {
+        let account = try ThrowawayAccount()
+        defer { account.remove() }
+        try shell("chage -d 0 \(account.user)")
+        let newPassword = "Quartz-Lantern-\(UInt32.random(in: 1000...9999))"
+        let conversation = ScriptedConversation(
+            answers: [.secret(account.password), .secret(account.password), .secret(newPassword), .secret(newPassword)]
+        )
+        let provider = try PAMAuthProvider(.init(service: account.service, allowsPasswordChange: true))
+        let outcome = try await provider.authenticate(AuthRequest(username: account.user, conversation: conversation))
+        guard case .authenticated = outcome else {
+            Issue.record("expected authenticated, got \(outcome); conversation: \(conversation.events)")
+            return
+        }
+        #expect(try account.pamtester(account.user, newPassword))
     }
 }

@@ -1,0 +1,59 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The PAM sessions a provider holds open until sign-out. Each one's transaction waits on its thread,
+/// handle open, until ``close(_:)`` lets it close the session and end.
+final class PAMSessions: Sendable {
+    /// The identity attribute naming an open session.
+    static let attribute = "pam.session"
+
+    private let held = Mutex<[String: Session]>([:])
+
+    /// Registers a new session; call from the transaction's thread.
+    func open() -> Session {
+        let session = Session()
+        held.withLock { $0[session.id] = session }
+        return session
+    }
+
+    /// Lets the session named `id` close, and waits until it has.
+    func close(_ id: String?) async {
+        guard let id, let session = held.withLock({ $0.removeValue(forKey: id) }) else { return }
+        await session.close()
+    }
+
+    /// One open session.
+    ///
+    /// `@unchecked Sendable`: the semaphore is thread-safe and `closed` is behind a mutex.
+    final class Session: @unchecked Sendable {
+        let id = UUID().uuidString
+        private let release = DispatchSemaphore(value: 0)
+        private let closed = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+        /// Blocks the transaction's thread until sign-out.
+        func waitUntilClosed() {
+            release.wait()
+        }
+
+        /// Called by the transaction once the session is closed and the credentials deleted.
+        func finish() {
+            closed.withLock { state in
+                state.done = true
+                return state.waiter.take()
+            }?.resume()
+        }
+
+        func close() async {
+            release.signal()
+            await withCheckedContinuation { continuation in
+                let done = closed.withLock { state in
+                    if state.done { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+        }
+    }
+}
