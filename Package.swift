@@ -45,7 +45,12 @@ let package = Package(
             path: "Benchmarks/gatekeeper-bench"
         ),
         // The raw libpam calls the PAM provider is measured against.
-        .target(name: "CPAMBaseline", dependencies: ["CPAM"], path: "Benchmarks/CPAMBaseline", linkerSettings: [.linkedLibrary("pam")]),
+        .target(
+            name: "CPAMBaseline",
+            dependencies: ["CPAM"],
+            path: "Benchmarks/CPAMBaseline",
+            linkerSettings: [.linkedLibrary("pam")]
+        ),
 
         // Tests: one target per module, and helpers they share (in no product).
         .target(name: "TestSupport", dependencies: ["Authentication"], path: "Tests/Support"),

@@ -135,4 +135,25 @@ struct SystemAccountTests {
         }
         #expect(try account.pamtester(account.user, newPassword))
     }
+
+    /// Without root, pam_unix cannot read the shadow file for another user; the error says why.
+    @Test func withoutRootTheErrorExplainsThePrivilegeModel() throws {
+        let account = try ThrowawayAccount()
+        defer { account.remove() }
+        // A copy the unprivileged user can run, wherever the build directory is.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-nobody-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let copy = directory.appendingPathComponent("gatekeeper-run").path
+        try FileManager.default.copyItem(atPath: builtExecutable("gatekeeper-run").path, toPath: copy)
+        try shell("chmod 755 \(directory.path) \(copy)")
+        let command =
+            "\(copy) --provider pam --service \(account.service) --user \(account.user) --password-stdin -- true"
+        let result = try shell("su nobody -s /bin/sh -c '\(command)'", input: account.password + "\n")
+        #expect(result.status == 69)
+        #expect(
+            result.output.contains(
+                "Without root, pam_unix can check only the password of the user running this program."))
+        #expect(!result.output.contains(account.password))
+    }
 }
