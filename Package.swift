@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "TerminalLogin", targets: ["TerminalLogin"]),
         .library(name: "MockProvider", targets: ["MockProvider"]),
         .library(name: "PAMProvider", targets: ["PAMProvider"]),
+        .library(name: "FileProvider", targets: ["FileProvider"]),
         .executable(name: "gatekeeper-run", targets: ["gatekeeper-run"]),
         .executable(name: "gatekeeper-repl", targets: ["gatekeeper-repl"]),
     ],
@@ -24,19 +25,26 @@ let package = Package(
         // Provider plugins: each depends on the core only, never on another provider.
         .target(name: "MockProvider", dependencies: ["Authentication"], path: "Plugins/MockProvider"),
         .target(name: "PAMProvider", dependencies: ["Authentication", "CPAM"], path: "Plugins/PAMProvider"),
+        .target(
+            name: "FileProvider",
+            dependencies: ["Authentication", "CCrypt", "CAPRUtil"],
+            path: "Plugins/FileProvider"
+        ),
 
         // C libraries from Debian, through pkg-config.
         .systemLibrary(name: "CPAM", pkgConfig: "pam", providers: [.apt(["libpam0g-dev"])]),
+        .systemLibrary(name: "CCrypt", pkgConfig: "libxcrypt", providers: [.apt(["libcrypt-dev"])]),
+        .systemLibrary(name: "CAPRUtil", providers: [.apt(["libaprutil1-dev"])]),
 
         // Executables.
         .executableTarget(
             name: "gatekeeper-run",
-            dependencies: ["Authentication", "TerminalLogin", "MockProvider", "PAMProvider"],
+            dependencies: ["Authentication", "TerminalLogin", "MockProvider", "PAMProvider", "FileProvider"],
             path: "Examples/gatekeeper-run"
         ),
         .executableTarget(
             name: "gatekeeper-repl",
-            dependencies: ["Authentication", "TerminalLogin", "MockProvider", "PAMProvider"],
+            dependencies: ["Authentication", "TerminalLogin", "MockProvider", "PAMProvider", "FileProvider"],
             path: "Examples/gatekeeper-repl"
         ),
         .executableTarget(

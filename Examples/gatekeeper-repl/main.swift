@@ -1,6 +1,7 @@
 // gatekeeper-repl: a tabbed terminal app showing protected actions, cancellable logins, fallback to the
 // previous tab, and swappable backends.
 import Authentication
+import FileProvider
 import MockProvider
 import PAMProvider
 import TerminalLogin
@@ -11,7 +12,7 @@ import TerminalLogin
     import Musl
 #endif
 
-let registry = ProviderRegistry([MockProviderPlugin.self, PAMProviderPlugin.self])
+let registry = ProviderRegistry([MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self])
 var selection = ProviderSelection(registry: registry)
 
 let usage = "usage: gatekeeper-repl [--provider NAME] [provider options]"

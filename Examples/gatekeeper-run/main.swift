@@ -1,5 +1,6 @@
 // gatekeeper-run: runs a command only after the person signs in (and, with --group, belongs to a group).
 import Authentication
+import FileProvider
 import MockProvider
 import PAMProvider
 import Synchronization
@@ -11,7 +12,7 @@ import TerminalLogin
     import Musl
 #endif
 
-let registry = ProviderRegistry([MockProviderPlugin.self, PAMProviderPlugin.self])
+let registry = ProviderRegistry([MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self])
 let arguments = CommandLine.arguments.dropFirst()
 
 let invocation: Invocation

@@ -1,0 +1,15 @@
+public import Authentication
+
+/// Selects ``FileAuthProvider`` as `--provider file --users PATH`.
+public enum FileProviderPlugin: AuthProviderPlugin {
+    public static let name = "file"
+    public static let summary = "accounts in an htpasswd-compatible users file"
+    public static let options = [
+        ProviderOption("users", valueName: "PATH", help: "the users file (required)")
+    ]
+
+    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+        guard let path = options["users"] else { throw .missingOption("users", provider: name) }
+        return try FileAuthProvider(.init(path: path))
+    }
+}
