@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "FileProvider", targets: ["FileProvider"]),
         .executable(name: "gatekeeper-run", targets: ["gatekeeper-run"]),
         .executable(name: "gatekeeper-repl", targets: ["gatekeeper-repl"]),
+        .executable(name: "gatekeeper-passwd", targets: ["gatekeeper-passwd"]),
     ],
     targets: [
         // The core: AuthProvider, Conversation, Secret, Identity, AuthError, Gatekeeper, RequiresAuthentication.
@@ -46,6 +47,11 @@ let package = Package(
             name: "gatekeeper-repl",
             dependencies: ["Authentication", "TerminalLogin", "MockProvider", "PAMProvider", "FileProvider"],
             path: "Examples/gatekeeper-repl"
+        ),
+        .executableTarget(
+            name: "gatekeeper-passwd",
+            dependencies: ["Authentication", "TerminalLogin", "FileProvider"],
+            path: "Examples/gatekeeper-passwd"
         ),
         .executableTarget(
             name: "gatekeeper-bench",

@@ -1,0 +1,241 @@
+// gatekeeper-passwd: manages an htpasswd-compatible users file, as Apache's htpasswd does, with the extra
+// groups and display-name fields of swift-gatekeeper's file provider.
+import Authentication
+import FileProvider
+import TerminalLogin
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let usage = """
+    usage: gatekeeper-passwd add|set|delete|lock|unlock|verify|list FILE [USER]
+                             [--scheme yescrypt|bcrypt|sha512] [--groups a,b] [--name "Display Name"]
+                             [--password-stdin] [--create]
+
+    Passwords are read from the terminal (twice, echo off), or from the first line of standard input with
+    --password-stdin; never from the command line.
+    Exit status: 0 done, 1 verification failed, 2 usage, 3 file problem, 130 cancelled.
+    """
+
+enum Status: Int32 {
+    case ok = 0, verificationFailed = 1, usage = 2, fileProblem = 3, cancelled = 130
+}
+
+func finish(_ status: Status, _ message: String? = nil) -> Never {
+    if let message {
+        var line = "gatekeeper-passwd: \(message)\n"
+        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    }
+    exit(status.rawValue)
+}
+
+// MARK: Command line
+
+struct Command {
+    var action = ""
+    var file = ""
+    var user: String?
+    var scheme = PasswordHash.Scheme.yescrypt
+    var groups: [String]?
+    var name: String?
+    var passwordFromStdin = false
+    var create = false
+}
+
+var command = Command()
+var positional: [String] = []
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "-h", "--help":
+        print(usage)
+        exit(0)
+    case "--password-stdin": command.passwordFromStdin = true
+    case "--create": command.create = true
+    case "--scheme", "--groups", "--name":
+        guard let value = arguments.popFirst() else { finish(.usage, "\(argument) needs a value.\n\(usage)") }
+        switch argument {
+        case "--scheme":
+            guard let scheme = PasswordHash.Scheme(rawValue: value), PasswordHash.Scheme.writable.contains(scheme) else {
+                finish(.usage, "--scheme must be one of: yescrypt, bcrypt, sha512.")
+            }
+            command.scheme = scheme
+        case "--groups":
+            let groups = value.split(separator: ",").map(String.init)
+            guard groups.allSatisfy({ !$0.isEmpty && !$0.contains(":") && !$0.contains(where: \.isNewline) }) else {
+                finish(.usage, "--groups takes names separated by commas, without ':' or line breaks.")
+            }
+            command.groups = groups
+        default:
+            guard !value.contains(":") && !value.contains(where: { $0.isNewline }) else {
+                finish(.usage, "--name cannot contain ':' or line breaks.")
+            }
+            command.name = value
+        }
+    case _ where argument.hasPrefix("-") && argument != "-":
+        finish(.usage, "Unknown option \(argument).\n\(usage)")
+    default:
+        positional.append(argument)
+    }
+}
+
+let actions = ["add", "set", "delete", "lock", "unlock", "verify", "list"]
+guard let action = positional.first, actions.contains(action) else { finish(.usage, usage) }
+command.action = action
+guard positional.count >= 2 else { finish(.usage, "\(action) needs a FILE.\n\(usage)") }
+command.file = positional[1]
+if action == "list" {
+    guard positional.count == 2 else { finish(.usage, "list takes no USER.") }
+} else {
+    guard positional.count == 3 else { finish(.usage, "\(action) needs a FILE and a USER.") }
+    do {
+        command.user = try Username.validate(positional[2])
+    } catch {
+        finish(.usage, error.description)
+    }
+}
+
+// MARK: Passwords
+
+/// Reads a password: standard input's first line, or the terminal twice.
+@MainActor
+func readPassword(confirm: Bool) async -> Secret {
+    let secret: Secret
+    if command.passwordFromStdin {
+        secret = (try? await TerminalConversation(input: 0, output: 2).askSecret("")) ?? Secret(copying: [])
+    } else {
+        guard let terminal = TerminalConversation.controllingTerminal() else {
+            finish(.usage, "no terminal to ask for the password; use --password-stdin.")
+        }
+        do {
+            secret = try await terminal.askSecret("Password: ")
+            if confirm, try await terminal.askSecret("Password again: ") != secret {
+                finish(.usage, "the passwords do not match; nothing was changed.")
+            }
+        } catch {
+            finish(.cancelled, "cancelled; nothing was changed.")
+        }
+    }
+    do {
+        try Credentials.validatePassword(secret)
+    } catch {
+        finish(.usage, "\(error.description) Nothing was changed.")
+    }
+    if command.scheme == .bcrypt && secret.count > PasswordHash.bcryptMaxPasswordBytes {
+        finish(
+            .usage,
+            "bcrypt uses only the first \(PasswordHash.bcryptMaxPasswordBytes) bytes of a password; "
+                + "this one is longer. Choose another scheme or a shorter password."
+        )
+    }
+    return secret
+}
+
+@MainActor
+func hash(_ secret: Secret) -> PasswordHash {
+    do {
+        return try PasswordHash.make(secret, scheme: command.scheme)
+    } catch {
+        finish(.fileProblem, "cannot hash the password: \(error)")
+    }
+}
+
+// MARK: Actions
+
+let store = UsersFileStore(path: command.file)
+
+@MainActor
+func update(create: Bool = false, _ change: (inout UsersFile) throws(UsersFileError) -> Void) {
+    do {
+        try store.update(create: create, change)
+    } catch {
+        finish(.fileProblem, error.description)
+    }
+}
+
+struct ActionError: Error {
+    let message: String
+}
+
+let user = command.user ?? ""
+switch command.action {
+case "add", "set":
+    let secret = await readPassword(confirm: true)
+    let newHash = hash(secret)
+    let adding = command.action == "add"
+    update(create: adding && command.create) { (file: inout UsersFile) throws(UsersFileError) in
+        let existing = file[user]
+        if adding, existing != nil { throw UsersFileError("\(user) already exists; use set to change the password.") }
+        if !adding, existing == nil { throw UsersFileError("there is no user \(user); use add.") }
+        var entry = existing ?? UsersFile.Entry(username: user, password: .hash(newHash))
+        entry.password = .hash(newHash)
+        if let groups = command.groups { entry.groups = groups }
+        if let name = command.name { entry.displayName = name }
+        file.set(entry)
+    }
+    finish(.ok)
+case "delete":
+    update { (file: inout UsersFile) throws(UsersFileError) in
+        guard file.remove(user) else { throw UsersFileError("there is no user \(user).") }
+    }
+case "lock", "unlock":
+    let locking = command.action == "lock"
+    update { (file: inout UsersFile) throws(UsersFileError) in
+        guard var entry = file[user] else { throw UsersFileError("there is no user \(user).") }
+        switch (entry.password, locking) {
+        case (.hash(let hash), true): entry.password = .locked("!" + hash.text)
+        case (.locked(let text), false):
+            do {
+                entry.password = .hash(try PasswordHash(String(text.drop { $0 == "!" || $0 == "*" })))
+            } catch {
+                throw UsersFileError("\(user) has no password to unlock (\(error)); use set.")
+            }
+        default: return  // Already as asked.
+        }
+        file.set(entry)
+    }
+case "verify":
+    let file: UsersFile
+    do {
+        file = try store.read()
+    } catch {
+        finish(.fileProblem, error.description)
+    }
+    let secret = await readPassword(confirm: false)
+    guard let entry = file[user] else { finish(.verificationFailed, "password verification failed for \(user).") }
+    switch entry.password {
+    case .locked: finish(.verificationFailed, "\(user) is locked.")
+    case .hash(let hash):
+        if hash.verify(secret) {
+            if hash.scheme.isWeak { finish(.ok, "password correct for \(user), but its \(hash.scheme.rawValue) hash is weak; set it again.") }
+            finish(.ok, "password correct for \(user).")
+        }
+        finish(.verificationFailed, "password verification failed for \(user).")
+    }
+default:  // list
+    let file: UsersFile
+    do {
+        file = try store.read()
+    } catch {
+        finish(.fileProblem, error.description)
+    }
+    for warning in file.warnings { FileWarning.print(warning) }
+    for entry in file.entries {
+        let state: String =
+            switch entry.password {
+            case .locked: "locked"
+            case .hash(let hash): hash.scheme.isWeak ? "\(hash.scheme.rawValue) (weak)" : hash.scheme.rawValue
+            }
+        let groups = entry.groups.isEmpty ? "-" : entry.groups.joined(separator: ",")
+        print("\(entry.username)\t\(state)\t\(groups)\t\(entry.displayName ?? "")")
+    }
+}
+finish(.ok)
+
+enum FileWarning {
+    static func print(_ warning: String) {
+        var line = "gatekeeper-passwd: warning: \(warning)\n"
+        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    }
+}
