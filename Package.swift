@@ -80,6 +80,12 @@ let package = Package(
             name: "PAMProviderTests",
             dependencies: ["Authentication", "AuthenticationTesting", "PAMProvider", "TestSupport", "gatekeeper-run"]
         ),
+        .testTarget(
+            name: "FileProviderTests",
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "FileProvider", "TestSupport", "gatekeeper-passwd",
+            ]
+        ),
         .testTarget(name: "TerminalLoginTests", dependencies: ["Authentication", "TerminalLogin", "TestSupport"]),
         .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "TestSupport"]),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),

@@ -5,7 +5,7 @@ import FileProvider
 import TerminalLogin
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 let usage = """
@@ -57,7 +57,8 @@ while let argument = arguments.popFirst() {
         guard let value = arguments.popFirst() else { finish(.usage, "\(argument) needs a value.\n\(usage)") }
         switch argument {
         case "--scheme":
-            guard let scheme = PasswordHash.Scheme(rawValue: value), PasswordHash.Scheme.writable.contains(scheme) else {
+            guard let scheme = PasswordHash.Scheme(rawValue: value), PasswordHash.Scheme.writable.contains(scheme)
+            else {
                 finish(.usage, "--scheme must be one of: yescrypt, bcrypt, sha512.")
             }
             command.scheme = scheme
@@ -208,7 +209,9 @@ case "verify":
     case .locked: finish(.verificationFailed, "\(user) is locked.")
     case .hash(let hash):
         if hash.verify(secret) {
-            if hash.scheme.isWeak { finish(.ok, "password correct for \(user), but its \(hash.scheme.rawValue) hash is weak; set it again.") }
+            if hash.scheme.isWeak {
+                finish(.ok, "password correct for \(user), but its \(hash.scheme.rawValue) hash is weak; set it again.")
+            }
             finish(.ok, "password correct for \(user).")
         }
         finish(.verificationFailed, "password verification failed for \(user).")

@@ -1,0 +1,62 @@
+import Foundation
+import TestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A temporary directory for one test, removed by ``remove()``.
+final class Scratch: Sendable {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-file-\(UUID())").path
+
+    init() throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        chmod(path, 0o700)
+    }
+
+    /// Writes a private file (mode 0600) and returns its path.
+    @discardableResult
+    func write(_ name: String, _ text: String, mode: mode_t = 0o600) throws -> String {
+        try write(name, bytes: Array(text.utf8), mode: mode)
+    }
+
+    @discardableResult
+    func write(_ name: String, bytes: [UInt8], mode: mode_t = 0o600) throws -> String {
+        let file = path + "/" + name
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        chmod(file, mode)
+        return file
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// Runs a command through /bin/sh and returns its trimmed output; fails the test run if it fails.
+@discardableResult
+func sh(_ command: String, input: String = "") throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    let stdin = Pipe()
+    let stdout = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try stdin.fileHandleForWriting.close()
+    let output = stdout.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw CommandFailed(command: command, status: process.terminationStatus)
+    }
+    return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+struct CommandFailed: Error {
+    let command: String
+    let status: Int32
+}
+
+let gatekeeperPasswd = builtExecutable("gatekeeper-passwd")
