@@ -55,7 +55,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "gatekeeper-bench",
-            dependencies: ["Authentication", "AuthenticationTesting", "MockProvider", "PAMProvider", "CPAMBaseline"],
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "MockProvider", "PAMProvider", "CPAMBaseline",
+                "FileProvider", "CCrypt",
+            ],
             path: "Benchmarks/gatekeeper-bench"
         ),
         // The raw libpam calls the PAM provider is measured against.

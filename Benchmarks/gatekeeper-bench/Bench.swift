@@ -198,6 +198,7 @@ enum Bench {
             pam.remove()
             pamFigures = (baseline, provider, before, after)
         }
+        let fileFigures = try await FileBench.run()
 
         print(
             """
@@ -215,7 +216,7 @@ enum Bench {
             cancel a login in flight, p50                   \(fixed(p50, 3)) ms
             cancel a login in flight, p99                   \(fixed(p99, 3)) ms     <= \(fixed(delayMs / 100, 3)) ms (1% of the \(Int(delayMs)) ms delay)
             cancel a login in flight, max                   \(fixed(maximum, 3)) ms
-            \(pamTable(pamFigures))
+            \(pamTable(pamFigures))\(fileTable(fileFigures))
             """
         )
         print(
@@ -224,7 +225,7 @@ enum Bench {
             "goal_ratio":2,"member_ns":\(fixed(member)),\
             "untimed_ns":\(fixed(untimed)),"untimed_ratio":\(fixed(untimed / bare)),"clock_read_ns":\(fixed(clockRead)),"bare_inlined_ns":\(fixed(inlined))},"cancellation":{"samples":\(samples),\
             "delay_ms":\(Int(delayMs)),"p50_ms":\(fixed(p50, 3)),"p99_ms":\(fixed(p99, 3)),"max_ms":\(fixed(maximum, 3)),\
-            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures))}
+            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures))}
             """
         )
     }

@@ -1,0 +1,135 @@
+import Authentication
+import AuthenticationTesting
+import CCrypt
+import FileProvider
+import Foundation
+
+/// The users-file provider against raw `crypt_r` on the same hash, in parallel, for unknown users, and
+/// loading a file of 1,000,000 users.
+struct FileBench {
+    struct Figures {
+        var raw: Double
+        var provider: Double
+        var single: Double
+        var parallelPair: Double
+        var wrongPassword: Double
+        var unknownUser: Double
+        var loadSeconds: Double
+        var fileBytes: Int
+        var residentGrowthKiB: Int
+    }
+
+    static func run() async throws -> Figures {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-bench-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hash = try PasswordHash.make(Secret(copying: "bench-password".utf8), scheme: .yescrypt)
+        let path = directory + "/users"
+        try "alice:\(hash.text)\n".write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+        let provider = try FileAuthProvider(.init(path: path))
+        let rounds = 40
+
+        func login(_ user: String, _ password: String) async throws {
+            _ = try await provider.authenticate(
+                AuthRequest(username: user, conversation: ScriptedConversation(.secret(password)))
+            )
+        }
+        func seconds(_ body: () async throws -> Void) async rethrows -> Double {
+            let start = ContinuousClock.now
+            try await body()
+            return nanoseconds(start.duration(to: .now)) / 1e9
+        }
+
+        _ = rawCrypt("bench-password", hash.text)
+        try await login("alice", "bench-password")
+        var raw = Double.infinity
+        var through = Double.infinity
+        var wrong = Double.infinity
+        var unknown = Double.infinity
+        for _ in 0..<3 {
+            raw = min(raw, await seconds { for _ in 0..<rounds { _ = rawCrypt("bench-password", hash.text) } })
+            through = min(through, try await seconds { for _ in 0..<rounds { try await login("alice", "bench-password") } })
+            wrong = min(wrong, try await seconds { for _ in 0..<rounds { try await login("alice", "wrong-password") } })
+            unknown = min(unknown, try await seconds { for _ in 0..<rounds { try await login("nobody", "wrong-password") } })
+        }
+        // One login at a time against two at a time.
+        let single = through / Double(rounds)
+        var pair = Double.infinity
+        for _ in 0..<3 {
+            pair = min(
+                pair,
+                try await seconds {
+                    for _ in 0..<(rounds / 2) {
+                        async let first: Void = login("alice", "bench-password")
+                        async let second: Void = login("alice", "bench-password")
+                        _ = try await (first, second)
+                    }
+                } / Double(rounds / 2)
+            )
+        }
+
+        // 1,000,000 users sharing one hash (parsing does not hash).
+        let bigPath = directory + "/million"
+        var text = ""
+        text.reserveCapacity(1_000_000 * (hash.text.utf8.count + 20))
+        for index in 0..<1_000_000 { text += "user\(index):\(hash.text):staff\n" }
+        try text.write(toFile: bigPath, atomically: false, encoding: .utf8)
+        chmod(bigPath, 0o600)
+        let fileBytes = text.utf8.count
+        text = ""
+        let before = residentKiB()
+        let start = ContinuousClock.now
+        let big = try FileAuthProvider(.init(path: bigPath))
+        let load = nanoseconds(start.duration(to: .now)) / 1e9
+        let growth = residentKiB() - before
+        withExtendedLifetime(big) {}
+
+        return Figures(
+            raw: raw / Double(rounds),
+            provider: through / Double(rounds),
+            single: single,
+            parallelPair: pair,
+            wrongPassword: wrong / Double(rounds),
+            unknownUser: unknown / Double(rounds),
+            loadSeconds: load,
+            fileBytes: fileBytes,
+            residentGrowthKiB: growth
+        )
+    }
+
+    /// One `crypt_r`, as a C program would call it.
+    static func rawCrypt(_ password: String, _ setting: String) -> Bool {
+        let data = UnsafeMutablePointer<crypt_data>.allocate(capacity: 1)
+        defer { data.deallocate() }
+        memset(data, 0, MemoryLayout<crypt_data>.size)
+        guard let output = crypt_r(password, setting, data) else { return false }
+        return strcmp(output, setting) == 0
+    }
+}
+
+func fileTable(_ figures: FileBench.Figures) -> String {
+    """
+    yescrypt check, raw crypt_r                     \(fixed(figures.raw * 1000, 3)) ms
+    yescrypt check through FileAuthProvider         \(fixed(figures.provider * 1000, 3)) ms
+    ratio provider / crypt_r                        \(fixed(figures.provider / figures.raw))         <= 1.05
+    two logins at once, per pair                    \(fixed(figures.parallelPair * 1000, 3)) ms
+    speedup of two at once over one after another   \(fixed(2 * figures.single / figures.parallelPair))         >= 1.8
+    unknown user / wrong password                   \(fixed(figures.unknownUser / figures.wrongPassword))         0.9 to 1.1
+    load 1,000,000 users (\(figures.fileBytes / 1_000_000) MB file)            \(fixed(figures.loadSeconds)) s        <= 2 s
+    resident memory for them                        \(figures.residentGrowthKiB / 1024) MiB (\(fixed(Double(figures.residentGrowthKiB) * 1024 / Double(figures.fileBytes))) x the file)   <= 2 x
+
+    """
+}
+
+func fileJSON(_ figures: FileBench.Figures) -> String {
+    """
+    {"raw_crypt_ms":\(fixed(figures.raw * 1000, 3)),"provider_ms":\(fixed(figures.provider * 1000, 3)),\
+    "ratio":\(fixed(figures.provider / figures.raw)),"goal_ratio":1.05,\
+    "parallel_speedup":\(fixed(2 * figures.single / figures.parallelPair)),"goal_speedup":1.8,\
+    "unknown_over_wrong":\(fixed(figures.unknownUser / figures.wrongPassword)),\
+    "load_1m_seconds":\(fixed(figures.loadSeconds)),"file_bytes":\(figures.fileBytes),\
+    "resident_kib":\(figures.residentGrowthKiB),\
+    "resident_over_file":\(fixed(Double(figures.residentGrowthKiB) * 1024 / Double(figures.fileBytes)))}
+    """
+}
