@@ -49,9 +49,11 @@ struct FileBench {
         var unknown = Double.infinity
         for _ in 0..<3 {
             raw = min(raw, await seconds { for _ in 0..<rounds { _ = rawCrypt("bench-password", hash.text) } })
-            through = min(through, try await seconds { for _ in 0..<rounds { try await login("alice", "bench-password") } })
+            through = min(
+                through, try await seconds { for _ in 0..<rounds { try await login("alice", "bench-password") } })
             wrong = min(wrong, try await seconds { for _ in 0..<rounds { try await login("alice", "wrong-password") } })
-            unknown = min(unknown, try await seconds { for _ in 0..<rounds { try await login("nobody", "wrong-password") } })
+            unknown = min(
+                unknown, try await seconds { for _ in 0..<rounds { try await login("nobody", "wrong-password") } })
         }
         // One login at a time against two at a time.
         let single = through / Double(rounds)

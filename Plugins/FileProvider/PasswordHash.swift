@@ -71,33 +71,50 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
 
     /// Checks `text`'s scheme and work factor.
     public init(_ text: String) throws(Problem) {
-        guard !text.isEmpty else { throw .empty }
-        guard let scheme = Scheme.allCases.first(where: { text.hasPrefix($0.prefix) }) ?? Self.bcryptVariant(text)
+        self.scheme = try Self.check(Array(text.utf8)[...])
+        self.text = text
+    }
+
+    /// The scheme of a hash given as bytes, after the same checks as ``init(_:)``, without making a
+    /// string: a users file of a million lines is checked this way.
+    static func check<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(Problem) -> Scheme {
+        guard !bytes.isEmpty else { throw .empty }
+        guard
+            let scheme = Scheme.allCases.first(where: { bytes.starts(with: $0.prefix.utf8) })
+                ?? (["$2a$", "$2y$", "$2x$"].contains { bytes.starts(with: $0.utf8) } ? .bcrypt : nil)
         else {
             // Every scheme verified here is marked by a prefix; anything else is DES crypt or plain text.
-            throw text.hasPrefix("$") || text.hasPrefix("{") ? .unknownScheme : .plainTextOrDES
+            throw bytes.first == UInt8(ascii: "$") || bytes.first == UInt8(ascii: "{")
+                ? .unknownScheme : .plainTextOrDES
         }
-        guard text.utf8.count <= 512, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw .malformed }
+        guard bytes.count <= 512, bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { throw .malformed }
         switch scheme {
         case .sha512, .sha256:
-            let fields = text.split(separator: "$", omittingEmptySubsequences: true)
-            if let rounds = fields.dropFirst().first, rounds.hasPrefix("rounds=") {
-                guard let count = Int(rounds.dropFirst("rounds=".count)) else { throw .malformed }
-                guard count <= Self.maxSHACryptRounds else { throw .workFactorTooHigh("rounds=\(count)") }
-            }
+            let rest = bytes.dropFirst(3)
+            guard rest.starts(with: "rounds=".utf8) else { break }
+            let digits = rest.dropFirst(7).prefix { $0 != UInt8(ascii: "$") }
+            guard let rounds = number(digits) else { throw .malformed }
+            guard rounds <= maxSHACryptRounds else { throw .workFactorTooHigh("rounds=\(rounds)") }
         case .bcrypt:
-            let fields = text.split(separator: "$", omittingEmptySubsequences: true)
-            guard fields.count >= 3, let cost = Int(fields[1]) else { throw .malformed }
-            guard cost <= Self.maxBcryptCost else { throw .workFactorTooHigh("cost \(cost)") }
+            let digits = bytes.dropFirst(4).prefix { $0 != UInt8(ascii: "$") }
+            guard let cost = number(digits), bytes.count > 4 + digits.count + 1 else { throw .malformed }
+            guard cost <= maxBcryptCost else { throw .workFactorTooHigh("cost \(cost)") }
         default:
             break
         }
-        self.text = text
-        self.scheme = scheme
+        return scheme
     }
 
-    private static func bcryptVariant(_ text: String) -> Scheme? {
-        ["$2a$", "$2y$", "$2x$"].contains { text.hasPrefix($0) } ? .bcrypt : nil
+    /// A decimal number of at most nine digits.
+    private static func number(_ digits: some Collection<UInt8>) -> Int? {
+        guard !digits.isEmpty else { return nil }
+        var value = 0
+        for digit in digits {
+            guard (0x30...0x39).contains(digit) else { return nil }
+            value = value * 10 + Int(digit - 0x30)
+            if value > 999_999_999 { return Int.max }
+        }
+        return value
     }
 
     /// Whether `password` matches. Blocking CPU work: call it off the cooperative pool.

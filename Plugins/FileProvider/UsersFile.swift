@@ -1,5 +1,9 @@
 import Authentication
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// An htpasswd-compatible users file: lines `user:hash`, optionally followed by `:groups:display name`
 /// (groups comma-separated). `#` comments and blank lines are kept as they are; CRLF line ends and a
 /// UTF-8 byte-order mark are accepted. Apache's tools ignore the extra fields, so one file serves both.
@@ -28,12 +32,19 @@ public struct UsersFile: Sendable {
         case locked(String)
     }
 
+    /// A line of the file: text kept as it was read (comments, blank lines, and entries not changed since),
+    /// or an entry set since. Lines read are kept as byte ranges of the file, so a file of a million users
+    /// costs little more than its size.
     private enum Line: Sendable {
-        case verbatim(String)
-        case entry(Entry)
+        case verbatim(start: UInt32, end: UInt32)
+        case stored(start: UInt32, end: UInt32, number: UInt32)
+        /// An index into `edits`, so a line stays 16 bytes.
+        case edited(Int)
     }
 
+    private var bytes: [UInt8] = []
     private var lines: [Line] = []
+    private var edits: [Entry] = []
     private var index: [String: Int] = [:]
     /// Things worth telling an administrator that do not stop the file from loading (duplicates).
     public private(set) var warnings: [String] = []
@@ -42,70 +53,128 @@ public struct UsersFile: Sendable {
 
     /// The accounts, in file order (the first of duplicate names only).
     public var entries: [Entry] {
-        lines.enumerated().compactMap { position, line in
-            guard case .entry(let entry) = line, index[entry.username] == position else { return nil }
+        lines.indices.compactMap { position in
+            guard let entry = entry(at: position), index[entry.username] == position else { return nil }
             return entry
         }
     }
 
     /// The account named `username`: O(1).
     public subscript(username: String) -> Entry? {
-        guard let position = index[username], case .entry(let entry) = lines[position] else { return nil }
-        return entry
+        index[username].flatMap(entry(at:))
+    }
+
+    private func entry(at position: Int) -> Entry? {
+        switch lines[position] {
+        case .verbatim: return nil
+        case .edited(let edit): return edits[edit]
+        case .stored(let start, let end, let number):
+            // Checked when the file was read, so this parse succeeds.
+            var entry = try? Self.entry(from: bytes[Int(start)..<Int(end)], line: Int(number))
+            entry?.line = Int(number)
+            return entry
+        }
     }
 
     /// Parses a users file.
     /// - Throws: ``UsersFileError`` naming the first bad line and what is wrong with it.
-    public init(parsing bytes: some Collection<UInt8>) throws(UsersFileError) {
-        var body = Array(bytes)[...]
-        if body.starts(with: [0xEF, 0xBB, 0xBF]) { body = body.dropFirst(3) }
-        var number = 0
-        for rawLine in body.split(separator: 0x0A, omittingEmptySubsequences: false) {
-            number += 1
-            var lineBytes = rawLine
-            if lineBytes.last == 0x0D { lineBytes = lineBytes.dropLast() }
-            guard let text = String(validating: lineBytes, as: UTF8.self) else {
-                throw UsersFileError(line: number, "is not valid UTF-8")
-            }
-            let trimmed = text.drop { $0 == " " || $0 == "\t" }
-            if trimmed.isEmpty || trimmed.hasPrefix("#") {
-                // A final newline does not make a line of its own.
-                if !(text.isEmpty && number > 1 && rawLine.endIndex == body.endIndex) { lines.append(.verbatim(text)) }
-                continue
-            }
-            var entry = try Self.entry(from: text, line: number)
-            entry.line = number
-            if let first = index[entry.username], case .entry(let earlier) = lines[first] {
-                warnings.append(
-                    "line \(number): \(entry.username) is already defined on line \(earlier.line ?? 0); the first entry is used"
-                )
-            } else {
-                index[entry.username] = lines.count
-            }
-            lines.append(.entry(entry))
+    public init(parsing source: some Collection<UInt8>) throws(UsersFileError) {
+        bytes = Array(source)
+        guard bytes.count < Int(UInt32.max) else { throw UsersFileError("the file is larger than 4 GiB") }
+        let scanned = bytes.withUnsafeBufferPointer { buffer in
+            Result { () throws(UsersFileError) in try Self.scan(buffer) }
         }
+        (lines, index, warnings) = try scanned.get()
     }
 
-    private static func entry(from text: String, line: Int) throws(UsersFileError) -> Entry {
-        let fields = text.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
-        guard fields.count >= 2 else {
+    /// Finds the lines of `buffer` and checks every entry, keeping byte ranges rather than strings.
+    private static func scan(
+        _ buffer: UnsafeBufferPointer<UInt8>
+    ) throws(UsersFileError) -> ([Line], [String: Int], [String]) {
+        var newLines: [Line] = []
+        var newIndex: [String: Int] = [:]
+        var newWarnings: [String] = []
+        do {
+            var start = buffer.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+            var number = 0
+            while start < buffer.count {
+                number += 1
+                let base = UnsafeRawPointer(buffer.baseAddress!)
+                let newline =
+                    memchr(base + start, 0x0A, buffer.count - start).map { base.distance(to: UnsafeRawPointer($0)) }
+                    ?? buffer.count
+                var end = newline
+                if end > start && buffer[end - 1] == 0x0D { end -= 1 }
+                let text = buffer[start..<end]
+                let range = (UInt32(start), UInt32(end))
+                start = newline + 1
+                if text.contains(where: { $0 >= 0x80 }), String(validating: text, as: UTF8.self) == nil {
+                    throw UsersFileError(line: number, "is not valid UTF-8")
+                }
+                guard let first = text.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }), text[first] != UInt8(ascii: "#")
+                else {
+                    newLines.append(.verbatim(start: range.0, end: range.1))
+                    continue
+                }
+                let username = try Self.username(in: text, line: number)
+                if let earlier = newIndex[username], case .stored(_, _, let earlierNumber) = newLines[earlier] {
+                    newWarnings.append(
+                        "line \(number): \(username) is already defined on line \(earlierNumber); the first entry is used"
+                    )
+                } else {
+                    newIndex[username] = newLines.count
+                }
+                newLines.append(.stored(start: range.0, end: range.1, number: UInt32(number)))
+            }
+        }
+        return (newLines, newIndex, newWarnings)
+    }
+
+    /// Checks an entry line and returns its user name, making no other string on the common path.
+    private static func username(in text: Slice<UnsafeBufferPointer<UInt8>>, line: Int) throws(UsersFileError) -> String
+    {
+        guard let colon = text.firstIndex(of: UInt8(ascii: ":")) else {
             throw UsersFileError(line: line, "has no ':' between the user name and the hash")
         }
+        let nameBytes = text[..<colon]
         let username: String
+        if nameBytes.count <= Username.maxBytes, !nameBytes.isEmpty,
+            nameBytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        {
+            username = String(decoding: nameBytes, as: UTF8.self)  // Printable ASCII: valid as it is.
+        } else {
+            do {
+                username = try Username.validate(String(decoding: nameBytes, as: UTF8.self))
+            } catch {
+                throw UsersFileError(line: line, "has an unusable user name: \(error)")
+            }
+        }
+        let rest = text[(colon + 1)...]
+        let hash = rest.prefix { $0 != UInt8(ascii: ":") }
+        if let first = hash.first, first == UInt8(ascii: "!") || first == UInt8(ascii: "*") { return username }
         do {
-            username = try Username.validate(fields[0])
+            _ = try PasswordHash.check(hash)
         } catch {
-            throw UsersFileError(line: line, "has an unusable user name: \(error)")
+            throw UsersFileError(line: line, "for \(username): \(error)")
+        }
+        return username
+    }
+
+    private static func entry(from text: ArraySlice<UInt8>, line: Int) throws(UsersFileError) -> Entry {
+        let fields = String(decoding: text, as: UTF8.self)
+            .split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+        guard fields.count >= 2 else {
+            throw UsersFileError(line: line, "has no ':' between the user name and the hash")
         }
         let password: Password
         do {
             password = try Self.password(fields[1])
         } catch {
-            throw UsersFileError(line: line, "for \(username): \(error)")
+            throw UsersFileError(line: line, "for \(fields[0]): \(error)")
         }
         let groups = fields.count > 2 ? fields[2].split(separator: ",").map(String.init).filter { !$0.isEmpty } : []
         let displayName = fields.count > 3 && !fields[3].isEmpty ? fields[3] : nil
-        return Entry(username: username, password: password, groups: groups, displayName: displayName)
+        return Entry(username: fields[0], password: password, groups: groups, displayName: displayName)
     }
 
     private static func password(_ field: String) throws(PasswordHash.Problem) -> Password {
@@ -116,15 +185,16 @@ public struct UsersFile: Sendable {
     /// The file's bytes: the lines read (comments and blank lines as they were), with changed entries
     /// written anew, and a final newline.
     public func serialized() -> [UInt8] {
-        var text = ""
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count + 128)
         for line in lines {
             switch line {
-            case .verbatim(let verbatim): text += verbatim
-            case .entry(let entry): text += Self.format(entry)
+            case .verbatim(let start, let end), .stored(let start, let end, _): output += bytes[Int(start)..<Int(end)]
+            case .edited(let edit): output += Self.format(edits[edit]).utf8
             }
-            text += "\n"
+            output.append(0x0A)
         }
-        return Array(text.utf8)
+        return output
     }
 
     static func format(_ entry: Entry) -> String {
@@ -143,11 +213,12 @@ public struct UsersFile: Sendable {
 
     /// Adds an account at the end, or replaces the existing one with the same name.
     public mutating func set(_ entry: Entry) {
+        edits.append(entry)
         if let position = index[entry.username] {
-            lines[position] = .entry(entry)
+            lines[position] = .edited(edits.count - 1)
         } else {
             index[entry.username] = lines.count
-            lines.append(.entry(entry))
+            lines.append(.edited(edits.count - 1))
         }
     }
 
@@ -155,17 +226,15 @@ public struct UsersFile: Sendable {
     @discardableResult
     public mutating func remove(_ username: String) -> Bool {
         guard index[username] != nil else { return false }
-        lines.removeAll { line in
-            if case .entry(let entry) = line { entry.username == username } else { false }
-        }
+        lines = lines.indices.filter { entry(at: $0)?.username != username }.map { lines[$0] }
         rebuildIndex()
         return true
     }
 
     private mutating func rebuildIndex() {
         index = [:]
-        for (position, line) in lines.enumerated() {
-            if case .entry(let entry) = line, index[entry.username] == nil { index[entry.username] = position }
+        for position in lines.indices {
+            if let name = entry(at: position)?.username, index[name] == nil { index[name] = position }
         }
     }
 }

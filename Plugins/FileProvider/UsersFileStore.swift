@@ -69,16 +69,24 @@ public struct UsersFileStore: Sendable {
             throw UsersFileError("\(path) cannot be opened: \(String(cString: strerror(errno))).")
         }
         defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        // Read into a buffer of the file's size (a large file is not copied as it grows), then past it
+        // in case the file grew meanwhile.
+        var info = stat()
+        let expected = fstat(descriptor, &info) == 0 ? Int(info.st_size) : 0
+        var bytes = [UInt8](repeating: 0, count: expected + 1)
+        var filled = 0
         while true {
-            let count = Glibc.read(descriptor, &chunk, chunk.count)
+            if filled == bytes.count { bytes += [UInt8](repeating: 0, count: max(bytes.count, 4096)) }
+            let count = bytes[filled...].withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw UsersFileError("\(path) cannot be read: \(String(cString: strerror(errno))).")
             }
-            if count == 0 { return bytes }
-            bytes += chunk[..<count]
+            if count == 0 {
+                bytes.removeSubrange(filled...)
+                return bytes
+            }
+            filled += count
         }
     }
 
