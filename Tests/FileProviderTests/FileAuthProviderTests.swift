@@ -16,9 +16,10 @@ struct FileAuthProviderTests {
         return try scratch.write("users", "alice:\(alice):admin,staff:Alice Liddell\nbob:\(bob)\n")
     }
 
-    static let conformanceScratch = Result { try Scratch() }
+    /// One file for every check (the checks run in parallel; rewriting it under them would race).
+    static let conformanceFile = Result { try usersFile(in: try Scratch()) }
     static let conformance = ProviderConformance(fixture: .init(username: "alice", password: "wonderland")) {
-        try FileAuthProvider(.init(path: try usersFile(in: try conformanceScratch.get())))
+        try FileAuthProvider(.init(path: try conformanceFile.get()))
     }
 
     @Test(arguments: ProviderConformance.checks)
