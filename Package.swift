@@ -87,6 +87,7 @@ let package = Package(
             name: "FileProviderTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "FileProvider", "TestSupport", "gatekeeper-passwd",
+                "gatekeeper-run",
             ]
         ),
         .testTarget(name: "TerminalLoginTests", dependencies: ["Authentication", "TerminalLogin", "TestSupport"]),

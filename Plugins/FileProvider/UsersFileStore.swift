@@ -34,7 +34,7 @@ public struct UsersFileStore: Sendable {
             throw UsersFileError("\(path) cannot be read: \(String(cString: strerror(errno))).")
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw UsersFileError("\(path) is not a regular file.")
+            throw UsersFileError("\(path) is not a regular file; name the users file itself.")
         }
         guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
             throw UsersFileError(
