@@ -155,10 +155,6 @@ func update(create: Bool = false, _ change: (inout UsersFile) throws(UsersFileEr
     }
 }
 
-struct ActionError: Error {
-    let message: String
-}
-
 let user = command.user ?? ""
 switch command.action {
 case "add", "set":

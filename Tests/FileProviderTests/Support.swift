@@ -33,25 +33,12 @@ final class Scratch: Sendable {
     }
 }
 
-/// Runs a command through /bin/sh and returns its trimmed output; fails the test run if it fails.
+/// Runs a command through /bin/sh and returns its trimmed output; throws if it fails.
 @discardableResult
 func sh(_ command: String, input: String = "") throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", command]
-    let stdin = Pipe()
-    let stdout = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    let output = stdout.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw CommandFailed(command: command, status: process.terminationStatus)
-    }
-    return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    let (status, output) = try shell(command, input: input)
+    guard status == 0 else { throw CommandFailed(command: command, status: status) }
+    return output.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
 struct CommandFailed: Error {

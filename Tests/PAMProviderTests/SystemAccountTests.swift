@@ -5,25 +5,6 @@ import PAMProvider
 import TestSupport
 import Testing
 
-/// Runs `command` with `/bin/sh`, feeding it `input`; returns its status and output.
-@discardableResult
-func shell(_ command: String, input: String = "") throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", command]
-    let stdin = Pipe()
-    let stdout = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    process.standardError = stdout
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    let output = stdout.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
-}
-
 /// A system account made for one test, checked by the real `pam_unix.so` through a service file in
 /// /etc/pam.d; both are removed by ``remove()``.
 final class ThrowawayAccount {

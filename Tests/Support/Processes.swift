@@ -14,6 +14,26 @@ public func builtExecutable(_ name: String) -> URL {
     return bundle.deletingLastPathComponent().appendingPathComponent(name)
 }
 
+/// Runs `command` with `/bin/sh`, feeding it `input`; returns its status and its output (standard
+/// output and standard error together).
+@discardableResult
+public func shell(_ command: String, input: String = "") throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    let stdin = Pipe()
+    let stdout = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stdout
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try stdin.fileHandleForWriting.close()
+    let output = stdout.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+}
+
 /// How a process ended and what it wrote.
 public struct RunResult: Sendable {
     /// The exit status, or 128 + the signal number if a signal ended the process.
