@@ -48,6 +48,8 @@ public final class FileAuthProvider: AuthProvider {
         var file: UsersFile
         var fingerprint: UsersFileStore.Fingerprint
         var problem: String?
+        /// The version on disk that failed to parse, so it is not parsed again at every login.
+        var rejected: UsersFileStore.Fingerprint?
     }
 
     /// Loads the file.
@@ -77,7 +79,7 @@ public final class FileAuthProvider: AuthProvider {
         // Ask whether or not the user exists, so prompts do not reveal names.
         let password = try await request.conversation.askSecret(configuration.passwordPrompt)
         let file: UsersFile
-        switch refresh() {
+        switch try await offPool({ self.refresh() }) {
         case .success(let current): file = current
         case .failure(let error): return .unavailable(reason: error.description)
         }
@@ -94,7 +96,10 @@ public final class FileAuthProvider: AuthProvider {
             return inner != nil && matches ? .rejected(.accountLocked(until: nil)) : .rejected(.invalidCredentials)
         case .hash(let hash):
             guard try await verifyOffPool(password, hash) else { return .rejected(.invalidCredentials) }
-            if hash.scheme.isWeak && configuration.upgradesWeakHashes { upgrade(entry, password) }
+            if hash.scheme.isWeak && configuration.upgradesWeakHashes {
+                // Hashing and writing take a while; the login does not wait for them.
+                Self.work.async { self.upgrade(entry, password) }
+            }
             return .authenticated(
                 Identity(
                     username: entry.username,
@@ -107,7 +112,8 @@ public final class FileAuthProvider: AuthProvider {
         }
     }
 
-    /// The version of the file to use now, loading a changed file first.
+    /// The version of the file to use now, loading a changed file first. Blocking file work: call it off
+    /// the cooperative pool.
     private func refresh() -> Result<UsersFile, UsersFileError> {
         let fingerprint: UsersFileStore.Fingerprint
         do {
@@ -116,9 +122,10 @@ public final class FileAuthProvider: AuthProvider {
             // Deleted, replaced by a directory, or made writable by others: fail closed.
             return .failure(error)
         }
-        if let current = snapshot.withLock({ $0.fingerprint == fingerprint ? $0.file : nil }) {
-            return .success(current)
+        let unchanged = snapshot.withLock { snapshot in
+            snapshot.fingerprint == fingerprint || snapshot.rejected == fingerprint ? snapshot.file : nil
         }
+        if let unchanged { return .success(unchanged) }
         do {
             let (file, loaded) = try store.load()
             snapshot.withLock { $0 = Snapshot(file: file, fingerprint: loaded) }
@@ -128,6 +135,7 @@ public final class FileAuthProvider: AuthProvider {
             return .success(
                 snapshot.withLock { snapshot in
                     snapshot.problem = "\(configuration.path): \(error.description); the previous version stays in use."
+                    snapshot.rejected = fingerprint
                     return snapshot.file
                 }
             )
@@ -147,22 +155,28 @@ public final class FileAuthProvider: AuthProvider {
 
     /// Checks the password on a hashing thread; returns at once when the task is cancelled.
     private func verifyOffPool(_ password: Secret, _ hash: PasswordHash) async throws(AuthError) -> Bool {
-        let verdict = Mutex<(done: Bool, continuation: CheckedContinuation<Bool?, Never>?)>((false, nil))
+        try await offPool { hash.verify(password) }
+    }
+
+    /// Runs blocking `work` (hashing, file reading) on a thread of ``work``, never on the cooperative pool;
+    /// returns at once when the task is cancelled, leaving the work to finish in the background.
+    private func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws(AuthError) -> T {
+        let state = Mutex<(done: Bool, continuation: CheckedContinuation<T?, Never>?)>((false, nil))
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let cancelled = verdict.withLock { state in
+                let cancelled = state.withLock { state in
                     if state.done { return true }
                     state.continuation = continuation
                     return false
                 }
                 if cancelled { return continuation.resume(returning: nil) }
-                Self.hashing.async {
-                    let matches = hash.verify(password)
-                    verdict.withLock { $0.continuation.take() }?.resume(returning: matches)
+                Self.work.async {
+                    let value = work()
+                    state.withLock { $0.continuation.take() }?.resume(returning: value)
                 }
             }
         } onCancel: {
-            verdict.withLock { state in
+            state.withLock { state in
                 state.done = true
                 return state.continuation.take()
             }?.resume(returning: nil)
@@ -171,6 +185,7 @@ public final class FileAuthProvider: AuthProvider {
         return result
     }
 
-    /// Where password checks run: a concurrent queue of ordinary threads, apart from the cooperative pool.
-    private static let hashing = DispatchQueue(label: "gatekeeper.file.hashing", attributes: .concurrent)
+    /// Where password checks and file reads run: a concurrent queue of ordinary threads, apart from the
+    /// cooperative pool.
+    private static let work = DispatchQueue(label: "gatekeeper.file", attributes: .concurrent)
 }

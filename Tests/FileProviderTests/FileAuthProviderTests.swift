@@ -149,7 +149,12 @@ struct FileAuthProviderTests {
             Issue.record("dave did not sign in")
             return
         }
-        let rewritten = try String(contentsOfFile: path, encoding: .utf8)
+        // The rewrite happens beside the login, which does not wait for it.
+        var rewritten = ""
+        for _ in 0..<500 where !rewritten.hasPrefix("dave:$y$") {
+            try await Task.sleep(for: .milliseconds(20))
+            rewritten = try String(contentsOfFile: path, encoding: .utf8)
+        }
         #expect(rewritten.hasPrefix("dave:$y$"))
         guard case .authenticated = try await authenticate(provider, "dave", "legacy") else {
             Issue.record("the upgraded hash does not verify")
