@@ -10,6 +10,4 @@ final class Flag: Sendable {
     func setOnce() -> Bool {
         raised.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     }
-
-    var isRaised: Bool { raised.load(ordering: .acquiring) }
 }

@@ -157,12 +157,6 @@ struct Effects {
     /// A login in progress was abandoned (the caller audits it as cancelled).
     var abandoned = false
 
-    mutating func merge(_ other: Effects) {
-        resumes += other.resumes
-        cancellations += other.cancellations
-        abandoned = abandoned || other.abandoned
-    }
-
     /// Resumes waiters and cancels abandoned logins. Call it without holding the lock.
     func deliver() {
         for (continuation, result) in resumes { continuation.resume(returning: result) }

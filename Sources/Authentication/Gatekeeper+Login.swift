@@ -1,31 +1,33 @@
 import Synchronization
 
 extension Gatekeeper {
-    /// The answer of the full admission check.
+    /// The answer of the admission check.
+    @usableFromInline
     enum Admission {
         case admitted(Identity)
         case refused(Identity)
         case needsLogin
+        /// The session's timeout passed at `now`; ``endExpiredSession(at:)`` ends it.
+        case expired(at: Int64)
     }
 
-    /// The full check behind ``admittedIdentity(_:)``: also says why an identity was not admitted, and
-    /// ends a session that has expired.
+    /// The check every protected action makes: one clock read (none when sessions never time out), one
+    /// lock, no allocation.
+    @usableFromInline
     func admit(_ requirement: Requirement) -> Admission {
         let now = timeouts.areNone ? 0 : clock.now()
-        let admission = core.withLock { core -> Admission in
+        return core.withLock { core -> Admission in
             guard let session = core.session else { return .needsLogin }
-            guard !session.isExpired(at: now) else { return .needsLogin }
+            guard !session.isExpired(at: now) else { return .expired(at: now) }
             guard requirement.isSatisfied(by: session.identity) else { return .refused(session.identity) }
             core.session?.touch(at: now, timeouts)
             return .admitted(session.identity)
         }
-        if case .needsLogin = admission { endExpiredSession(at: now) }
-        return admission
     }
 
     /// Ends the session if it has expired by `now`: observers hear of it, the audit records it, and the
     /// provider is told.
-    private func endExpiredSession(at now: Int64) {
+    func endExpiredSession(at now: Int64) {
         let (expired, effects) = core.withLock { core in
             core.transition(at: now, clock: clock) { core -> Identity? in
                 guard let session = core.session, session.isExpired(at: now) else { return nil }

@@ -93,16 +93,10 @@ public final class Gatekeeper: Sendable {
 
     /// The signed-in fast path: the identity of a valid session that meets `requirement`, counting as use,
     /// or `nil` when anything else is needed. Synchronous, so a caller pays no async call for it.
-    @usableFromInline
+    @inlinable
     func admittedIdentity(_ requirement: Requirement) -> Identity? {
-        let now = timeouts.areNone ? 0 : clock.now()
-        return core.withLock { core -> Identity? in
-            guard let session = core.session, !session.isExpired(at: now),
-                requirement.isSatisfied(by: session.identity)
-            else { return nil }
-            core.session?.touch(at: now, timeouts)
-            return session.identity
-        }
+        if case .admitted(let identity) = admit(requirement) { return identity }
+        return nil
     }
 
     @usableFromInline
@@ -117,6 +111,9 @@ public final class Gatekeeper: Sendable {
             case .refused(let identity):
                 record(.accessDenied, identity.username, .notAuthorized(requirement: requirement.description))
                 throw .notAuthorized(requirement: requirement.description)
+            case .expired(let now):
+                endExpiredSession(at: now)
+                continue
             case .needsLogin:
                 rounds += 1
                 // A login that succeeded but whose session ended before this task could use it (signed out
