@@ -126,15 +126,17 @@ public final class TerminalConversation: Conversation {
         } onCancel: {
             wakeup?.signal()
         }
-        // On a terminal the editor ended the line; elsewhere the answer was not echoed, so end the prompt's
-        // line here and a transcript reads one prompt per line.
-        if !isTerminal {
-            if !prompt.isEmpty { write("\n") }
-        } else if case .line = result {
-        } else {
-            write("\n")
+        // A cancelled task gets no answer, even a line that was (partly) read as it was cancelled.
+        var answer = result
+        if Task.isCancelled, case .line(var bytes) = result {
+            Secret.wipe(&bytes)
+            answer = .cancelled
         }
-        return result
+        // On a terminal the editor ends a submitted line; otherwise the prompt's line is ended here, and
+        // without a terminal (no echo) a transcript then reads one prompt per line.
+        let submitted = if case .line = answer { true } else { false }
+        if isTerminal ? !submitted : !prompt.isEmpty { write("\n") }
+        return answer
     }
 
     private enum ReadResult {

@@ -86,6 +86,23 @@ struct PlainInputTests {
     }
 }
 
+extension PlainInputTests {
+    /// Half a line was typed when the task was cancelled: the answer is `cancelled`, not the half line.
+    @Test(.timeLimit(.minutes(1)))
+    func aCancelledTaskGetsNoPartialAnswer() async throws {
+        let input = Pipe()
+        let output = Pipe()
+        defer { input.close(); output.close() }
+        let conversation = TerminalConversation(input: input.read, output: output.write)
+        input.send("hunt")
+        let question = Task { try await conversation.askSecret("Password: ") }
+        try await waitFor("Password: ", on: output.read)
+        try await Task.sleep(for: .milliseconds(50))
+        question.cancel()
+        await #expect(throws: AuthError.cancelled) { try await question.value }
+    }
+}
+
 struct PseudoTerminalTests {
     /// A pseudo-terminal: the conversation gets the terminal side, the test plays the person's keyboard.
     final class PTY {
