@@ -104,7 +104,7 @@ if action == "list" {
 func readPassword(confirm: Bool) async -> Secret {
     let secret: Secret
     if command.passwordFromStdin {
-        secret = (try? await TerminalConversation(input: 0, output: 2).askSecret("")) ?? Secret(copying: [])
+        secret = await TerminalConversation.passwordFromStandardInput()
     } else {
         guard let terminal = TerminalConversation.controllingTerminal() else {
             finish(.usage, "no terminal to ask for the password; use --password-stdin.")

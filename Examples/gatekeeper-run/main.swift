@@ -41,7 +41,7 @@ if invocation.passwordFromStdin {
     if invocation.user == nil && terminal == nil {
         fail(.usage, "--password-stdin needs --user when there is no terminal to ask for the user name.")
     }
-    stdinPassword = (try? await TerminalConversation(input: 0, output: 2).askSecret("")) ?? Secret(copying: [])
+    stdinPassword = await TerminalConversation.passwordFromStandardInput()
 }
 let conversation = RunConversation(
     user: invocation.user,

@@ -62,6 +62,12 @@ public final class TerminalConversation: Conversation {
         if ownsDescriptors { close(input) }
     }
 
+    /// The first line of standard input as a password (`--password-stdin`), without a prompt; empty when
+    /// there is none, so validation reports it as missing.
+    public static func passwordFromStandardInput() async -> Secret {
+        (try? await TerminalConversation(input: 0, output: 2).askSecret("")) ?? Secret(copying: [])
+    }
+
     public func ask(_ prompt: String) async throws(AuthError) -> String {
         var bytes = try await readAnswer(prompt: prompt, echo: true)
         defer { Secret.wipe(&bytes) }
