@@ -23,10 +23,7 @@ enum Status: Int32 {
 }
 
 func finish(_ status: Status, _ message: String? = nil) -> Never {
-    if let message {
-        var line = "gatekeeper-passwd: \(message)\n"
-        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
-    }
+    if let message { writeStandardError("gatekeeper-passwd: \(message)\n") }
     exit(status.rawValue)
 }
 
@@ -219,7 +216,7 @@ default:  // list
     } catch {
         finish(.fileProblem, error.description)
     }
-    for warning in file.warnings { FileWarning.print(warning) }
+    for warning in file.warnings { writeStandardError("gatekeeper-passwd: warning: \(warning)\n") }
     for entry in file.entries {
         let state: String =
             switch entry.password {
@@ -231,10 +228,3 @@ default:  // list
     }
 }
 finish(.ok)
-
-enum FileWarning {
-    static func print(_ warning: String) {
-        var line = "gatekeeper-passwd: warning: \(warning)\n"
-        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
-    }
-}

@@ -4,13 +4,6 @@
     import Musl
 #endif
 
-enum FileOutput {
-    static func standardError(_ text: String) {
-        var text = text
-        text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
-    }
-}
-
 /// The process environment, without Foundation.
 enum ProcessInfoLite {
     static var environment: [String: String] {

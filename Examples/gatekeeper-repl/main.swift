@@ -27,7 +27,7 @@ do {
         throw UsageError("Unknown option \(argument).")
     }
 } catch {
-    FileOutput.standardError("gatekeeper-repl: \(error)\n\(usage)\n")
+    writeStandardError("gatekeeper-repl: \(error)\n\(usage)\n")
     exit(64)
 }
 
@@ -35,7 +35,7 @@ let provider: any AuthProvider
 do {
     provider = try selection.makeProvider()
 } catch {
-    FileOutput.standardError("gatekeeper-repl: \(error.description)\n")
+    writeStandardError("gatekeeper-repl: \(error.description)\n")
     exit(64)
 }
 

@@ -1,4 +1,5 @@
 import Authentication
+import TerminalLogin
 
 #if canImport(Glibc)
     import Glibc
@@ -34,8 +35,7 @@ struct ExitStatus: Error, Hashable {
 
 /// Prints `message` on standard error and exits with `status`.
 func fail(_ status: ExitStatus, _ message: String) -> Never {
-    var line = "gatekeeper-run: \(message)\n"
-    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    writeStandardError("gatekeeper-run: \(message)\n")
     exit(status.code)
 }
 

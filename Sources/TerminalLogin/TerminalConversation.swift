@@ -295,6 +295,11 @@ final class WakeupPipe: Sendable {
     }
 }
 
+/// Writes `text` to standard error, unbuffered: for the executables' messages.
+public func writeStandardError(_ text: String) {
+    writeAll(2, Array(text.utf8))
+}
+
 /// Writes all of `bytes`, retrying short writes and interruptions.
 func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
     var offset = 0
