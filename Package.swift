@@ -17,6 +17,9 @@ let package = Package(
     targets: [
         // The core: AuthProvider, Conversation, Secret, Identity, AuthError, Gatekeeper, RequiresAuthentication.
         .target(name: "Authentication"),
+        // What several modules share without making it public API (`package` access): the bounded pool of
+        // threads for blocking C work. In no product of its own.
+        .target(name: "GatekeeperSupport"),
         // Test doubles and the provider conformance suite, for host tools and for this package's tests.
         .target(name: "AuthenticationTesting", dependencies: ["Authentication"]),
         // A Conversation on the controlling terminal (echo off, Ctrl-C / Ctrl-D cancel) and the shared
@@ -25,10 +28,14 @@ let package = Package(
 
         // Provider plugins: each depends on the core only, never on another provider.
         .target(name: "MockProvider", dependencies: ["Authentication"], path: "Plugins/MockProvider"),
-        .target(name: "PAMProvider", dependencies: ["Authentication", "CPAM"], path: "Plugins/PAMProvider"),
+        .target(
+            name: "PAMProvider",
+            dependencies: ["Authentication", "GatekeeperSupport", "CPAM"],
+            path: "Plugins/PAMProvider"
+        ),
         .target(
             name: "FileProvider",
-            dependencies: ["Authentication", "CCrypt", "CAPRUtil"],
+            dependencies: ["Authentication", "GatekeeperSupport", "CCrypt", "CAPRUtil"],
             path: "Plugins/FileProvider"
         ),
 
@@ -90,6 +97,7 @@ let package = Package(
                 "gatekeeper-run",
             ]
         ),
+        .testTarget(name: "GatekeeperSupportTests", dependencies: ["GatekeeperSupport", "TestSupport"]),
         .testTarget(name: "TerminalLoginTests", dependencies: ["Authentication", "TerminalLogin", "TestSupport"]),
         .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "TestSupport"]),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),

@@ -60,14 +60,23 @@ while let argument = arguments.popFirst() {
             }
             command.scheme = scheme
         case "--groups":
-            let groups = value.split(separator: ",").map(String.init)
-            guard groups.allSatisfy({ !$0.isEmpty && !$0.contains(":") && !$0.contains(where: \.isNewline) }) else {
-                finish(.usage, "--groups takes names separated by commas, without ':' or line breaks.")
+            // Split as bytes, as the file is read: "," is ASCII. An empty value clears the groups.
+            let groups =
+                value.isEmpty
+                ? []
+                : value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
+                    .map { String(decoding: $0, as: UTF8.self) }
+            do {
+                for group in groups { try UsersFile.validateGroup(group) }
+            } catch {
+                finish(.usage, "--groups: \(error). Give names separated by commas.")
             }
             command.groups = groups
         default:
-            guard !value.contains(":") && !value.contains(where: { $0.isNewline }) else {
-                finish(.usage, "--name cannot contain ':' or line breaks.")
+            do {
+                try UsersFile.validateDisplayName(value)
+            } catch {
+                finish(.usage, "--name: \(error).")
             }
             command.name = value
         }
@@ -166,7 +175,7 @@ case "add", "set":
         entry.password = .hash(newHash)
         if let groups = command.groups { entry.groups = groups }
         if let name = command.name { entry.displayName = name }
-        file.set(entry)
+        try file.set(entry)
     }
     finish(.ok)
 case "delete":
@@ -187,7 +196,7 @@ case "lock", "unlock":
             }
         default: return  // Already as asked.
         }
-        file.set(entry)
+        try file.set(entry)
     }
 case "verify":
     let file: UsersFile
@@ -224,7 +233,10 @@ default:  // list
             case .hash(let hash): hash.scheme.isWeak ? "\(hash.scheme.rawValue) (weak)" : hash.scheme.rawValue
             }
         let groups = entry.groups.isEmpty ? "-" : entry.groups.joined(separator: ",")
-        print("\(entry.username)\t\(state)\t\(groups)\t\(entry.displayName ?? "")")
+        // Fields come from a file anyone with write access could have edited by hand: escaped, so a
+        // control sequence in them cannot rewrite the terminal, and a tab cannot shift the columns.
+        let fields = [entry.username, state, groups, entry.displayName ?? ""].map { TextSafety.escaped($0) }
+        print(fields.joined(separator: "\t"))
     }
 }
 finish(.ok)

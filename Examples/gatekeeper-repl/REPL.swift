@@ -64,7 +64,7 @@ final class REPL: Sendable {
         case "logout":
             await logout()
         case "whoami":
-            screen.say(gatekeeper.identity.map { "\($0.username) (\($0.displayName))" } ?? "Not signed in.")
+            screen.say(gatekeeper.identity.map { shown("\($0.username) (\($0.displayName))") } ?? "Not signed in.")
         case "status":
             status()
         case "tabs":
@@ -117,7 +117,7 @@ final class REPL: Sendable {
         }
         switch result {
         case .success(let identity):
-            screen.say("Signed in as \(identity.displayName) (\(identity.username)).")
+            screen.say(shown("Signed in as \(identity.displayName) (\(identity.username))."))
         case .failure(.cancelled):
             screen.error("Login cancelled.")
         case .failure(let error):
@@ -144,7 +144,7 @@ final class REPL: Sendable {
         case .authenticating:
             screen.say("Signing in. Provider: \(gatekeeper.provider.name).")
         case .signedIn(let identity, let expires):
-            var line = "Signed in as \(identity.username) via \(identity.provider)."
+            var line = shown("Signed in as \(identity.username) via \(identity.provider).")
             if let expires {
                 line += " Session expires in \(Self.describe(ContinuousClock.now.duration(to: expires)))"
                 line += " unless used (idle \(Self.describe(gatekeeper.configuration.idleTimeout))"
@@ -162,7 +162,7 @@ final class REPL: Sendable {
 
     private func prompt() -> String {
         let tab = screen.styled(currentTab.rawValue, .tab)
-        guard let user = gatekeeper.identity?.username else { return "[\(tab)]› " }
+        guard let user = gatekeeper.identity.map({ shown($0.username) }) else { return "[\(tab)]› " }
         return "[\(tab) · \(screen.styled(user, .user))]› "
     }
 
@@ -182,7 +182,7 @@ final class REPL: Sendable {
         case .cancelled:
             return "Login cancelled."
         case .notAuthorized(let requirement):
-            let user = gatekeeper.identity?.username ?? "you"
+            let user = gatekeeper.identity.map { shown($0.username) } ?? "you"
             return "\(tab.rawValue) requires \(requirement); \(user) is not allowed."
         case .invalidCredentials:
             return "\(reason.description) No attempts left."

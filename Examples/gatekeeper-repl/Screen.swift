@@ -43,8 +43,9 @@ final class Screen: Sendable {
         console.write(text.isEmpty ? "\n" : text + "\n")
     }
 
+    /// Writes an error line; the text (which may quote a provider's reason) is escaped before styling.
     func error(_ text: String) {
-        say(styled(text, .error))
+        say(styled(shown(text), .error))
     }
 
     /// Shows a spinner until ``stopSpinner()``; only on a terminal.
@@ -54,13 +55,9 @@ final class Screen: Sendable {
         let frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
         spinner.withLock { state in
             // Keys typed while the provider works would be echoed over the spinner; hide them (Ctrl-C
-            // still interrupts, as the terminal stays in its usual mode otherwise).
-            var settings = termios()
-            if tcgetattr(console.input, &settings) == 0 {
-                state.terminal = settings
-                settings.c_lflag &= ~tcflag_t(ECHO)
-                tcsetattr(console.input, TCSANOW, &settings)
-            }
+            // still interrupts, as the terminal stays in its usual mode otherwise). Echo comes back
+            // when the spinner stops, or if SIGTERM or SIGHUP ends the REPL meanwhile.
+            state.terminal = TerminalRestoration.change({ $0.c_lflag &= ~tcflag_t(ECHO) }, on: console.input)
             let generation = state.generation
             state.task = Task { [self] in
                 var index = 0
@@ -84,7 +81,7 @@ final class Screen: Sendable {
             task.cancel()
             state.task = nil
             state.generation += 1
-            if var settings = state.terminal.take() { tcsetattr(console.input, TCSANOW, &settings) }
+            if let settings = state.terminal.take() { TerminalRestoration.restore(settings, on: console.input) }
             console.write("\r\u{1B}[K")
         }
     }
@@ -108,6 +105,6 @@ struct LoginPresenter: Conversation {
     }
 
     func show(_ message: String, as kind: MessageKind) async {
-        kind == .error ? screen.error(message) : screen.say(message)
+        kind == .error ? screen.error(message) : screen.say(shown(message))
     }
 }

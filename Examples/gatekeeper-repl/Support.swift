@@ -1,3 +1,5 @@
+import Authentication
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -18,4 +20,10 @@ enum ProcessInfoLite {
         }
         return result
     }
+}
+
+/// `text` from a backend (names, groups, messages) made safe to print: control, format and
+/// direction-changing characters are escaped, line breaks kept.
+func shown(_ text: String) -> String {
+    TextSafety.escaped(text, keepingLineBreaks: true)
 }

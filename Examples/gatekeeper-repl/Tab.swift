@@ -29,6 +29,11 @@ enum Tab: String, CaseIterable, Sendable {
 
     /// The tab's content. Protected tabs are only ever rendered with the admitted identity.
     func content(for identity: Identity?) -> String {
+        // Names and groups come from the backend (a users file, a directory): escaped as a whole.
+        shown(rawContent(for: identity))
+    }
+
+    private func rawContent(for identity: Identity?) -> String {
         switch self {
         case .home:
             return """

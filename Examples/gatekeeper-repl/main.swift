@@ -21,7 +21,7 @@ do {
     while let argument = arguments.first {
         if try selection.consume(&arguments) { continue }
         if argument == "-h" || argument == "--help" {
-            print("\(usage)\n\nA tabbed terminal demonstration of swift-gatekeeper.\n\n\(selection.help)")
+            print("\(usage)\n\nA tabbed terminal demonstration of swift-gatekeeper.\n\n\(selection.help(defaultsToFirst: true))")
             exit(0)
         }
         throw UsageError("Unknown option \(argument).")
@@ -33,9 +33,9 @@ do {
 
 let provider: any AuthProvider
 do {
-    provider = try selection.makeProvider()
+    provider = try selection.makeProvider(defaultsToFirst: true)  // A demo: the mock backend by default.
 } catch {
-    writeStandardError("gatekeeper-repl: \(error.description)\n")
+    writeStandardError("gatekeeper-repl: \(error)\n")
     exit(64)
 }
 

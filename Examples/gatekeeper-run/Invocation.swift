@@ -10,7 +10,7 @@ struct Invocation {
     var command: [String] = []
 
     static let shortUsage =
-        "usage: gatekeeper-run [--provider NAME] [--user U] [--password-stdin] [--group G] -- COMMAND [ARGS...]"
+        "usage: gatekeeper-run --provider NAME [options] [--user U] [--password-stdin] [--group G] -- COMMAND [ARGS...]"
 
     static func usage(registry: ProviderRegistry) -> String {
         """
@@ -25,7 +25,7 @@ struct Invocation {
           --group G           also require membership of group G
           -h, --help          show this help
 
-        \(ProviderSelection(registry: registry).help)
+        \(ProviderSelection(registry: registry).help())
 
         Exit status: the command's own, or
           64 usage error        65 unusable user name or password   69 provider unavailable

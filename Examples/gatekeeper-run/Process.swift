@@ -21,6 +21,12 @@ struct ExitStatus: Error, Hashable {
 
     init(code: Int32) { self.code = code }
 
+    /// The status for a backend that could not be built: a resource it needs is unusable (69), or the
+    /// command line is wrong (64).
+    init(configuration error: any Error) {
+        if case ProviderConfigurationError.unusable = error { self = .unavailable } else { self = .usage }
+    }
+
     init(dismissal reason: AuthError) {
         switch reason {
         case .cancelled: self = .cancelled
@@ -43,10 +49,12 @@ func fail(_ status: ExitStatus, _ message: String) -> Never {
 func execute(_ command: [String], as identity: Identity) throws -> Never {
     setenv("GATEKEEPER_USER", identity.username, 1)
     setenv("GATEKEEPER_PROVIDER", identity.provider, 1)
-    // The command gets the default Ctrl-C behaviour back (an ignored signal would stay ignored across exec).
-    signal(SIGINT, SIG_DFL)
     var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }
     argv.append(nil)
+    // The command gets the signal mask and dispositions gatekeeper-run started with, as a shell would
+    // give them: not this worker thread's mask (which blocks nearly everything), nor the ignored SIGINT
+    // of the login, nor the terminal handlers.
+    LaunchSignals.restoreForExec()
     execvp(command[0], argv)
     let error = errno
     for pointer in argv { free(pointer) }
@@ -60,9 +68,3 @@ struct CommandError: Error {
     let message: String
 }
 
-/// The name of the terminal on `descriptor`, for PAM_TTY.
-func ttyName(_ descriptor: Int32) -> String? {
-    var buffer = [CChar](repeating: 0, count: 256)
-    guard ttyname_r(descriptor, &buffer, buffer.count) == 0 else { return nil }
-    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}

@@ -12,6 +12,9 @@ import TerminalLogin
     import Musl
 #endif
 
+// Before anything changes them: what the command will get back before exec.
+LaunchSignals.record()
+
 let registry = ProviderRegistry([MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self])
 let arguments = CommandLine.arguments.dropFirst()
 
@@ -30,7 +33,7 @@ let provider: any AuthProvider
 do {
     provider = try invocation.selection.makeProvider()
 } catch {
-    fail(.usage, error.description)
+    fail(ExitStatus(configuration: error), "\(error)")
 }
 
 // Without a password on standard input, prompts go to the controlling terminal, or — when there is none —
@@ -51,7 +54,11 @@ let conversation = RunConversation(
 
 let gatekeeper = Gatekeeper(
     provider: provider,
-    configuration: .init(maxAttempts: stdinPassword == nil ? 3 : 1, terminal: terminal.flatMap { ttyName($0.input) })
+    configuration: .init(
+        maxAttempts: stdinPassword == nil ? 3 : 1,
+        terminal: ControllingTerminal.name(),
+        requestingUser: ControllingTerminal.invokingUser()
+    )
 )
 let requirement: Requirement = invocation.group.map { .member(of: $0) } ?? .signedIn
 let command = invocation.command

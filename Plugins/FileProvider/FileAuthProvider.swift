@@ -1,5 +1,5 @@
 public import Authentication
-import Dispatch
+import GatekeeperSupport
 import Synchronization
 
 /// Accounts in an htpasswd-compatible users file (see ``UsersFile``), verified through libxcrypt.
@@ -10,8 +10,10 @@ import Synchronization
 /// file that disappears fails closed (``AuthOutcome/unavailable(reason:)``).
 ///
 /// Password checks run on threads of their own, in parallel (`crypt_r` is reentrant), never on Swift's
-/// cooperative pool; a cancelled login returns at once. An unknown user costs the same as a wrong
-/// password: a stand-in hash in the default scheme is checked instead.
+/// cooperative pool, and at most one per processor at a time (``PasswordHash/maxHashMemoryBytes`` each):
+/// later ones wait in line, and a cancelled login returns at once, its check dropped if it had not
+/// started. An unknown user costs the same as a wrong password: the password is checked against a hash
+/// of the file's own most common scheme and work factor, and the result thrown away.
 public final class FileAuthProvider: AuthProvider {
     /// How the provider uses its file.
     public struct Configuration: Sendable {
@@ -42,7 +44,8 @@ public final class FileAuthProvider: AuthProvider {
     public let configuration: Configuration
     private let store: UsersFileStore
     private let snapshot: Mutex<Snapshot>
-    private let standIn: PasswordHash
+    /// Checked for unknown users when the file has no hash to stand in (no entries).
+    private let fallbackStandIn: PasswordHash
 
     private struct Snapshot {
         var file: UsersFile
@@ -60,7 +63,7 @@ public final class FileAuthProvider: AuthProvider {
         do {
             let (file, fingerprint) = try store.load()
             snapshot = Mutex(Snapshot(file: file, fingerprint: fingerprint))
-            standIn = try PasswordHash.make(
+            fallbackStandIn = try PasswordHash.make(
                 Secret(copying: "stand-in for unknown users".utf8), scheme: configuration.defaultScheme)
         } catch let error as UsersFileError {
             throw .unusable(provider: "file", reason: error.description)
@@ -83,6 +86,7 @@ public final class FileAuthProvider: AuthProvider {
         case .success(let current): file = current
         case .failure(let error): return .unavailable(reason: error.description)
         }
+        let standIn = file.representativeHash ?? fallbackStandIn
         guard let entry = file[request.username] else {
             _ = try await verifyOffPool(password, standIn)
             return .unknownUser
@@ -98,7 +102,7 @@ public final class FileAuthProvider: AuthProvider {
             guard try await verifyOffPool(password, hash) else { return .rejected(.invalidCredentials) }
             if hash.scheme.isWeak && configuration.upgradesWeakHashes {
                 // Hashing and writing take a while; the login does not wait for them.
-                Self.work.async { self.upgrade(entry, password) }
+                Self.files.submit { self.upgrade(entry, password) }
             }
             return .authenticated(
                 Identity(
@@ -149,43 +153,29 @@ public final class FileAuthProvider: AuthProvider {
             guard let current = file[entry.username], current.password == entry.password else { return }
             var upgraded = current
             upgraded.password = .hash(hash)
-            file.set(upgraded)
+            try file.set(upgraded)
         }
     }
 
     /// Checks the password on a hashing thread; returns at once when the task is cancelled.
     private func verifyOffPool(_ password: Secret, _ hash: PasswordHash) async throws(AuthError) -> Bool {
-        try await offPool { hash.verify(password) }
+        guard let matches = await Self.hashing.run({ hash.verify(password) }) else { throw .cancelled }
+        return matches
     }
 
-    /// Runs blocking `work` (hashing, file reading) on a thread of ``work``, never on the cooperative pool;
-    /// returns at once when the task is cancelled, leaving the work to finish in the background.
+    /// Runs blocking file work (reading, parsing) off the cooperative pool; returns at once when the task
+    /// is cancelled.
     private func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws(AuthError) -> T {
-        let state = Mutex<(done: Bool, continuation: CheckedContinuation<T?, Never>?)>((false, nil))
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let cancelled = state.withLock { state in
-                    if state.done { return true }
-                    state.continuation = continuation
-                    return false
-                }
-                if cancelled { return continuation.resume(returning: nil) }
-                Self.work.async {
-                    let value = work()
-                    state.withLock { $0.continuation.take() }?.resume(returning: value)
-                }
-            }
-        } onCancel: {
-            state.withLock { state in
-                state.done = true
-                return state.continuation.take()
-            }?.resume(returning: nil)
-        }
-        guard let result else { throw .cancelled }
+        guard let result = await Self.files.run(work) else { throw .cancelled }
         return result
     }
 
-    /// Where password checks and file reads run: a concurrent queue of ordinary threads, apart from the
-    /// cooperative pool.
-    private static let work = DispatchQueue(label: "gatekeeper.file", attributes: .concurrent)
+    /// Where password checks run: one thread per processor, so concurrent logins cannot make the
+    /// process hash with more memory or threads than that; more wait in line.
+    static let hashing = ThreadPool(
+        name: "gatekeeper.hash", maxThreads: ThreadPool.processorCount, maxIdle: ThreadPool.processorCount)
+
+    /// Where the file is read and parsed, and weak hashes upgraded: apart from the checks, so a reload
+    /// never waits behind a queue of them.
+    private static let files = ThreadPool(name: "gatekeeper.file", maxThreads: 4, maxIdle: 1)
 }

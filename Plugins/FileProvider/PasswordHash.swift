@@ -99,10 +99,111 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
             let digits = bytes.dropFirst(4).prefix { $0 != UInt8(ascii: "$") }
             guard let cost = number(digits), bytes.count > 4 + digits.count + 1 else { throw .malformed }
             guard cost <= maxBcryptCost else { throw .workFactorTooHigh("cost \(cost)") }
+        case .yescrypt:
+            try checkMemoryHard(yescryptParameters(Array(bytes.dropFirst(3).prefix { $0 != UInt8(ascii: "$") })))
+        case .scrypt:
+            try checkMemoryHard(scryptParameters(Array(bytes.dropFirst(3).prefix(11))))
         default:
             break
         }
         return scheme
+    }
+
+    /// The most memory one yescrypt or scrypt check may use: 128 MiB, eight times yescrypt's default
+    /// (16 MiB, `mkpasswd -R 5`); `mkpasswd -m yescrypt -R 8` is the most accepted.
+    public static let maxHashMemoryBytes = 128 << 20
+    /// The most work one yescrypt or scrypt check may do, in bytes of memory filled (memory × parallel
+    /// lanes × time passes): four times ``maxHashMemoryBytes``.
+    public static let maxHashWorkBytes = 4 * maxHashMemoryBytes
+
+    /// The cost of a memory-hard hash: `N` blocks of `128 × r` bytes, `p` lanes, `t` extra time passes.
+    struct MemoryHardParameters: Hashable {
+        var logN: Int
+        var r: Int
+        var p: Int = 1
+        var t: Int = 0
+    }
+
+    /// Refuses parameters whose memory or work is over the limits, before any hashing.
+    private static func checkMemoryHard(_ parameters: MemoryHardParameters) throws(Problem) {
+        let (logN, r, p, t) = (parameters.logN, parameters.r, parameters.p, parameters.t)
+        guard logN >= 1, r >= 1, p >= 1, t >= 0 else { throw .malformed }
+        // Computed in steps that stop before overflowing: 128 × r × 2^logN × p × (t + 1).
+        let description = "N=2^\(logN), r=\(r), p=\(p)" + (t > 0 ? ", t=\(t)" : "")
+        guard logN <= 40, r <= 1 << 20, p <= 1 << 20, t <= 1 << 20 else { throw .workFactorTooHigh(description) }
+        let memory = 128 * r << logN
+        guard memory <= maxHashMemoryBytes else {
+            throw .workFactorTooHigh("\(description): \(memory >> 20) MiB, over \(maxHashMemoryBytes >> 20) MiB")
+        }
+        let work = memory.multipliedReportingOverflow(by: p * (t + 1))
+        guard !work.overflow, work.partialValue <= maxHashWorkBytes else {
+            throw .workFactorTooHigh("\(description): over \(maxHashWorkBytes >> 20) MiB of work")
+        }
+    }
+
+    /// The parameters of a yescrypt setting (the text between `$y$` and the salt), as libxcrypt encodes
+    /// them: flavour, log2 N, r, and optionally which of p, t, g and a ROM follow.
+    static func yescryptParameters(_ text: [UInt8]) throws(Problem) -> MemoryHardParameters {
+        var rest = text[...]
+        _ = try decodeNumber(&rest, minimum: 0)  // The flavour.
+        var parameters = MemoryHardParameters(
+            logN: try decodeNumber(&rest, minimum: 1), r: try decodeNumber(&rest, minimum: 1))
+        if !rest.isEmpty {
+            let present = try decodeNumber(&rest, minimum: 1)
+            guard present < 16 else { throw .malformed }
+            if present & 1 != 0 { parameters.p = try decodeNumber(&rest, minimum: 2) }
+            if present & 2 != 0 { parameters.t = try decodeNumber(&rest, minimum: 1) }
+            // An upgraded hash (g) or one that needs a ROM cannot be checked by libxcrypt's crypt.
+            if present & 12 != 0 { throw .unknownScheme }
+        }
+        guard rest.isEmpty else { throw .malformed }
+        return parameters
+    }
+
+    /// The parameters of an scrypt setting (`$7$`, then log2 N in one character, r and p in five each).
+    static func scryptParameters(_ text: [UInt8]) throws(Problem) -> MemoryHardParameters {
+        guard text.count == 11, let logN = itoa64(text[0]) else { throw .malformed }
+        func fixed(_ digits: ArraySlice<UInt8>) throws(Problem) -> Int {
+            var value = 0
+            for (position, digit) in digits.enumerated() {
+                guard let sextet = itoa64(digit) else { throw .malformed }
+                value |= sextet << (6 * position)
+            }
+            return value
+        }
+        return MemoryHardParameters(logN: logN, r: try fixed(text[1..<6]), p: try fixed(text[6..<11]))
+    }
+
+    /// The value of one character of crypt's base-64 alphabet (`./0-9A-Za-z`).
+    private static func itoa64(_ byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: ".")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "."))
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): Int(byte - UInt8(ascii: "A")) + 12
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): Int(byte - UInt8(ascii: "a")) + 38
+        default: nil
+        }
+    }
+
+    /// One of yescrypt's variable-length numbers (libxcrypt's `decode64_uint32`), taken from `text`.
+    private static func decodeNumber(_ text: inout ArraySlice<UInt8>, minimum: Int) throws(Problem) -> Int {
+        guard let first = text.popFirst(), var character = itoa64(first) else { throw .malformed }
+        var (start, end, characters, bits, value) = (0, 47, 1, 0, minimum)
+        while character > end {
+            value += (end + 1 - start) << bits
+            start = end + 1
+            end = start + (62 - end) / 2
+            characters += 1
+            bits += 6
+        }
+        value += (character - start) << bits
+        while characters > 1 {
+            guard let next = text.popFirst(), let sextet = itoa64(next) else { throw .malformed }
+            character = sextet
+            bits -= 6
+            value += character << bits
+            characters -= 1
+        }
+        return value
     }
 
     /// A decimal number of at most nine digits.

@@ -46,6 +46,8 @@ public struct UsersFile: Sendable {
     private var lines: [Line] = []
     private var edits: [Entry] = []
     private var index: [String: Int] = [:]
+    /// The line of the first entry in the file's most common scheme.
+    private var representative: Int?
     /// Things worth telling an administrator that do not stop the file from loading (duplicates).
     public private(set) var warnings: [String] = []
 
@@ -84,16 +86,26 @@ public struct UsersFile: Sendable {
         let scanned = bytes.withUnsafeBufferPointer { buffer in
             Result { () throws(UsersFileError) in try Self.scan(buffer) }
         }
-        (lines, index, warnings) = try scanned.get()
+        (lines, index, warnings, representative) = try scanned.get()
+    }
+
+    /// A hash in the file's most common scheme and work factor, as costly to check as its entries: an
+    /// unknown user's password is checked against it, so timing does not tell which names exist. `nil`
+    /// for a file without usable hashes.
+    var representativeHash: PasswordHash? {
+        guard let representative, case .hash(let hash)? = entry(at: representative)?.password else { return nil }
+        return hash
     }
 
     /// Finds the lines of `buffer` and checks every entry, keeping byte ranges rather than strings.
     private static func scan(
         _ buffer: UnsafeBufferPointer<UInt8>
-    ) throws(UsersFileError) -> ([Line], [String: Int], [String]) {
+    ) throws(UsersFileError) -> ([Line], [String: Int], [String], Int?) {
         var newLines: [Line] = []
         var newIndex: [String: Int] = [:]
         var newWarnings: [String] = []
+        // Per scheme: how many entries use it, and the first of them.
+        var schemes = [(count: Int, first: Int)](repeating: (0, 0), count: PasswordHash.Scheme.allCases.count)
         do {
             var start = buffer.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
             var number = 0
@@ -116,7 +128,11 @@ public struct UsersFile: Sendable {
                     newLines.append(.verbatim(start: range.0, end: range.1))
                     continue
                 }
-                let username = try Self.username(in: text, line: number)
+                let (username, scheme) = try Self.username(in: text, line: number)
+                if let scheme, let slot = PasswordHash.Scheme.allCases.firstIndex(of: scheme) {
+                    if schemes[slot].count == 0 { schemes[slot].first = newLines.count }
+                    schemes[slot].count += 1
+                }
                 if let earlier = newIndex[username], case .stored(_, _, let earlierNumber) = newLines[earlier] {
                     newWarnings.append(
                         "line \(number): \(username) is already defined on line \(earlierNumber); the first entry is used"
@@ -127,12 +143,16 @@ public struct UsersFile: Sendable {
                 newLines.append(.stored(start: range.0, end: range.1, number: UInt32(number)))
             }
         }
-        return (newLines, newIndex, newWarnings)
+        let common = schemes.max { $0.count < $1.count }
+        return (newLines, newIndex, newWarnings, common.flatMap { $0.count > 0 ? $0.first : nil })
     }
 
-    /// Checks an entry line and returns its user name, making no other string on the common path.
-    private static func username(in text: Slice<UnsafeBufferPointer<UInt8>>, line: Int) throws(UsersFileError) -> String
-    {
+    /// Checks an entry line and returns its user name and its hash's scheme (`nil` when locked), making no
+    /// other string on the common path.
+    private static func username(
+        in text: Slice<UnsafeBufferPointer<UInt8>>,
+        line: Int
+    ) throws(UsersFileError) -> (String, PasswordHash.Scheme?) {
         guard let colon = text.firstIndex(of: UInt8(ascii: ":")) else {
             throw UsersFileError(line: line, "has no ':' between the user name and the hash")
         }
@@ -151,30 +171,33 @@ public struct UsersFile: Sendable {
         }
         let rest = text[(colon + 1)...]
         let hash = rest.prefix { $0 != UInt8(ascii: ":") }
-        if let first = hash.first, first == UInt8(ascii: "!") || first == UInt8(ascii: "*") { return username }
+        if let first = hash.first, first == UInt8(ascii: "!") || first == UInt8(ascii: "*") { return (username, nil) }
         do {
-            _ = try PasswordHash.check(hash)
+            return (username, try PasswordHash.check(hash))
         } catch {
             throw UsersFileError(line: line, "for \(username): \(error)")
         }
-        return username
     }
 
+    /// Splits an entry line into its fields as bytes: `:` and `,` are ASCII, and a combining mark after
+    /// one must not glue itself to it (as it would to a `Character`).
     private static func entry(from text: ArraySlice<UInt8>, line: Int) throws(UsersFileError) -> Entry {
-        let fields = String(decoding: text, as: UTF8.self)
-            .split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+        let fields = text.split(separator: UInt8(ascii: ":"), maxSplits: 3, omittingEmptySubsequences: false)
         guard fields.count >= 2 else {
             throw UsersFileError(line: line, "has no ':' between the user name and the hash")
         }
+        let username = String(decoding: fields[0], as: UTF8.self)
         let password: Password
         do {
-            password = try Self.password(fields[1])
+            password = try Self.password(String(decoding: fields[1], as: UTF8.self))
         } catch {
-            throw UsersFileError(line: line, "for \(fields[0]): \(error)")
+            throw UsersFileError(line: line, "for \(username): \(error)")
         }
-        let groups = fields.count > 2 ? fields[2].split(separator: ",").map(String.init).filter { !$0.isEmpty } : []
-        let displayName = fields.count > 3 && !fields[3].isEmpty ? fields[3] : nil
-        return Entry(username: fields[0], password: password, groups: groups, displayName: displayName)
+        let groups =
+            fields.count > 2
+            ? fields[2].split(separator: UInt8(ascii: ",")).map { String(decoding: $0, as: UTF8.self) } : []
+        let displayName = fields.count > 3 && !fields[3].isEmpty ? String(decoding: fields[3], as: UTF8.self) : nil
+        return Entry(username: username, password: password, groups: groups, displayName: displayName)
     }
 
     private static func password(_ field: String) throws(PasswordHash.Problem) -> Password {
@@ -212,7 +235,26 @@ public struct UsersFile: Sendable {
     // MARK: Changes
 
     /// Adds an account at the end, or replaces the existing one with the same name.
-    public mutating func set(_ entry: Entry) {
+    /// - Throws: ``UsersFileError`` when a field could not be read back as written (see
+    ///   ``validateGroup(_:)`` and ``validateDisplayName(_:)``); the file is then unchanged.
+    public mutating func set(_ entry: Entry) throws(UsersFileError) {
+        do {
+            _ = try Username.validate(entry.username)
+        } catch {
+            throw UsersFileError("the user name cannot be used: \(error.problemPhrase)")
+        }
+        for group in entry.groups { try Self.validateGroup(group) }
+        if let displayName = entry.displayName { try Self.validateDisplayName(displayName) }
+        let password =
+            switch entry.password {
+            case .hash(let hash): hash.text
+            case .locked(let text): text
+            }
+        guard !password.utf8.contains(where: { $0 <= 0x20 || $0 == UInt8(ascii: ":") || $0 >= 0x7F }) else {
+            throw UsersFileError("the password field cannot hold white space, ':' or non-ASCII bytes")
+        }
+        var entry = entry
+        if entry.displayName?.isEmpty == true { entry.displayName = nil }
         edits.append(entry)
         if let position = index[entry.username] {
             lines[position] = .edited(edits.count - 1)
@@ -227,6 +269,7 @@ public struct UsersFile: Sendable {
     public mutating func remove(_ username: String) -> Bool {
         guard index[username] != nil else { return false }
         lines = lines.indices.filter { entry(at: $0)?.username != username }.map { lines[$0] }
+        representative = nil  // Lines moved; the stand-in matters only for a file as read.
         rebuildIndex()
         return true
     }
@@ -235,6 +278,57 @@ public struct UsersFile: Sendable {
         index = [:]
         for position in lines.indices {
             if let name = entry(at: position)?.username, index[name] == nil { index[name] = position }
+        }
+    }
+}
+
+extension UsersFile {
+    /// The longest group name accepted, in bytes.
+    public static let maxGroupBytes = 256
+    /// The longest display name accepted, in bytes.
+    public static let maxDisplayNameBytes = 1024
+
+    /// Checks a group name: what ``Username/validate(_:)`` accepts, without `,` (the separator of
+    /// groups) or white space, so it reads back as the same group and prints as what it is.
+    /// - Throws: ``UsersFileError`` saying what is wrong.
+    public static func validateGroup(_ group: String) throws(UsersFileError) {
+        guard !group.isEmpty else { throw UsersFileError("a group name cannot be empty") }
+        guard group.utf8.count <= maxGroupBytes else {
+            throw UsersFileError("a group name is longer than \(maxGroupBytes) bytes")
+        }
+        do {
+            _ = try Username.validate(group)
+        } catch {
+            throw UsersFileError("a group name \(error.problemPhrase)")
+        }
+        guard !group.unicodeScalars.contains(where: { $0 == "," || $0.properties.isWhitespace }) else {
+            throw UsersFileError("a group name cannot contain ',' or white space")
+        }
+    }
+
+    /// Checks a display name: no `:` (the field separator), no control, format or direction-changing
+    /// characters (a name must not rewrite a terminal or read as another), at most
+    /// ``maxDisplayNameBytes`` bytes.
+    /// - Throws: ``UsersFileError`` saying what is wrong.
+    public static func validateDisplayName(_ name: String) throws(UsersFileError) {
+        guard name.utf8.count <= maxDisplayNameBytes else {
+            throw UsersFileError("a display name is longer than \(maxDisplayNameBytes) bytes")
+        }
+        guard !name.utf8.contains(UInt8(ascii: ":")) else { throw UsersFileError("a display name cannot contain ':'") }
+        if let scalar = name.unicodeScalars.first(where: TextSafety.isUnsafe) {
+            throw UsersFileError(
+                "a display name cannot contain the control or invisible character \(TextSafety.codePoint(scalar))")
+        }
+    }
+}
+
+extension AuthError {
+    /// "contains …" or "is …", for a field other than the user name.
+    fileprivate var problemPhrase: String {
+        switch self {
+        case .missingUsername: "is empty"
+        case .invalidUsername(let problem), .invalidPassword(let problem): problem.phrase
+        default: description
         }
     }
 }

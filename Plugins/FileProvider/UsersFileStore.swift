@@ -6,11 +6,17 @@ import Authentication
 
 /// Reads and writes a users file safely.
 ///
-/// Reading refuses what an attacker could have planted: a path that is not a regular file, or a file
-/// that group or others may write. Writing takes an exclusive lock (on `FILE.lock` beside it), reads the
-/// current file, applies the change, writes a temporary file in the same directory, `fsync`s it, renames
-/// it over the original and `fsync`s the directory, keeping the original's mode and owner: a crash at
-/// any moment leaves the old file or the new one, and concurrent writers never lose each other's changes.
+/// The file is opened once, without following a symbolic link at its last component (`O_NOFOLLOW`:
+/// a link there is refused, naming its target is the fix), and every check is taken from `fstat` of
+/// that descriptor: it must be a regular file, owned by root or by the user running the program, that
+/// group and others cannot write. Nobody can swap the file between the check and the read.
+///
+/// Writing takes an exclusive lock on `FILE.lock` beside it (created without following links, and
+/// refused unless it is a regular file owned by root or the running user), reads the current file
+/// through the same checks, applies the change, writes a temporary file in the same directory, `fsync`s
+/// it, renames it over the original and `fsync`s the directory, keeping the mode and owner read from
+/// the descriptor: a crash at any moment leaves the old file or the new one, and concurrent writers
+/// never lose each other's changes.
 public struct UsersFileStore: Sendable {
     public let path: String
 
@@ -25,37 +31,31 @@ public struct UsersFileStore: Sendable {
         var size: Int64
         var modified: timespec.Pair
         var changed: timespec.Pair
+
+        init(_ info: stat) {
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+            size = Int64(info.st_size)
+            modified = .init(info.st_mtim)
+            changed = .init(info.st_ctim)
+        }
     }
 
-    /// The file's fingerprint, after checking that it is safe to read.
+    /// The fingerprint of what is at the path now (not following a link), after the same checks as a
+    /// read: for telling whether the version in service is still current. Nothing is read through it.
     func fingerprint() throws(UsersFileError) -> Fingerprint {
         var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw UsersFileError("\(path) cannot be read: \(String(cString: strerror(errno))).")
-        }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw UsersFileError("\(path) is not a regular file; name the users file itself.")
-        }
-        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
-            throw UsersFileError(
-                "\(path) may be written by group or others; make it private with: chmod go-w \(path)"
-            )
-        }
-        return Fingerprint(
-            device: UInt64(info.st_dev),
-            inode: UInt64(info.st_ino),
-            size: Int64(info.st_size),
-            modified: .init(info.st_mtim),
-            changed: .init(info.st_ctim)
-        )
+        guard lstat(path, &info) == 0 else { throw failure("cannot be read") }
+        try check(info)
+        return Fingerprint(info)
     }
 
-    /// Reads and parses the file, with the fingerprint of the version read.
+    /// Reads and parses the file, with the fingerprint of the version read (from the same descriptor).
     func load() throws(UsersFileError) -> (UsersFile, Fingerprint) {
-        let before = try fingerprint()
-        let bytes = try readAll()
-        // A file replaced while it was read is read again by the next caller.
-        return (try UsersFile(parsing: bytes), before)
+        let (descriptor, info) = try openChecked()
+        defer { close(descriptor) }
+        let bytes = try readAll(descriptor, expected: Int(info.st_size))
+        return (try UsersFile(parsing: bytes), Fingerprint(info))
     }
 
     /// Reads and parses the file.
@@ -63,24 +63,70 @@ public struct UsersFileStore: Sendable {
         try load().0
     }
 
-    private func readAll() throws(UsersFileError) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw UsersFileError("\(path) cannot be opened: \(String(cString: strerror(errno))).")
+    /// Opens the file for reading and checks it through its descriptor.
+    private func openChecked() throws(UsersFileError) -> (Int32, stat) {
+        // O_NONBLOCK: a FIFO planted at the path must not hang the open; it is refused below.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        guard descriptor >= 0 else { throw failure("cannot be opened") }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            let error = failure("cannot be examined")
+            close(descriptor)
+            throw error
         }
-        defer { close(descriptor) }
+        do {
+            try check(info)
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        return (descriptor, info)
+    }
+
+    /// The rules a users file must meet, on what `fstat` or `lstat` said of it.
+    private func check(_ info: stat) throws(UsersFileError) {
+        guard info.st_mode & S_IFMT != S_IFLNK else { throw symbolicLink() }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw UsersFileError("\(path) is not a regular file; name the users file itself.")
+        }
+        guard info.st_uid == 0 || info.st_uid == geteuid() else {
+            throw UsersFileError(
+                "\(path) is owned by uid \(info.st_uid), neither root nor the user running this program (uid "
+                    + "\(geteuid())); it is refused, as its owner could rewrite it: chown it to one of them."
+            )
+        }
+        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            throw UsersFileError(
+                "\(path) may be written by group or others; make it private with: chmod go-w \(path)"
+            )
+        }
+    }
+
+    private func symbolicLink() -> UsersFileError {
+        UsersFileError(
+            "\(path) is a symbolic link, which is not followed (it could be pointed elsewhere at any moment); "
+                + "name the file it points to."
+        )
+    }
+
+    /// A message for the error in `errno`: a link at the path (ELOOP under O_NOFOLLOW) is named as such.
+    private func failure(_ what: String) -> UsersFileError {
+        let code = errno
+        if code == ELOOP { return symbolicLink() }
+        return UsersFileError("\(path) \(what): \(String(cString: strerror(code))).")
+    }
+
+    private func readAll(_ descriptor: Int32, expected: Int) throws(UsersFileError) -> [UInt8] {
         // Read into a buffer of the file's size (a large file is not copied as it grows), then past it
         // in case the file grew meanwhile.
-        var info = stat()
-        let expected = fstat(descriptor, &info) == 0 ? Int(info.st_size) : 0
-        var bytes = [UInt8](repeating: 0, count: expected + 1)
+        var bytes = [UInt8](repeating: 0, count: max(expected, 0) + 1)
         var filled = 0
         while true {
             if filled == bytes.count { bytes += [UInt8](repeating: 0, count: max(bytes.count, 4096)) }
             let count = bytes[filled...].withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw UsersFileError("\(path) cannot be read: \(String(cString: strerror(errno))).")
+                throw failure("cannot be read")
             }
             if count == 0 {
                 bytes.removeSubrange(filled...)
@@ -88,6 +134,25 @@ public struct UsersFileStore: Sendable {
             }
             filled += count
         }
+    }
+
+    /// Opens and checks the lock file, creating it if needed, never through a link.
+    private func openLock() throws(UsersFileError) -> Int32 {
+        let lockPath = path + ".lock"
+        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0o600)
+        guard lock >= 0 else {
+            let code = errno
+            let reason = code == ELOOP ? "it is a symbolic link" : String(cString: strerror(code))
+            throw UsersFileError("\(lockPath) cannot be opened: \(reason).")
+        }
+        var info = stat()
+        guard fstat(lock, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == 0 || info.st_uid == geteuid()
+        else {
+            close(lock)
+            throw UsersFileError(
+                "\(lockPath) is not a regular file owned by root or the user running this program; remove it.")
+        }
+        return lock
     }
 
     /// Applies `change` to the current file under an exclusive lock and replaces the file atomically.
@@ -98,10 +163,7 @@ public struct UsersFileStore: Sendable {
         create: Bool = false,
         _ change: (inout UsersFile) throws(UsersFileError) -> Result
     ) throws(UsersFileError) -> Result {
-        let lock = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0 else {
-            throw UsersFileError("\(path).lock cannot be opened: \(String(cString: strerror(errno))).")
-        }
+        let lock = try openLock()
         defer { close(lock) }
         while flock(lock, LOCK_EX) != 0 {
             guard errno == EINTR else {
@@ -113,15 +175,17 @@ public struct UsersFileStore: Sendable {
         var file: UsersFile
         var mode: mode_t = 0o600
         var owner: (uid_t, gid_t)?
-        var info = stat()
-        if stat(path, &info) == 0 {
-            file = try read()
-            mode = info.st_mode & 0o7777
-            owner = (info.st_uid, info.st_gid)
-        } else if errno == ENOENT && create {
+        var probe = stat()
+        if lstat(path, &probe) != 0 && errno == ENOENT {
+            guard create else { throw failure("cannot be read") }
             file = UsersFile()
         } else {
-            throw UsersFileError("\(path) cannot be read: \(String(cString: strerror(errno))).")
+            // Content, mode and owner all come from one descriptor.
+            let (descriptor, info) = try openChecked()
+            defer { close(descriptor) }
+            file = try UsersFile(parsing: try readAll(descriptor, expected: Int(info.st_size)))
+            mode = info.st_mode & 0o7777
+            owner = (info.st_uid, info.st_gid)
         }
         let result = try change(&file)
         try replace(with: file.serialized(), mode: mode, owner: owner)

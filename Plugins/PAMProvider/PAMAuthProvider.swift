@@ -1,6 +1,9 @@
 public import Authentication
 import CPAM
-import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Linux system accounts through libpam: the same checks `login` or `sudo` make, as configured in
 /// `/etc/pam.d`.
@@ -83,7 +86,8 @@ public final class PAMAuthProvider: AuthProvider {
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
         // A missing service file would silently run under `other`; report it instead.
-        guard FileManager.default.fileExists(atPath: configuration.serviceFile) else {
+        var info = stat()
+        guard stat(configuration.serviceFile, &info) == 0 else {
             return .unavailable(reason: "there is no PAM service file \(configuration.serviceFile).")
         }
         return try await PAMTransaction(request: request, configuration: configuration, sessions: sessions).run().get()

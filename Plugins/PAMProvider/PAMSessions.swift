@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import Synchronization
 
 /// The PAM sessions a provider holds open until sign-out. Each one's transaction waits on its thread,
@@ -17,6 +16,11 @@ final class PAMSessions: Sendable {
         return session
     }
 
+    /// Forgets a session nobody will sign out of; its transaction closes it at once.
+    func discard(_ session: Session) {
+        held.withLock { _ = $0.removeValue(forKey: session.id) }
+    }
+
     /// Lets the session named `id` close, and waits until it has.
     func close(_ id: String?) async {
         guard let id, let session = held.withLock({ $0.removeValue(forKey: id) }) else { return }
@@ -27,9 +31,16 @@ final class PAMSessions: Sendable {
     ///
     /// `@unchecked Sendable`: the semaphore is thread-safe and `closed` is behind a mutex.
     final class Session: @unchecked Sendable {
-        let id = UUID().uuidString
+        let id = Session.nextID()
         private let release = DispatchSemaphore(value: 0)
         private let closed = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+        private static let counter = Atomic<UInt64>(0)
+
+        /// A name unique in this process.
+        private static func nextID() -> String {
+            String(counter.wrappingAdd(1, ordering: .relaxed).newValue)
+        }
 
         /// Blocks the transaction's thread until sign-out.
         func waitUntilClosed() {

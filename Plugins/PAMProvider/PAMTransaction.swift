@@ -1,8 +1,12 @@
 import Authentication
 import CPAM
 import Dispatch
-import Foundation
+import GatekeeperSupport
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One PAM transaction, run on a thread of its own and bridged to the caller's task.
 ///
@@ -42,13 +46,21 @@ final class PAMTransaction: @unchecked Sendable {
                     continuation.resume(returning: .failure(.cancelled))
                     return
                 }
-                // The job keeps the transaction alive until libpam is done with it.
-                PAMThreads.shared.run { [self] in deliver(perform()) }
+                // The job keeps the transaction alive until libpam is done with it; a transaction
+                // cancelled while it waited for a thread never starts.
+                Self.threads.submit(isAbandoned: { [self] in isCancelled }) { [self] in deliver(perform()) }
             }
         } onCancel: {
             cancel()
         }
     }
+
+    /// The threads transactions run on: one per transaction, from `pam_start` to `pam_end` (a session
+    /// held until sign-out keeps its thread). At most 64 at once; more wait in line. A finished thread is
+    /// kept for the next transaction, as starting one costs about as much as a `pam_matrix` login.
+    static let threads = ThreadPool(name: "gatekeeper.pam", maxThreads: 64, maxIdle: 4)
+
+    private var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     private func cancel() {
         let (continuation, question) = state.withLock { state in
@@ -59,8 +71,12 @@ final class PAMTransaction: @unchecked Sendable {
         continuation?.resume(returning: .failure(.cancelled))
     }
 
-    private func deliver(_ result: Result<AuthOutcome, AuthError>) {
-        state.withLock { $0.continuation.take() }?.resume(returning: result)
+    /// Hands the result to the caller; `false` when nobody waits for it any more (cancelled).
+    @discardableResult
+    private func deliver(_ result: Result<AuthOutcome, AuthError>) -> Bool {
+        guard let continuation = state.withLock({ $0.continuation.take() }) else { return false }
+        continuation.resume(returning: result)
+        return true
     }
 
     // MARK: On the PAM thread
@@ -82,29 +98,26 @@ final class PAMTransaction: @unchecked Sendable {
         var status = PAM_SUCCESS
         defer { pam_end(handle, status) }
 
-        for (item, value) in [
-            (PAM_TTY, request.terminal), (PAM_RHOST, request.remoteHost), (PAM_RUSER, configuration.remoteUser),
-        ] {
+        let remoteUser = configuration.remoteUser ?? request.requestingUser
+        for (item, value) in [(PAM_TTY, request.terminal), (PAM_RHOST, request.remoteHost), (PAM_RUSER, remoteUser)] {
             guard let value else { continue }
             status = value.withCString { pam_set_item(handle, item, $0) }
             guard status == PAM_SUCCESS else { return outcome(of: status, handle) }
         }
 
+        // Each phase starts only if the login is still wanted: a cancelled login opens nothing.
         status = pam_authenticate(handle, 0)
-        guard status == PAM_SUCCESS else { return outcome(of: status, handle) }
+        guard status == PAM_SUCCESS, !isCancelled else { return outcome(of: status, handle) }
         if configuration.checksAccount {
             status = pam_acct_mgmt(handle, 0)
-            if status == PAM_NEW_AUTHTOK_REQD && configuration.allowsPasswordChange {
+            if status == PAM_NEW_AUTHTOK_REQD && configuration.allowsPasswordChange && !isCancelled {
                 status = pam_chauthtok(handle, Int32(PAM_CHANGE_EXPIRED_AUTHTOK))
             }
-            guard status == PAM_SUCCESS else { return outcome(of: status, handle) }
+            guard status == PAM_SUCCESS, !isCancelled else { return outcome(of: status, handle) }
         }
-        // A module may have changed the user name (canonical case, aliases): use PAM's.
-        var item: UnsafeRawPointer?
-        let user =
-            pam_get_item(handle, PAM_USER, &item) == PAM_SUCCESS
-            ? item.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? request.username
-            : request.username
+        guard let user = pamUser(handle) else {
+            return .success(.unavailable(reason: "a PAM module set a user name that cannot be used."))
+        }
         var identity = SystemAccount.identity(of: user, provider: "pam")
         guard configuration.establishesCredentials || configuration.opensSession else {
             return .success(.authenticated(identity))
@@ -112,7 +125,10 @@ final class PAMTransaction: @unchecked Sendable {
 
         // Credentials and a session live until sign-out, on this handle and this thread.
         status = pam_setcred(handle, Int32(PAM_ESTABLISH_CRED))
-        guard status == PAM_SUCCESS else { return outcome(of: status, handle) }
+        guard status == PAM_SUCCESS, !isCancelled else {
+            if status == PAM_SUCCESS { status = pam_setcred(handle, Int32(PAM_DELETE_CRED)) }
+            return outcome(of: status, handle)
+        }
         if configuration.opensSession {
             status = pam_open_session(handle, 0)
             guard status == PAM_SUCCESS else {
@@ -122,13 +138,26 @@ final class PAMTransaction: @unchecked Sendable {
         }
         let session = sessions.open()
         identity.attributes[PAMSessions.attribute] = session.id
-        deliver(.success(.authenticated(identity)))
-        session.waitUntilClosed()
+        // A session whose identity reached nobody (the login was cancelled meanwhile) is closed at once;
+        // otherwise it stays open until sign-out.
+        if deliver(.success(.authenticated(identity))) {
+            session.waitUntilClosed()
+        } else {
+            sessions.discard(session)
+        }
         if configuration.opensSession { status = pam_close_session(handle, 0) }
         let deleted = pam_setcred(handle, Int32(PAM_DELETE_CRED))
         if status == PAM_SUCCESS { status = deleted }
         session.finish()
-        return .success(.authenticated(identity))  // Already delivered; nobody reads it twice.
+        return .success(.authenticated(identity))  // Already delivered, or nobody waits; nobody reads it.
+    }
+
+    /// The user name PAM holds now: a module may have changed it (canonical case, an alias).
+    private func pamUser(_ handle: OpaquePointer) -> String? {
+        var item: UnsafeRawPointer?
+        guard pam_get_item(handle, PAM_USER, &item) == PAM_SUCCESS, let item else { return nil }
+        let bytes = UnsafeBufferPointer(start: item.assumingMemoryBound(to: UInt8.self), count: strlen(item))
+        return try? Username.validate(utf8: bytes)
     }
 
     /// Maps a PAM result code to an answer, in one place.
@@ -137,17 +166,20 @@ final class PAMTransaction: @unchecked Sendable {
         if cancelled { return .failure(.cancelled) }
         if let conversationError { return .failure(conversationError) }
         let message = String(cString: pam_strerror(handle, status))
+        // Failures count against the name PAM settled on, so spellings of one account share a lockout.
+        let user = pamUser(handle)
+        let canonical = user == request.username ? nil : user
         switch status {
         case PAM_AUTH_ERR:
-            return .success(.rejected(.invalidCredentials))
+            return .success(.rejected(.invalidCredentials, canonicalUsername: canonical))
         case PAM_USER_UNKNOWN:
             return .success(.unknownUser)
         case PAM_MAXTRIES:
-            return .success(.rejected(.tooManyAttempts(retryAfter: .zero)))
+            return .success(.rejected(.tooManyAttempts(retryAfter: .zero), canonicalUsername: canonical))
         case PAM_ACCT_EXPIRED:
-            return .success(.rejected(.accountExpired))
+            return .success(.rejected(.accountExpired, canonicalUsername: canonical))
         case PAM_NEW_AUTHTOK_REQD, PAM_AUTHTOK_EXPIRED:
-            return .success(.rejected(.passwordChangeRequired))
+            return .success(.rejected(.passwordChangeRequired, canonicalUsername: canonical))
         case PAM_PERM_DENIED:
             return .success(.rejected(.notAuthorized(requirement: "the \(configuration.service) PAM service's rules")))
         case PAM_CRED_INSUFFICIENT, PAM_AUTHINFO_UNAVAIL:

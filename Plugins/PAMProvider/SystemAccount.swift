@@ -6,33 +6,41 @@ import Authentication
 
 /// What the system's user database says about an account: for the identity of a PAM login.
 enum SystemAccount {
+    /// The first buffer size for `getpwnam_r` and `getgrgid_r`; doubled on `ERANGE` (a group with
+    /// thousands of members needs more) up to ``maxBufferBytes``.
+    static let initialBufferBytes = 16 * 1024
+    /// Past this, a record is treated as missing rather than growing the buffer further.
+    static let maxBufferBytes = 16 * 1024 * 1024
+
     /// The identity of `user`: display name from GECOS, uid, gid, home, shell, and group names. A user
     /// PAM knows but the user database does not (a module with its own accounts) gets a bare identity.
-    static func identity(of user: String, provider: String) -> Identity {
+    static func identity(of user: String, provider: String, bufferBytes: Int = initialBufferBytes) -> Identity {
         var entry = passwd()
-        var found: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16 * 1024)
-        guard getpwnam_r(user, &entry, &buffer, buffer.count, &found) == 0, found != nil else {
-            return Identity(username: user, provider: provider)
+        let found = withGrowingBuffer(from: bufferBytes) { buffer, result in
+            getpwnam_r(user, &entry, buffer.baseAddress!, buffer.count, &result)
+        } read: { (_: UnsafeMutablePointer<passwd>) in
+            let gecos = entry.pw_gecos.map { String(cString: $0) } ?? ""
+            return (
+                fullName: gecos.split(separator: ",", omittingEmptySubsequences: false).first.map(String.init) ?? "",
+                uid: entry.pw_uid, gid: entry.pw_gid,
+                home: entry.pw_dir.map { String(cString: $0) } ?? "",
+                shell: entry.pw_shell.map { String(cString: $0) } ?? ""
+            )
         }
-        let gecos = entry.pw_gecos.map { String(cString: $0) } ?? ""
-        let fullName = gecos.split(separator: ",", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        guard let found else { return Identity(username: user, provider: provider) }
         return Identity(
             username: user,
-            displayName: fullName.isEmpty ? nil : fullName,
-            groups: groups(of: user, primary: entry.pw_gid),
+            displayName: found.fullName.isEmpty ? nil : found.fullName,
+            groups: groups(of: user, primary: found.gid, bufferBytes: bufferBytes),
             provider: provider,
             attributes: [
-                "uid": String(entry.pw_uid),
-                "gid": String(entry.pw_gid),
-                "home": entry.pw_dir.map { String(cString: $0) } ?? "",
-                "shell": entry.pw_shell.map { String(cString: $0) } ?? "",
+                "uid": String(found.uid), "gid": String(found.gid), "home": found.home, "shell": found.shell,
             ]
         )
     }
 
     /// The names of every group `user` belongs to, the primary one included.
-    static func groups(of user: String, primary: gid_t) -> Set<String> {
+    static func groups(of user: String, primary: gid_t, bufferBytes: Int = initialBufferBytes) -> Set<String> {
         var count: Int32 = 32
         var ids = [gid_t](repeating: 0, count: Int(count))
         while getgrouplist(user, primary, &ids, &count) < 0 {
@@ -41,16 +49,38 @@ enum SystemAccount {
             ids = [gid_t](repeating: 0, count: Int(count))
         }
         var names = Set<String>()
-        var buffer = [CChar](repeating: 0, count: 16 * 1024)
         for id in ids.prefix(Int(count)) {
             var group = Glibc.group()
-            var found: UnsafeMutablePointer<Glibc.group>?
-            if getgrgid_r(id, &group, &buffer, buffer.count, &found) == 0, found != nil, let name = group.gr_name {
-                names.insert(String(cString: name))
-            } else {
-                names.insert(String(id))
+            let name = withGrowingBuffer(from: bufferBytes) { buffer, result in
+                getgrgid_r(id, &group, buffer.baseAddress!, buffer.count, &result)
+            } read: { (_: UnsafeMutablePointer<Glibc.group>) in
+                group.gr_name.map { String(cString: $0) }
             }
+            names.insert((name ?? nil) ?? String(id))
         }
         return names
+    }
+
+    /// Calls a `get…_r` function with a buffer that doubles while it answers `ERANGE`, and reads the
+    /// record it found. `nil` when there is no record (or it needs more than ``maxBufferBytes``).
+    private static func withGrowingBuffer<Record, Value>(
+        from initial: Int,
+        _ lookUp: (UnsafeMutableBufferPointer<CChar>, inout UnsafeMutablePointer<Record>?) -> Int32,
+        read: (UnsafeMutablePointer<Record>) -> Value
+    ) -> Value? {
+        var size = max(initial, 1)
+        while size <= maxBufferBytes {
+            let buffer = UnsafeMutableBufferPointer<CChar>.allocate(capacity: size)
+            defer { buffer.deallocate() }
+            var result: UnsafeMutablePointer<Record>?
+            let status = lookUp(buffer, &result)
+            if status == ERANGE {
+                size *= 2
+                continue
+            }
+            guard status == 0, let result else { return nil }
+            return read(result)
+        }
+        return nil
     }
 }

@@ -54,6 +54,9 @@ public enum AuthError: Error, Hashable, Sendable {
         case invalidUTF8
         /// Starts or ends with white space.
         case surroundingWhitespace
+        /// Contains an invisible formatting character, such as a bidirectional override (U+202E) that
+        /// would make one name look like another.
+        case invisibleCharacter
     }
 }
 
@@ -92,7 +95,7 @@ extension AuthError: CustomStringConvertible {
 
 extension AuthError.InputProblem {
     /// A phrase completing "it …".
-    var phrase: String {
+    public var phrase: String {
         switch self {
         case .tooLong(let maxBytes): "is longer than \(maxBytes) bytes"
         case .nulByte: "contains a NUL byte"
@@ -101,6 +104,7 @@ extension AuthError.InputProblem {
         case .colon: "contains ':'"
         case .invalidUTF8: "is not valid UTF-8"
         case .surroundingWhitespace: "starts or ends with white space"
+        case .invisibleCharacter: "contains an invisible or direction-changing character"
         }
     }
 }

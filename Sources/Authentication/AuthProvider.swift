@@ -6,7 +6,7 @@
 ///
 /// - ``authenticate(_:)`` asks for what it needs (a password, a code) through
 ///   ``AuthRequest/conversation``, and answers with an ``AuthOutcome``: a failed check is an answer
-///   (``AuthOutcome/rejected(_:)``, ``AuthOutcome/unknownUser``), not an error.
+///   (``AuthOutcome/rejected(_:canonicalUsername:)``, ``AuthOutcome/unknownUser``), not an error.
 /// - It throws only ``AuthError/cancelled`` or what the conversation threw. When the task is cancelled it
 ///   returns promptly, even if a call into a C library is still blocked: move that call off the
 ///   cooperative thread pool and stop waiting for it.
@@ -45,17 +45,22 @@ public struct AuthRequest: Sendable {
     public var terminal: String?
     /// The remote host the person connects from, if any (PAM's `PAM_RHOST`).
     public var remoteHost: String?
+    /// The account of whoever asked for the login, if known: the user running a local tool (PAM's
+    /// `PAM_RUSER`, as `sudo` sets it).
+    public var requestingUser: String?
 
     public init(
         username: String,
         conversation: any Conversation,
         terminal: String? = nil,
-        remoteHost: String? = nil
+        remoteHost: String? = nil,
+        requestingUser: String? = nil
     ) {
         self.username = username
         self.conversation = conversation
         self.terminal = terminal
         self.remoteHost = remoteHost
+        self.requestingUser = requestingUser
     }
 }
 
@@ -68,7 +73,11 @@ public enum AuthOutcome: Sendable, Hashable {
     /// cases: ``AuthError/invalidCredentials``, ``AuthError/accountLocked(until:)``,
     /// ``AuthError/accountExpired``, ``AuthError/activationRequired``,
     /// ``AuthError/passwordChangeRequired``.
-    case rejected(AuthError)
+    ///
+    /// `canonicalUsername` is the backend's own spelling of the account when it differs from the one
+    /// typed (a case-insensitive directory, a PAM module that changed `PAM_USER`): failures are counted
+    /// against it, so every spelling of one account shares one lockout.
+    case rejected(AuthError, canonicalUsername: String? = nil)
     /// The backend does not know this user ("not mine"): another backend may.
     case unknownUser
     /// The backend itself failed; the reason is for people and logs, and holds no secret.

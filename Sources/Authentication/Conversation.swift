@@ -18,6 +18,18 @@ public protocol Conversation: Sendable {
 
     /// Shows a message that needs no answer. Never fails the conversation.
     func show(_ message: String, as kind: MessageKind) async
+
+    /// Asks for the user name at the start of a login; the ``Gatekeeper`` asks it this way, and never
+    /// through ``ask(_:)``, so a conversation that knows the name already (a `--user` option) answers
+    /// this one question and still asks the person everything else. By default it is ``ask(_:)``.
+    /// - Throws: ``AuthError/cancelled`` when the person declines to answer.
+    func askUsername(_ prompt: String) async throws(AuthError) -> String
+}
+
+extension Conversation {
+    public func askUsername(_ prompt: String) async throws(AuthError) -> String {
+        try await ask(prompt)
+    }
 }
 
 /// The kind of a message shown during a conversation.
@@ -28,11 +40,12 @@ public enum MessageKind: Hashable, Sendable {
     case error
 }
 
-/// A conversation that answers with fixed credentials: the user name to a visible prompt, the password
-/// to a hidden one. It is how ``Gatekeeper/signIn(_:)`` talks to a provider.
+/// A conversation that answers with fixed credentials: the user name when the login asks for it, the
+/// password to a hidden prompt. It is how ``Gatekeeper/signIn(_:)`` talks to a provider.
 ///
-/// A second hidden prompt (a one-time code, a new password) cannot be answered from fixed credentials
-/// and gets ``AuthError/cancelled``, so a provider never loops on it.
+/// Any other question — a visible prompt from the provider (a one-time code), a second hidden one (a new
+/// password) — cannot be answered from fixed credentials and gets ``AuthError/cancelled``, so a provider
+/// is never handed the user name or the password as the answer to a question it did not ask.
 public struct CredentialsConversation: Conversation {
     private let credentials: Credentials
     private let answeredSecret = Flag()
@@ -41,8 +54,12 @@ public struct CredentialsConversation: Conversation {
         self.credentials = credentials
     }
 
-    public func ask(_ prompt: String) async throws(AuthError) -> String {
+    public func askUsername(_ prompt: String) async throws(AuthError) -> String {
         credentials.username
+    }
+
+    public func ask(_ prompt: String) async throws(AuthError) -> String {
+        throw .cancelled
     }
 
     public func askSecret(_ prompt: String) async throws(AuthError) -> Secret {

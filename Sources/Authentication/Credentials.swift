@@ -40,8 +40,10 @@ public enum Username {
     /// Returns `name` if it is usable as a user name.
     ///
     /// Refused: empty or white space only (``AuthError/missingUsername``); longer than ``maxBytes``; NUL bytes;
-    /// line breaks; other control characters; `:`; leading or trailing white space; and U+FFFD, which is
-    /// what invalid UTF-8 becomes once decoded (so a name mangled on the way in is not silently accepted).
+    /// line breaks; other control characters; `:`; invisible formatting characters such as bidirectional
+    /// overrides (U+202E), which would make one name look like another in a list or an audit record;
+    /// leading or trailing white space; and U+FFFD, which is what invalid UTF-8 becomes once decoded (so a
+    /// name mangled on the way in is not silently accepted).
     /// - Throws: ``AuthError/missingUsername`` or ``AuthError/invalidUsername(_:)``.
     public static func validate(_ name: String) throws(AuthError) -> String {
         if name.unicodeScalars.allSatisfy(\.properties.isWhitespace) { throw .missingUsername }
@@ -53,7 +55,7 @@ public enum Username {
             case 0x01...0x1F, 0x7F...0x9F: throw .invalidUsername(.controlCharacter)
             case 0x3A: throw .invalidUsername(.colon)
             case 0xFFFD: throw .invalidUsername(.invalidUTF8)
-            default: continue
+            default: if TextSafety.isUnsafe(scalar) { throw .invalidUsername(.invisibleCharacter) }
             }
         }
         if let first = name.unicodeScalars.first, let last = name.unicodeScalars.last,

@@ -177,7 +177,7 @@ extension Gatekeeper {
         let attempts = max(attempts, 1)
         for attempt in 1...attempts {
             if Task.isCancelled { throw .cancelled }
-            let answer = try await presenter.ask(configuration.usernamePrompt)
+            let answer = try await presenter.askUsername(configuration.usernamePrompt)
             if answer.isEmpty { throw .cancelled }
             do {
                 return try await check(answer, presenter: presenter)
@@ -197,26 +197,32 @@ extension Gatekeeper {
     /// One attempt: validate, check the lockout, ask the provider, count the outcome.
     private func check(_ answer: String, presenter: any Conversation) async throws(AuthError) -> Identity {
         let username = try Username.validate(answer)
-        if let threshold = configuration.lockoutThreshold, threshold > 0 {
-            let now = clock.now()
-            if let remaining = core.withLock({ $0.failures.lockout(of: username, at: now) }) {
-                record(.lockedOut, username, .tooManyAttempts(retryAfter: remaining))
-                throw .tooManyAttempts(retryAfter: remaining)
-            }
-        }
+        if let lockedOut = lockout(of: username) { throw lockedOut }
         let request = AuthRequest(
             username: username,
             conversation: ValidatingConversation(presenter),
             terminal: configuration.terminal,
-            remoteHost: configuration.remoteHost
+            remoteHost: configuration.remoteHost,
+            requestingUser: configuration.requestingUser
         )
         let outcome = try await provider.authenticate(request)
         switch outcome {
         case .authenticated(let identity):
-            core.withLock { $0.failures.clear(username) }
+            // Another spelling of a locked-out account is still locked out.
+            if identity.username != username, let lockedOut = lockout(of: identity.username) {
+                await provider.signOut(identity)
+                throw lockedOut
+            }
+            core.withLock { core in
+                core.failures.clear(username)
+                core.failures.clear(identity.username)
+            }
             return identity
-        case .rejected(let error):
-            registerFailure(of: username, error)
+        case .rejected(let error, let canonical):
+            // Failures count against the backend's spelling of the account, if it has its own.
+            let account = canonical ?? username
+            if account != username, let lockedOut = lockout(of: account) { throw lockedOut }
+            registerFailure(of: account, error)
             throw error
         case .unknownUser:
             registerFailure(of: username, .userNotFound)
@@ -225,6 +231,15 @@ extension Gatekeeper {
             record(.signInFailed, username, .providerUnavailable(reason: reason))
             throw .providerUnavailable(reason: reason)
         }
+    }
+
+    /// The error for a user name that is locked out now (recorded in the audit), or `nil`.
+    private func lockout(of username: String) -> AuthError? {
+        guard let threshold = configuration.lockoutThreshold, threshold > 0 else { return nil }
+        let now = clock.now()
+        guard let remaining = core.withLock({ $0.failures.lockout(of: username, at: now) }) else { return nil }
+        record(.lockedOut, username, .tooManyAttempts(retryAfter: remaining))
+        return .tooManyAttempts(retryAfter: remaining)
     }
 
     private func registerFailure(of username: String, _ reason: AuthError) {
@@ -251,6 +266,10 @@ struct ValidatingConversation: Conversation {
 
     func ask(_ prompt: String) async throws(AuthError) -> String {
         try await base.ask(prompt)
+    }
+
+    func askUsername(_ prompt: String) async throws(AuthError) -> String {
+        try await base.askUsername(prompt)
     }
 
     func askSecret(_ prompt: String) async throws(AuthError) -> Secret {

@@ -187,6 +187,8 @@ extension Gatekeeper {
         public var terminal: String?
         /// Passed to providers as ``AuthRequest/remoteHost``.
         public var remoteHost: String?
+        /// Passed to providers as ``AuthRequest/requestingUser``.
+        public var requestingUser: String?
 
         public init(
             idleTimeout: Duration? = .seconds(15 * 60),
@@ -197,7 +199,8 @@ extension Gatekeeper {
             revealsUnknownUsers: Bool = false,
             usernamePrompt: String = "Username: ",
             terminal: String? = nil,
-            remoteHost: String? = nil
+            remoteHost: String? = nil,
+            requestingUser: String? = nil
         ) {
             self.idleTimeout = idleTimeout
             self.absoluteTimeout = absoluteTimeout
@@ -208,6 +211,7 @@ extension Gatekeeper {
             self.usernamePrompt = usernamePrompt
             self.terminal = terminal
             self.remoteHost = remoteHost
+            self.requestingUser = requestingUser
         }
     }
 }

@@ -152,7 +152,7 @@ public struct ProviderConformance: Sendable {
                     for try await outcome in group {
                         index += 1
                         switch outcome {
-                        case .authenticated, .rejected(.invalidCredentials): continue
+                        case .authenticated, .rejected(.invalidCredentials, _): continue
                         default: problems.append("login \(index) got \(outcome)")
                         }
                     }

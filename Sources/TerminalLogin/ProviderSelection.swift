@@ -45,15 +45,27 @@ public struct ProviderSelection: Sendable {
         return true
     }
 
-    /// Builds the selected backend.
-    /// - Throws: ``ProviderConfigurationError`` when the name is unknown or an option does not fit it.
-    public func makeProvider() throws(ProviderConfigurationError) -> any AuthProvider {
-        try registry.makeProvider(named: name ?? registry.names.first ?? "", options: options)
+    /// Builds the selected backend, or the registry's first when none was named and `defaultsToFirst`
+    /// is set (a demo may default; a host tool must not, or a forgotten `--provider` would admit the
+    /// demo backend's published accounts).
+    /// - Throws: ``UsageError`` when no backend was named and there is no default;
+    ///   ``ProviderConfigurationError`` when the name is unknown or an option does not fit it.
+    public func makeProvider(defaultsToFirst: Bool = false) throws -> any AuthProvider {
+        guard let chosen = name ?? (defaultsToFirst ? registry.names.first : nil) else {
+            throw UsageError(
+                "Name the backend with --provider (\(registry.names.joined(separator: ", "))); there is no default.")
+        }
+        return try registry.makeProvider(named: chosen, options: options)
     }
 
     /// Help text listing the backends and their options.
-    public var help: String {
-        var lines = ["Providers (--provider NAME, default \(registry.names.first ?? "none")):"]
+    /// - Parameter defaultsToFirst: Whether the first backend is the default (as in ``makeProvider(defaultsToFirst:)``).
+    public func help(defaultsToFirst: Bool = false) -> String {
+        let header =
+            defaultsToFirst
+            ? "Providers (--provider NAME, default \(registry.names.first ?? "none")):"
+            : "Providers (--provider NAME, required):"
+        var lines = [header]
         for name in registry.names {
             guard let plugin = registry.plugin(named: name) else { continue }
             lines.append("  \(name.padding(toLength: 8))\(plugin.summary)")

@@ -68,19 +68,21 @@ public final class TerminalConversation: Conversation {
         (try? await TerminalConversation(input: 0, output: 2).askSecret("")) ?? Secret(copying: [])
     }
 
+    /// Asks `prompt` (escaped: prompts may come from a PAM module) and reads a visible answer.
     public func ask(_ prompt: String) async throws(AuthError) -> String {
-        var bytes = try await readAnswer(prompt: prompt, echo: true)
-        defer { Secret.wipe(&bytes) }
-        return String(decoding: bytes, as: UTF8.self)
+        let answer = try await readAnswer(prompt: prompt, echo: true)
+        return answer.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Asks `prompt` (escaped) and reads an answer with echo off.
     public func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
-        var bytes = try await readAnswer(prompt: prompt, echo: false)
-        return Secret(wiping: &bytes)
+        try await readAnswer(prompt: prompt, echo: false)
     }
 
+    /// Shows `message` with anything unprintable escaped: messages may come from a PAM module or a
+    /// helper program, and must not rewrite the terminal.
     public func show(_ message: String, as kind: MessageKind) async {
-        write(message + "\n")
+        write(TextSafety.escaped(message, keepingLineBreaks: true) + "\n")
     }
 
     /// Writes `text` to the output as it is.
@@ -101,7 +103,7 @@ public final class TerminalConversation: Conversation {
         editor.completer = completer
         switch await read(prompt: prompt, editor: editor) {
         case .line(let bytes):
-            let line = String(decoding: bytes, as: UTF8.self)
+            let line = bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
             history.add(line)
             return .line(line)
         case .interrupted:
@@ -111,12 +113,13 @@ public final class TerminalConversation: Conversation {
         }
     }
 
-    private func readAnswer(prompt: String, echo: Bool) async throws(AuthError) -> [UInt8] {
+    private func readAnswer(prompt: String, echo: Bool) async throws(AuthError) -> Secret {
+        let prompt = TextSafety.escaped(prompt, keepingLineBreaks: true)
         guard
-            case .line(let bytes) = await read(
+            case .line(let answer) = await read(
                 prompt: prompt, editor: LineEditor(echo: echo, limit: Self.maxAnswerBytes))
         else { throw .cancelled }
-        return bytes
+        return answer
     }
 
     private func read(prompt: String, editor: LineEditor) async -> ReadResult {
@@ -132,12 +135,10 @@ public final class TerminalConversation: Conversation {
         } onCancel: {
             wakeup?.signal()
         }
-        // A cancelled task gets no answer, even a line that was (partly) read as it was cancelled.
+        // A cancelled task gets no answer, even a line that was (partly) read as it was cancelled; the
+        // line is a Secret, so its one buffer is zeroed when it is dropped here.
         var answer = result
-        if Task.isCancelled, case .line(var bytes) = result {
-            Secret.wipe(&bytes)
-            answer = .cancelled
-        }
+        if Task.isCancelled, case .line = result { answer = .cancelled }
         // On a terminal the editor ends a submitted line; otherwise the prompt's line is ended here, and
         // without a terminal (no echo) a transcript then reads one prompt per line.
         let submitted = if case .line = answer { true } else { false }
@@ -146,7 +147,8 @@ public final class TerminalConversation: Conversation {
     }
 
     private enum ReadResult {
-        case line([UInt8])
+        /// The line read, held where it is wiped when released, whatever it turns out to be.
+        case line(Secret)
         case interrupted
         case endOfInput
         /// The task was cancelled.
@@ -157,20 +159,21 @@ public final class TerminalConversation: Conversation {
     /// On a terminal the prompt appears only once raw mode is on, so nothing typed after it is echoed
     /// or turned into a signal.
     private func readLine(prompt: String, editor: LineEditor, cancelledBy cancelFD: Int32) -> ReadResult {
-        var saved = termios()
-        guard isTerminal, tcgetattr(input, &saved) == 0 else {
+        // Raw mode, put back on every path, and by the signal handlers if SIGTERM or SIGHUP ends the
+        // process at the prompt.
+        let rawMode = { (raw: inout termios) in
+            raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG | IEXTEN)
+            raw.c_iflag &= ~tcflag_t(IXON | ICRNL)
+            withUnsafeMutableBytes(of: &raw.c_cc) { cc in
+                cc[Int(VMIN)] = 1
+                cc[Int(VTIME)] = 0
+            }
+        }
+        guard isTerminal, let saved = TerminalRestoration.change(rawMode, on: input) else {
             write(prompt)
             return readPlainLine(cancelledBy: cancelFD)
         }
-        var raw = saved
-        raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG | IEXTEN)
-        raw.c_iflag &= ~tcflag_t(IXON | ICRNL)
-        withUnsafeMutableBytes(of: &raw.c_cc) { cc in
-            cc[Int(VMIN)] = 1
-            cc[Int(VTIME)] = 0
-        }
-        tcsetattr(input, TCSANOW, &raw)
-        defer { tcsetattr(input, TCSANOW, &saved) }
+        defer { TerminalRestoration.restore(saved, on: input) }
         write(prompt)
 
         var editor = editor
@@ -192,14 +195,19 @@ public final class TerminalConversation: Conversation {
                 return .endOfInput
             case .submit:
                 writeAll(output, Array("\r\n".utf8))
-                return .line(editor.take())
+                var line = editor.take()
+                return .line(Secret(wiping: &line))
             }
         }
     }
 
     /// Reads one `\n`-terminated line, one byte at a time so nothing past the line is consumed.
     private func readPlainLine(cancelledBy cancelFD: Int32) -> ReadResult {
+        // Room for the longest answer up front: a growing array would leave copies of the password in
+        // the buffers it outgrew.
         var line: [UInt8] = []
+        line.reserveCapacity(Self.maxAnswerBytes + 1)
+        defer { Secret.wipe(&line) }
         while true {
             guard let byte = readByte(cancelledBy: cancelFD) else {
                 if line.isEmpty { return .endOfInput }
@@ -209,7 +217,7 @@ public final class TerminalConversation: Conversation {
             if line.count <= Self.maxAnswerBytes { line.append(byte) }
         }
         if line.last == UInt8(ascii: "\r") { line.removeLast() }
-        return .line(line)
+        return .line(Secret(copying: line))
     }
 
     /// One byte from the input, or `nil` at end of input, on error, or when `cancelFD` is signalled.
@@ -295,9 +303,10 @@ final class WakeupPipe: Sendable {
     }
 }
 
-/// Writes `text` to standard error, unbuffered: for the executables' messages.
+/// Writes `text` to standard error, unbuffered: for the executables' messages. Anything unprintable but
+/// line breaks is escaped, as messages may quote names and reasons from files or modules.
 public func writeStandardError(_ text: String) {
-    writeAll(2, Array(text.utf8))
+    writeAll(2, Array(TextSafety.escaped(text, keepingLineBreaks: true).utf8))
 }
 
 /// Writes all of `bytes`, retrying short writes and interruptions.

@@ -9,9 +9,7 @@ import Testing
 /// Runs the built `gatekeeper-run` binary, as a person or a script would.
 struct GatekeeperRunTests {
     @Test func theDemoAccountRunsTheCommandAndKeepsItsStatus() throws {
-        let result = try run(
-            gatekeeperRun,
-            [
+        let result = try run(gatekeeperRun, mock + [
                 "--user", "alice", "--password-stdin", "--delay", "0", "--", "sh", "-c",
                 "echo \"$GATEKEEPER_USER/$GATEKEEPER_PROVIDER\"; exit 3",
             ],
@@ -22,15 +20,13 @@ struct GatekeeperRunTests {
     }
 
     @Test func theDefaultDelayIsOneRoundTrip() throws {
-        let result = try run(gatekeeperRun, ["--user", "bob", "--password-stdin", "--", "true"], input: "builder\n")
+        let result = try run(gatekeeperRun, mock + ["--user", "bob", "--password-stdin", "--", "true"], input: "builder\n")
         #expect(result.status == 0)
     }
 
     @Test func aWrongPasswordDoesNotRunTheCommand() throws {
         let marker = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-run-\(UUID())")
-        let result = try run(
-            gatekeeperRun,
-            ["--user", "alice", "--password-stdin", "--delay", "0", "--", "touch", marker.path],
+        let result = try run(gatekeeperRun, mock + ["--user", "alice", "--password-stdin", "--delay", "0", "--", "touch", marker.path],
             input: "not-wonderland\n"
         )
         #expect(result.status == 77)
@@ -40,8 +36,7 @@ struct GatekeeperRunTests {
     }
 
     @Test func anEmptyUserNameCancels() throws {
-        let result = try run(
-            gatekeeperRun, ["--user", "", "--password-stdin", "--", "echo", "ran"], input: "wonderland\n")
+        let result = try run(gatekeeperRun, mock + ["--user", "", "--password-stdin", "--", "echo", "ran"], input: "wonderland\n")
         #expect(result.status == 130)
         #expect(result.stdout.isEmpty)
     }
@@ -82,9 +77,7 @@ struct GatekeeperRunTests {
 
     @Test(arguments: outcomes)
     func mapsEveryOutcomeToItsStatus(_ outcome: Outcome) throws {
-        let result = try run(
-            gatekeeperRun,
-            outcome.options + ["--password-stdin", "--delay", "0", "--", "true"], input: outcome.password)
+        let result = try run(gatekeeperRun, mock + outcome.options + ["--password-stdin", "--delay", "0", "--", "true"], input: outcome.password)
         #expect(result.status == outcome.status, "\(result.stderr)")
         let password = outcome.password.trimmingCharacters(in: .newlines)
         if !password.isEmpty {
@@ -102,22 +95,20 @@ struct GatekeeperRunTests {
         ["--provider", "mock", "--provider", "mock", "--", "true"],
     ])
     func refusesBadCommandLines(_ arguments: [String]) throws {
-        let result = try run(gatekeeperRun, arguments, input: "")
+        let result = try run(gatekeeperRun, mock + arguments, input: "")
         #expect(result.status == 64)
         #expect(result.stderr.hasPrefix("gatekeeper-run: "))
     }
 
     @Test func helpListsProvidersAndStatuses() throws {
-        let result = try run(gatekeeperRun, ["--help"], input: "")
+        let result = try run(gatekeeperRun, mock + ["--help"], input: "")
         #expect(result.status == 0)
         #expect(result.stdout.contains("--delay SECONDS"))
         #expect(result.stdout.contains("130 login cancelled"))
     }
 
     @Test func reportsAMissingCommand() throws {
-        let result = try run(
-            gatekeeperRun,
-            ["--user", "alice", "--password-stdin", "--delay", "0", "--", "/nonexistent/command"],
+        let result = try run(gatekeeperRun, mock + ["--user", "alice", "--password-stdin", "--delay", "0", "--", "/nonexistent/command"],
             input: "wonderland\n"
         )
         #expect(result.status == 127)
@@ -125,8 +116,7 @@ struct GatekeeperRunTests {
 
     /// Without a terminal, prompts are answered line by line from standard input, with retries.
     @Test func promptsCanBeScripted() throws {
-        let result = try run(
-            gatekeeperRun, ["--delay", "0", "--", "echo", "ran"], input: "alice\nwrong\nalice\nwonderland\n")
+        let result = try run(gatekeeperRun, mock + ["--delay", "0", "--", "echo", "ran"], input: "alice\nwrong\nalice\nwonderland\n")
         #expect(result.status == 0)
         #expect(result.stdout == "ran\n")
         #expect(result.stderr.contains("Username: \nPassword: \nThe user name or password is incorrect.\n"))
@@ -134,7 +124,7 @@ struct GatekeeperRunTests {
     }
 
     @Test func endOfInputAtAPromptCancels() throws {
-        let result = try run(gatekeeperRun, ["--delay", "0", "--", "echo", "ran"], input: "alice\n")
+        let result = try run(gatekeeperRun, mock + ["--delay", "0", "--", "echo", "ran"], input: "alice\n")
         #expect(result.status == 130)
         #expect(result.stdout.isEmpty)
     }
@@ -142,7 +132,7 @@ struct GatekeeperRunTests {
     /// Ctrl-C while the provider works (a one-hour delay here) cancels the login instead of waiting.
     @Test(.timeLimit(.minutes(1)))
     func anInterruptDuringTheDelayCancels() throws {
-        let process = try Spawned(gatekeeperRun, ["--delay", "3600", "--", "echo", "ran"])
+        let process = try Spawned(gatekeeperRun, mock + ["--delay", "3600", "--", "echo", "ran"])
         process.write("alice\n")
         try process.waitForStderr(containing: "Password: ")
         process.write("wonderland\n")
@@ -157,3 +147,6 @@ struct GatekeeperRunTests {
 }
 
 let gatekeeperRun = builtExecutable("gatekeeper-run")
+
+/// The demo backend, which gatekeeper-run never picks by itself.
+let mock = ["--provider", "mock"]

@@ -32,6 +32,7 @@ struct PAMFixture: Sendable {
         }
         let module = try Self.compileFixtureModule(into: directory)
         let (plain, delayed, session) = (try passdb("gk-matrix"), try passdb("gk-delay"), try passdb("gk-session"))
+        let (cancel, casefold, items) = (try passdb("gk-cancel"), try passdb("gk-casefold"), try passdb("gk-items"))
         let services = [
             "gk-matrix": "auth required \(matrix) passdb=\(plain)\naccount required \(matrix) passdb=\(plain)\n",
             "gk-delay": """
@@ -47,6 +48,29 @@ struct PAMFixture: Sendable {
             session required \(module) log=\(directory)/session.log
 
             """,
+            // The account check shows a message (a test cancels the login there); every phase is logged.
+            "gk-cancel": """
+            auth required \(matrix) passdb=\(cancel)
+            auth optional \(module) quiet log=\(directory)/cancel.log
+            account required \(matrix) passdb=\(cancel)
+            account required \(module) notice log=\(directory)/cancel.log
+            session required \(module) log=\(directory)/cancel.log
+
+            """,
+            // A case-insensitive account database: any spelling of alice is alice.
+            "gk-casefold": """
+            auth required \(module) casefold
+            auth required \(matrix) passdb=\(casefold)
+            account required \(matrix) passdb=\(casefold)
+
+            """,
+            // The items a login sets, logged, and a pam_access rule on the terminal.
+            "gk-items": """
+            auth required \(matrix) passdb=\(items)
+            account required \(module) items=\(directory)/items.log
+            account required pam_access.so nodns accessfile=\(directory)/access.conf
+
+            """,
         ]
         for (name, text) in services {
             try text.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
@@ -58,8 +82,11 @@ struct PAMFixture: Sendable {
     }
 
     /// What the fixture module's session hooks wrote.
-    var sessionLog: String {
-        (try? String(contentsOfFile: directory + "/session.log", encoding: .utf8)) ?? ""
+    var sessionLog: String { log("session.log") }
+
+    /// A file the fixture module wrote in the directory (empty if none).
+    func log(_ name: String) -> String {
+        (try? String(contentsOfFile: directory + "/" + name, encoding: .utf8)) ?? ""
     }
 
     /// Where Debian's libpam-wrapper puts `pam_matrix.so`.

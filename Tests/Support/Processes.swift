@@ -135,6 +135,8 @@ public final class Spawned {
 /// types on the keyboard side and reads the screen.
 public final class TerminalSession {
     public let pid: pid_t
+    /// The terminal's device path (`/dev/pts/N`).
+    public let terminalName: String
     private let controller: Int32
     private var screen: [UInt8] = []
 
@@ -147,6 +149,7 @@ public final class TerminalSession {
         self.controller = controller
         defer { close(terminal) }
         guard let name = ttyname(terminal).map({ String(cString: $0) }) else { throw POSIXError(.ENOTTY) }
+        terminalName = name
         // In a new session, opening the terminal makes it the controlling one: /dev/tty works and Ctrl-C
         // in cooked mode sends SIGINT.
         pid = try spawn(
@@ -183,6 +186,18 @@ public final class TerminalSession {
             usleep(10_000)
         }
         throw WaitTimedOut(text: text, output: output)
+    }
+
+    /// Sends `signal` to the process.
+    public func send(_ signal: Int32) {
+        kill(pid, signal)
+    }
+
+    /// The terminal's local modes (`c_lflag`: ECHO, ICANON, ISIG …) as they are now.
+    public var localModes: tcflag_t {
+        var settings = termios()
+        tcgetattr(controller, &settings)
+        return settings.c_lflag
     }
 
     /// Waits for the process to end and returns its status.
@@ -235,8 +250,16 @@ private func spawn(
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
+    // As a shell starts a command: an empty signal mask and every signal at its default (the test
+    // runner's threads block signals, and a child would inherit that).
+    var noSignals = sigset_t()
+    sigemptyset(&noSignals)
+    var allSignals = sigset_t()
+    sigfillset(&allSignals)
+    posix_spawnattr_setsigmask(&attributes, &noSignals)
+    posix_spawnattr_setsigdefault(&attributes, &allSignals)
     // POSIX_SPAWN_SETSID (glibc): a new session, without a controlling terminal until it opens one.
-    posix_spawnattr_setflags(&attributes, 0x80)
+    posix_spawnattr_setflags(&attributes, Int16(0x80 | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
     let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]

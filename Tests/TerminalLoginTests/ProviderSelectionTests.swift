@@ -40,8 +40,10 @@ struct ProviderSelectionTests {
         #expect(try selection.makeProvider().name == "fake")
     }
 
-    @Test func defaultsToTheFirstProvider() throws {
-        #expect(try parse([]).0.makeProvider().name == "fake")
+    @Test func defaultsToTheFirstProviderOnlyWhenAsked() throws {
+        #expect(try parse([]).0.makeProvider(defaultsToFirst: true).name == "fake")
+        #expect(throws: UsageError.self) { try parse([]).0.makeProvider() }
+        #expect(ProviderSelection(registry: registry).help().contains("required"))
     }
 
     @Test(arguments: [
@@ -60,7 +62,7 @@ struct ProviderSelectionTests {
                 option: "delay", value: "nan", expected: "a number of seconds from 0 to 3600"
             )
         ) {
-            try parse(["--delay", "nan"]).0.makeProvider()
+            try parse(["--delay", "nan"]).0.makeProvider(defaultsToFirst: true)
         }
     }
 
@@ -71,7 +73,7 @@ struct ProviderSelectionTests {
     }
 
     @Test func helpListsEveryOption() {
-        let help = ProviderSelection(registry: registry).help
+        let help = ProviderSelection(registry: registry).help()
         #expect(help.contains("fake"))
         #expect(help.contains("--delay SECONDS"))
     }

@@ -1,0 +1,245 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// A bounded set of ordinary threads for blocking C work (PAM transactions, password hashing), apart
+/// from Swift's cooperative pool.
+///
+/// At most `maxThreads` jobs run at once; later ones wait in line, first come first served, so a burst
+/// of logins cannot start threads (or hash with gigabytes of memory) without limit. A thread that
+/// finishes is kept for the next job, up to `maxIdle` of them. A job whose caller stopped waiting before
+/// it started is dropped, never run (as swift-nio's `runIfActive` does).
+package final class ThreadPool: Sendable {
+    package let maxThreads: Int
+    private let maxIdle: Int
+    /// What the pool is for, in messages.
+    package let name: String
+    private let state = Mutex(State())
+
+    private struct State {
+        var threads = 0
+        var idle: [Worker] = []
+        var waiting: [Job] = []
+        var head = 0
+
+        mutating func nextWaiting() -> Job? {
+            while head < waiting.count {
+                let job = waiting[head]
+                head += 1
+                if head == waiting.count {
+                    waiting.removeAll(keepingCapacity: true)
+                    head = 0
+                } else if head >= 64 && head * 2 >= waiting.count {
+                    waiting.removeFirst(head)
+                    head = 0
+                }
+                if !job.isAbandoned() { return job }
+            }
+            return nil
+        }
+    }
+
+    /// - Parameters:
+    ///   - name: What the pool is for.
+    ///   - maxThreads: How many jobs may run at once.
+    ///   - maxIdle: How many finished threads are kept for later jobs.
+    package init(name: String, maxThreads: Int, maxIdle: Int) {
+        precondition(maxThreads >= 1, "a pool needs a thread")
+        self.name = name
+        self.maxThreads = maxThreads
+        self.maxIdle = min(maxIdle, maxThreads)
+    }
+
+    /// The number of online processors, at least 1.
+    package static var processorCount: Int {
+        max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    }
+
+    /// How many jobs wait for a thread now.
+    package var waitingCount: Int {
+        state.withLock { $0.waiting.count - $0.head }
+    }
+
+    /// Runs `job` on a pool thread, now or when one is free.
+    /// - Parameter isAbandoned: Asked just before the job would start; `true` drops it.
+    package func submit(
+        isAbandoned: @escaping @Sendable () -> Bool = { false },
+        _ job: @escaping @Sendable () -> Void
+    ) {
+        let job = Job(isAbandoned: isAbandoned, body: job)
+        enum Placement {
+            case worker(Worker)
+            case newThread
+            case queued
+        }
+        let placement = state.withLock { state -> Placement in
+            if let worker = state.idle.popLast() { return .worker(worker) }
+            if state.threads < maxThreads {
+                state.threads += 1
+                return .newThread
+            }
+            state.waiting.append(job)
+            return .queued
+        }
+        switch placement {
+        case .worker(let worker):
+            worker.assign(job)
+        case .newThread:
+            if !Worker.start(in: self, with: job) {
+                // No thread could be made (out of resources): run the job in line behind the others.
+                state.withLock { state in
+                    state.threads -= 1
+                    state.waiting.append(job)
+                }
+            }
+        case .queued:
+            break
+        }
+    }
+
+    /// Runs blocking `work` on a pool thread and returns its result, or `nil` as soon as the task is
+    /// cancelled: work not started yet is then dropped, and work already running finishes in the
+    /// background with its result discarded.
+    package func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
+        let bridge = Bridge<T>()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                guard bridge.attach(continuation) else { return continuation.resume(returning: nil) }
+                submit(isAbandoned: { bridge.isFinished }) { bridge.finish(work()) }
+            }
+        } onCancel: {
+            bridge.finish(nil)
+        }
+    }
+
+    /// What a worker does after a job: the next waiting job, or `nil` to park (`true`) or exit (`false`).
+    fileprivate func next(after worker: Worker) -> (Job?, park: Bool) {
+        state.withLock { state in
+            if let job = state.nextWaiting() { return (job, false) }
+            if state.idle.count < maxIdle {
+                state.idle.append(worker)
+                return (nil, true)
+            }
+            state.threads -= 1
+            return (nil, false)
+        }
+    }
+}
+
+/// A job and how to tell that nobody waits for it any more.
+private struct Job: Sendable {
+    let isAbandoned: @Sendable () -> Bool
+    let body: @Sendable () -> Void
+}
+
+/// The handshake between an async caller and the pool thread: whichever of "done" and "cancelled"
+/// comes first resumes the caller, once.
+private final class Bridge<T: Sendable>: Sendable {
+    private let state = Mutex<(finished: Bool, continuation: CheckedContinuation<T?, Never>?)>((false, nil))
+
+    var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// Keeps the continuation; `false` when the caller was cancelled already.
+    func attach(_ continuation: CheckedContinuation<T?, Never>) -> Bool {
+        state.withLock { state in
+            if state.finished { return false }
+            state.continuation = continuation
+            return true
+        }
+    }
+
+    func finish(_ value: T?) {
+        state.withLock { state in
+            state.finished = true
+            return state.continuation.take()
+        }?.resume(returning: value)
+    }
+}
+
+/// One pool thread.
+///
+/// `@unchecked Sendable`: `assigned` is behind a mutex; the semaphore is thread-safe.
+private final class Worker: @unchecked Sendable {
+    private let pool: ThreadPool
+    private let wakeup = Semaphore()
+    private let assigned = Mutex<Job?>(nil)
+
+    private init(pool: ThreadPool) {
+        self.pool = pool
+    }
+
+    /// Starts a thread running `job` first; `false` if the system refused a thread.
+    static func start(in pool: ThreadPool, with job: Job) -> Bool {
+        let worker = Worker(pool: pool)
+        worker.assigned.withLock { $0 = job }
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        let context = Unmanaged.passRetained(worker).toOpaque()
+        var thread = pthread_t()
+        let created = pthread_create(
+            &thread,
+            &attributes,
+            { context in
+                let worker = Unmanaged<Worker>.fromOpaque(context!).takeRetainedValue()
+                worker.loop()
+                return nil
+            },
+            context
+        )
+        if created != 0 {
+            Unmanaged<Worker>.fromOpaque(context).release()
+            return false
+        }
+        return true
+    }
+
+    func assign(_ job: Job) {
+        assigned.withLock { $0 = job }
+        wakeup.signal()
+    }
+
+    private func loop() {
+        var job = assigned.withLock { $0.take() }
+        while true {
+            if let current = job, !current.isAbandoned() { current.body() }
+            let (next, park) = pool.next(after: self)
+            if let next {
+                job = next
+                continue
+            }
+            guard park else { return }
+            wakeup.wait()
+            job = assigned.withLock { $0.take() }
+        }
+    }
+}
+
+/// A counting semaphore over a POSIX one, so the support target needs no Dispatch.
+///
+/// `@unchecked Sendable`: `sem_t` is made for use by many threads; it lives at a fixed address.
+private final class Semaphore: @unchecked Sendable {
+    private let semaphore = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+
+    init() {
+        sem_init(semaphore, 0, 0)
+    }
+
+    func signal() {
+        sem_post(semaphore)
+    }
+
+    func wait() {
+        while sem_wait(semaphore) != 0 && errno == EINTR {}
+    }
+
+    deinit {
+        sem_destroy(semaphore)
+        semaphore.deallocate()
+    }
+}
