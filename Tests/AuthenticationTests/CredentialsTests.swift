@@ -20,6 +20,12 @@ struct CredentialsTests {
         ("al\u{FFFD}ice", .invalidUsername(.invalidUTF8)),
         (" alice", .invalidUsername(.surroundingWhitespace)),
         ("alice ", .invalidUsername(.surroundingWhitespace)),
+        // Names that would look like other names in a list or an audit record.
+        ("admin\u{202E}", .invalidUsername(.invisibleCharacter)),
+        ("\u{2066}root", .invalidUsername(.invisibleCharacter)),
+        ("ad\u{200B}min", .invalidUsername(.invisibleCharacter)),
+        ("ad\u{AD}min", .invalidUsername(.invisibleCharacter)),
+        ("alice\u{2028}", .invalidUsername(.lineBreak)),
     ]
 
     @Test(arguments: badUsernames)
@@ -92,5 +98,29 @@ struct CredentialsTests {
         #expect(AuthError.tooManyAttempts(retryAfter: .seconds(1.5)).description.contains("2 seconds"))
         let lockedUntil = AuthError.accountLocked(until: Date(timeIntervalSince1970: 86_400))
         #expect(lockedUntil.description == "The account is locked until 1970-01-02T00:00:00Z.")
+    }
+}
+
+struct TextSafetyTests {
+    @Test func escapesWhatCouldRewriteATerminalOrHideText() {
+        #expect(TextSafety.escaped("Bob\u{1B}]0;owned\u{7}") == "Bob\\u{1B}]0;owned\\u{7}")
+        #expect(TextSafety.escaped("a\u{202E}b\u{9B}c\u{200D}") == "a\\u{202E}b\\u{9B}c\\u{200D}")
+        #expect(TextSafety.escaped("two\nlines\t", keepingLineBreaks: true) == "two\nlines\\u{9}")
+        #expect(TextSafety.escaped("two\nlines") == "two\\u{A}lines")
+        // Letters, marks and symbols of every script are shown as they are.
+        #expect(TextSafety.escaped("Zoë Ünal · 李 · ൎ · 😀") == "Zoë Ünal · 李 · ൎ · 😀")
+        #expect(TextSafety.codePoint("\u{7}") == "U+0007")
+    }
+}
+
+/// Fixed credentials answer the user-name question and one hidden prompt, and nothing else: a
+/// provider's own visible question (a one-time code) never gets the user name as its answer.
+struct CredentialsConversationTests {
+    @Test func answersOnlyTheQuestionsItWasGivenAnswersFor() async throws {
+        let conversation = CredentialsConversation(try credentials("alice", "secret"))
+        #expect(try await conversation.askUsername("Username: ") == "alice")
+        await #expect(throws: AuthError.cancelled) { try await conversation.ask("One-time code: ") }
+        #expect(try await conversation.askSecret("Password: ") == Secret(copying: "secret".utf8))
+        await #expect(throws: AuthError.cancelled) { try await conversation.askSecret("PIN: ") }
     }
 }

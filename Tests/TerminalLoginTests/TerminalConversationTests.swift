@@ -60,6 +60,19 @@ struct PlainInputTests {
         #expect(drain(output.read) == "Username: \nPassword: \nMore: \nAgain: \n")
     }
 
+    /// Prompts and messages may come from a PAM module or a helper program: anything that could
+    /// rewrite the terminal is escaped; line breaks stay.
+    @Test func escapesPromptsAndMessagesFromProviders() async throws {
+        let input = Pipe()
+        let output = Pipe()
+        defer { input.close(); output.close() }
+        let conversation = TerminalConversation(input: input.read, output: output.write)
+        input.send("123456\n")
+        await conversation.show("Hello\u{1B}[2J\nworld\u{202E}", as: .info)
+        #expect(try await conversation.ask("Code\u{7}: ") == "123456")
+        #expect(drain(output.read) == "Hello\\u{1B}[2J\nworld\\u{202E}\nCode\\u{7}: \n")
+    }
+
     @Test func cutsOverlongLinesWithoutLosingTheNextOne() async throws {
         let input = Pipe()
         let output = Pipe()

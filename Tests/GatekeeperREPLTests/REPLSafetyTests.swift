@@ -1,0 +1,52 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a hostile users file or a signal can do to the REPL's terminal: nothing.
+struct REPLSafetyTests {
+    /// SIGTERM while the spinner runs (echo is off then, and the command line is in raw mode underneath)
+    /// leaves the terminal as it was before the REPL started, and the REPL dies by SIGTERM.
+    @Test(.timeLimit(.minutes(1)))
+    func sigtermDuringTheSpinnerRestoresTheTerminal() throws {
+        let repl = try TerminalSession(gatekeeperREPL, ["--delay", "60"])
+        try repl.waitFor("]› ")
+        repl.type("login\r")
+        try repl.waitFor("Username: ")
+        repl.type("alice\r")
+        try repl.waitFor("Password: ")
+        repl.type("wonderland\r")
+        try repl.waitFor("Checking")
+        #expect(repl.localModes & tcflag_t(ECHO) == 0)  // The spinner hides typed keys.
+        repl.send(SIGTERM)
+        #expect(repl.finish() == 128 + SIGTERM)
+        // As a new terminal starts: echo, line editing and signal keys on.
+        let usual = tcflag_t(ECHO | ICANON | ISIG | IEXTEN)
+        #expect(repl.localModes & usual == usual)
+    }
+
+    /// A display name and groups with terminal escape sequences, written into the file by hand, are
+    /// shown escaped: they cannot retitle the window or clear the screen.
+    @Test func namesFromAUsersFileCannotRewriteTheTerminal() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-repl-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("users").path
+        // bob / builder, bcrypt (htpasswd -nbB bob builder).
+        let hash = "$2y$05$979LHktMLEEEN8Oo4VlI3eGfVhUCOzuHM77lB5jmN9pAsy03saWeG"
+        let line = "bob:\(hash):staff,\u{1B}[2J:\u{1B}]0;owned\u{7}Bob\u{202E}\n"
+        FileManager.default.createFile(atPath: file, contents: Data(line.utf8))
+        chmod(file, 0o600)
+        let result = try run(
+            gatekeeperREPL, ["--provider", "file", "--users", file], input: "profile\nbob\nbuilder\nwhoami\n")
+        #expect(result.stdout.contains("User:      bob"), "\(result.stdout)")
+        #expect(result.stdout.contains("\\u{1B}]0;owned\\u{7}Bob\\u{202E}"))
+        #expect(result.stdout.contains("\\u{1B}[2J"))
+        #expect(!result.stdout.contains("\u{1B}"))
+        #expect(!result.stdout.contains("\u{7}"))
+        #expect(!result.stdout.contains("\u{202E}"))
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What the command and the terminal are left with: the signal state a shell would give, and a
+/// terminal with echo back on whatever signal ends a prompt.
+struct SignalAndTerminalTests {
+    /// The `SigBlk` and `SigIgn` lines a command sees in /proc/self/status.
+    private static let signalLines = ["grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"]
+
+    /// The blocked and ignored signals in `output` of ``signalLines``, without glibc's own signals 32
+    /// and 33: no program can set those through libc, and `posix_spawn` from a threaded parent (this
+    /// test runner) leaves them ignored in every child.
+    private static func signalState(_ output: String) -> [String: UInt64] {
+        var state: [String: UInt64] = [:]
+        for line in output.split(whereSeparator: \.isNewline) {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, let mask = UInt64(parts[1].trimmingCharacters(in: .whitespaces), radix: 16)
+            else { continue }
+            state[String(parts[0])] = mask & ~(UInt64(0b11) << 31)
+        }
+        return state
+    }
+
+    /// What the same command shows when started directly, as a shell would start it.
+    private func baseline() throws -> [String: UInt64] {
+        let result = try run(URL(fileURLWithPath: "/usr/bin/env"), Self.signalLines, input: "")
+        #expect(result.status == 0)
+        return Self.signalState(result.stdout)
+    }
+
+    @Test func theCommandGetsTheSignalStateAShellWouldGiveIt() throws {
+        let result = try run(
+            gatekeeperRun,
+            mock + ["--user", "alice", "--password-stdin", "--delay", "0", "--"] + Self.signalLines,
+            input: "wonderland\n"
+        )
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(Self.signalState(result.stdout) == (try baseline()))
+        #expect(Self.signalState(result.stdout) == ["SigBlk": 0, "SigIgn": 0])
+    }
+
+    /// At a terminal, Ctrl-C handling and the terminal's signal handlers are in place during the login;
+    /// none of it reaches the command.
+    @Test(.timeLimit(.minutes(1)))
+    func atATerminalTooTheCommandGetsAShellsSignalState() throws {
+        let session = try TerminalSession(gatekeeperRun, mock + ["--delay", "0", "--"] + Self.signalLines)
+        try session.waitFor("Username: ")
+        session.type("alice\r")
+        try session.waitFor("Password: ")
+        session.type("wonderland\r")
+        #expect(session.finish() == 0)
+        let lines = session.output.components(separatedBy: "\r\n").filter { $0.hasPrefix("Sig") }
+        #expect(Self.signalState(lines.joined(separator: "\n")) == ["SigBlk": 0, "SigIgn": 0])
+    }
+
+    /// A service manager's SIGTERM stops the command at once (it was blocked before, and `timeout 2
+    /// gatekeeper-run … -- sleep 10` took ten seconds).
+    @Test(.timeLimit(.minutes(1)))
+    func sigtermStopsTheCommand() throws {
+        let process = try Spawned(gatekeeperRun, mock + ["--user", "alice", "--password-stdin", "--delay", "0", "--", "sleep", "30"])
+        process.write("wonderland\n")
+        // The login is over once the process has become `sleep`.
+        let deadline = ContinuousClock.now + .seconds(20)
+        var command = ""
+        while ContinuousClock.now < deadline {
+            command = (try? String(contentsOfFile: "/proc/\(process.pid)/comm", encoding: .utf8)) ?? ""
+            if command == "sleep\n" { break }
+            usleep(10_000)
+        }
+        #expect(command == "sleep\n")
+        kill(process.pid, SIGTERM)
+        let started = ContinuousClock.now
+        let result = process.finish()
+        #expect(result.status == 128 + SIGTERM)
+        #expect(ContinuousClock.now - started < .seconds(20), "the command outlived SIGTERM")
+    }
+
+    /// A host tool must name its backend: without `--provider`, nothing runs (the demo backend's
+    /// published accounts would otherwise get in).
+    @Test func thereIsNoDefaultBackend() throws {
+        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-run-\(UUID())")
+        let result = try run(
+            gatekeeperRun, ["--user", "alice", "--password-stdin", "--", "touch", marker.path], input: "wonderland\n")
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("--provider"))
+        #expect(!FileManager.default.fileExists(atPath: marker.path))
+        #expect(try run(gatekeeperRun, ["--help"], input: "").stdout.contains("--provider NAME, required"))
+    }
+
+    /// A users file that cannot be read makes the backend unavailable (69), not a usage error (64).
+    @Test func anUnreadableUsersFileIsUnavailable() throws {
+        let result = try run(
+            gatekeeperRun,
+            ["--provider", "file", "--users", "/nonexistent/users", "--user", "a", "--password-stdin", "--", "true"],
+            input: "x\n"
+        )
+        #expect(result.status == 69, "\(result.stderr)")
+    }
+
+    /// SIGTERM or SIGHUP at a password prompt leaves the terminal as it was (echo, line editing and
+    /// signals on), and the process still dies by that signal.
+    @Test(.timeLimit(.minutes(1)), arguments: [SIGTERM, SIGHUP])
+    func aSignalAtThePasswordPromptRestoresTheTerminal(_ signal: Int32) throws {
+        let session = try TerminalSession(gatekeeperRun, mock + ["--user", "alice", "--", "true"])
+        let before = session.localModes
+        #expect(before & tcflag_t(ECHO | ICANON | ISIG) == tcflag_t(ECHO | ICANON | ISIG))
+        try session.waitFor("Password: ")
+        #expect(session.localModes & tcflag_t(ECHO) == 0)  // The prompt really turned echo off.
+        session.send(signal)
+        #expect(session.finish() == 128 + signal)
+        #expect(session.localModes == before)
+    }
+}
