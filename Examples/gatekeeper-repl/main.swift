@@ -21,7 +21,9 @@ do {
     while let argument = arguments.first {
         if try selection.consume(&arguments) { continue }
         if argument == "-h" || argument == "--help" {
-            print("\(usage)\n\nA tabbed terminal demonstration of swift-gatekeeper.\n\n\(selection.help(defaultsToFirst: true))")
+            print(
+                "\(usage)\n\nA tabbed terminal demonstration of swift-gatekeeper.\n\n\(selection.help(defaultsToFirst: true))"
+            )
             exit(0)
         }
         throw UsageError("Unknown option \(argument).")

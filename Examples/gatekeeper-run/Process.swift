@@ -67,4 +67,3 @@ struct CommandError: Error {
     let status: ExitStatus
     let message: String
 }
-

@@ -1,9 +1,10 @@
 import Authentication
 import AuthenticationTesting
-@testable import FileProvider
 import Foundation
 import TestSupport
 import Testing
+
+@testable import FileProvider
 
 #if canImport(Glibc)
     import Glibc

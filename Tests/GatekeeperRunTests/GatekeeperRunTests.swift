@@ -9,7 +9,9 @@ import Testing
 /// Runs the built `gatekeeper-run` binary, as a person or a script would.
 struct GatekeeperRunTests {
     @Test func theDemoAccountRunsTheCommandAndKeepsItsStatus() throws {
-        let result = try run(gatekeeperRun, mock + [
+        let result = try run(
+            gatekeeperRun,
+            mock + [
                 "--user", "alice", "--password-stdin", "--delay", "0", "--", "sh", "-c",
                 "echo \"$GATEKEEPER_USER/$GATEKEEPER_PROVIDER\"; exit 3",
             ],
@@ -20,13 +22,15 @@ struct GatekeeperRunTests {
     }
 
     @Test func theDefaultDelayIsOneRoundTrip() throws {
-        let result = try run(gatekeeperRun, mock + ["--user", "bob", "--password-stdin", "--", "true"], input: "builder\n")
+        let result = try run(
+            gatekeeperRun, mock + ["--user", "bob", "--password-stdin", "--", "true"], input: "builder\n")
         #expect(result.status == 0)
     }
 
     @Test func aWrongPasswordDoesNotRunTheCommand() throws {
         let marker = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-run-\(UUID())")
-        let result = try run(gatekeeperRun, mock + ["--user", "alice", "--password-stdin", "--delay", "0", "--", "touch", marker.path],
+        let result = try run(
+            gatekeeperRun, mock + ["--user", "alice", "--password-stdin", "--delay", "0", "--", "touch", marker.path],
             input: "not-wonderland\n"
         )
         #expect(result.status == 77)
@@ -36,7 +40,8 @@ struct GatekeeperRunTests {
     }
 
     @Test func anEmptyUserNameCancels() throws {
-        let result = try run(gatekeeperRun, mock + ["--user", "", "--password-stdin", "--", "echo", "ran"], input: "wonderland\n")
+        let result = try run(
+            gatekeeperRun, mock + ["--user", "", "--password-stdin", "--", "echo", "ran"], input: "wonderland\n")
         #expect(result.status == 130)
         #expect(result.stdout.isEmpty)
     }
@@ -77,7 +82,9 @@ struct GatekeeperRunTests {
 
     @Test(arguments: outcomes)
     func mapsEveryOutcomeToItsStatus(_ outcome: Outcome) throws {
-        let result = try run(gatekeeperRun, mock + outcome.options + ["--password-stdin", "--delay", "0", "--", "true"], input: outcome.password)
+        let result = try run(
+            gatekeeperRun, mock + outcome.options + ["--password-stdin", "--delay", "0", "--", "true"],
+            input: outcome.password)
         #expect(result.status == outcome.status, "\(result.stderr)")
         let password = outcome.password.trimmingCharacters(in: .newlines)
         if !password.isEmpty {
@@ -108,7 +115,9 @@ struct GatekeeperRunTests {
     }
 
     @Test func reportsAMissingCommand() throws {
-        let result = try run(gatekeeperRun, mock + ["--user", "alice", "--password-stdin", "--delay", "0", "--", "/nonexistent/command"],
+        let result = try run(
+            gatekeeperRun,
+            mock + ["--user", "alice", "--password-stdin", "--delay", "0", "--", "/nonexistent/command"],
             input: "wonderland\n"
         )
         #expect(result.status == 127)
@@ -116,7 +125,8 @@ struct GatekeeperRunTests {
 
     /// Without a terminal, prompts are answered line by line from standard input, with retries.
     @Test func promptsCanBeScripted() throws {
-        let result = try run(gatekeeperRun, mock + ["--delay", "0", "--", "echo", "ran"], input: "alice\nwrong\nalice\nwonderland\n")
+        let result = try run(
+            gatekeeperRun, mock + ["--delay", "0", "--", "echo", "ran"], input: "alice\nwrong\nalice\nwonderland\n")
         #expect(result.status == 0)
         #expect(result.stdout == "ran\n")
         #expect(result.stderr.contains("Username: \nPassword: \nThe user name or password is incorrect.\n"))

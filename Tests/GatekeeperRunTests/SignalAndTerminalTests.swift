@@ -62,7 +62,8 @@ struct SignalAndTerminalTests {
     /// gatekeeper-run … -- sleep 10` took ten seconds).
     @Test(.timeLimit(.minutes(1)))
     func sigtermStopsTheCommand() throws {
-        let process = try Spawned(gatekeeperRun, mock + ["--user", "alice", "--password-stdin", "--delay", "0", "--", "sleep", "30"])
+        let process = try Spawned(
+            gatekeeperRun, mock + ["--user", "alice", "--password-stdin", "--delay", "0", "--", "sleep", "30"])
         process.write("wonderland\n")
         // The login is over once the process has become `sleep`.
         let deadline = ContinuousClock.now + .seconds(20)

@@ -1,9 +1,10 @@
 import Authentication
 import AuthenticationTesting
 import Foundation
-@testable import PAMProvider
 import TestSupport
 import Testing
+
+@testable import PAMProvider
 
 #if canImport(Glibc)
     import Glibc
