@@ -14,6 +14,8 @@ struct FileBench {
         var parallelPair: Double
         var wrongPassword: Double
         var unknownUser: Double
+        /// Unknown user over wrong password on files of other schemes: the stand-in must follow the file.
+        var unknownOverWrongByScheme: [(scheme: String, ratio: Double)]
         var loadSeconds: Double
         var fileBytes: Int
         var residentGrowthKiB: Int
@@ -68,6 +70,31 @@ struct FileBench {
             )
         }
 
+        // Files of other schemes: an unknown user must cost what a wrong password costs there too.
+        var byScheme: [(scheme: String, ratio: Double)] = []
+        let others = [
+            ("bcrypt", try PasswordHash.make(Secret(copying: "bench-password".utf8), scheme: .bcrypt).text),
+            ("apr1", "$apr1$NvU.aT8v$5ah9Wab2rb10GlGHNxpa5."),  // htpasswd -nbm u bench-password
+        ]
+        for (scheme, otherHash) in others {
+            let otherPath = directory + "/users-" + scheme
+            try "alice:\(otherHash)\n".write(toFile: otherPath, atomically: true, encoding: .utf8)
+            chmod(otherPath, 0o600)
+            let other = try FileAuthProvider(.init(path: otherPath))
+            func otherLogin(_ user: String) async throws {
+                _ = try await other.authenticate(
+                    AuthRequest(username: user, conversation: ScriptedConversation(.secret("wrong-password"))))
+            }
+            try await otherLogin("alice")
+            var otherWrong: [Double] = []
+            var otherUnknown: [Double] = []
+            for _ in 0..<60 {
+                otherWrong.append(try await seconds { try await otherLogin("alice") })
+                otherUnknown.append(try await seconds { try await otherLogin("nobody") })
+            }
+            byScheme.append((scheme, median(otherUnknown) / median(otherWrong)))
+        }
+
         // 1,000,000 users sharing one hash (parsing does not hash).
         let bigPath = directory + "/million"
         var text = ""
@@ -91,6 +118,7 @@ struct FileBench {
             parallelPair: median(pair),
             wrongPassword: median(wrong),
             unknownUser: median(unknown),
+            unknownOverWrongByScheme: byScheme,
             loadSeconds: load,
             fileBytes: fileBytes,
             residentGrowthKiB: growth
@@ -120,6 +148,7 @@ func fileTable(_ figures: FileBench.Figures) -> String {
     two logins at once, per pair                    \(fixed(figures.parallelPair * 1000, 3)) ms
     speedup of two at once over one after another   \(fixed(2 * figures.single / figures.parallelPair))         >= 1.8
     unknown user / wrong password                   \(fixed(figures.unknownUser / figures.wrongPassword))         0.9 to 1.1
+    \(figures.unknownOverWrongByScheme.map { "  the same on a \($0.scheme) file\(String(repeating: " ", count: max(1, 26 - $0.scheme.count)))\(fixed($0.ratio))         0.9 to 1.1" }.joined(separator: "\n"))
     load 1,000,000 users (\(figures.fileBytes / 1_000_000) MB file)            \(fixed(figures.loadSeconds)) s        <= 2 s
     resident memory for them                        \(figures.residentGrowthKiB / 1024) MiB (\(fixed(Double(figures.residentGrowthKiB) * 1024 / Double(figures.fileBytes))) x the file)   <= 2 x
 
@@ -132,6 +161,7 @@ func fileJSON(_ figures: FileBench.Figures) -> String {
     "ratio":\(fixed(figures.provider / figures.raw)),"goal_ratio":1.05,\
     "parallel_speedup":\(fixed(2 * figures.single / figures.parallelPair)),"goal_speedup":1.8,\
     "unknown_over_wrong":\(fixed(figures.unknownUser / figures.wrongPassword)),\
+    \(figures.unknownOverWrongByScheme.map { "\"unknown_over_wrong_\($0.scheme)\":\(fixed($0.ratio))," }.joined())\
     "load_1m_seconds":\(fixed(figures.loadSeconds)),"file_bytes":\(figures.fileBytes),\
     "resident_kib":\(figures.residentGrowthKiB),\
     "resident_over_file":\(fixed(Double(figures.residentGrowthKiB) * 1024 / Double(figures.fileBytes)))}

@@ -9,16 +9,6 @@ import Testing
 
 /// The bounded pool that PAM transactions and password checks run on.
 struct ThreadPoolTests {
-    /// Polls `condition` every millisecond until it holds; fails after `seconds`.
-    private func eventually(within seconds: Int = 20, _ condition: () -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            usleep(1000)
-        }
-        return condition()
-    }
-
     @Test(.timeLimit(.minutes(1)))
     func runsAtMostItsLimitAtOnceAndTheRestInLine() {
         let pool = ThreadPool(name: "test.pool", maxThreads: 3, maxIdle: 1)

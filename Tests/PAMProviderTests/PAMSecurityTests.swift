@@ -14,18 +14,6 @@ import Testing
 struct PAMSecurityTests {
     private let gatekeeperRun = builtExecutable("gatekeeper-run")
 
-    /// Polls `condition` until it holds; `false` after `seconds`.
-    private func eventually(within seconds: Int = 20, _ condition: () -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
-    }
-
-    /// PAM_TTY is the real terminal (`/dev/pts/N`, never the alias `/dev/tty`, which pam_access,
-    /// pam_securetty and pam_time see as "tty"), and PAM_RUSER is the user who ran gatekeeper-run.
     @Test(.timeLimit(.minutes(1)))
     func pamItemsNameTheTerminalAndTheInvokingUser() throws {
         let fixture = try PAMFixture.shared.get()

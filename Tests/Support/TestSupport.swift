@@ -2,6 +2,10 @@
 public import Authentication
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Validated credentials from plain strings, for tests.
 public func credentials(_ username: String, _ password: String) throws -> Credentials {
     try Credentials(username: username, password: Secret(copying: password.utf8))
@@ -28,4 +32,15 @@ public final class Counter: Sendable {
     public func increment() { value.add(1, ordering: .relaxed) }
 
     public var count: Int { value.load(ordering: .relaxed) }
+}
+
+/// Polls `condition` until it holds, for at most `seconds`; returns whether it held. Every wait in the
+/// tests has such a deadline, so a broken promise fails instead of hanging.
+public func eventually(within seconds: Int = 20, _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        usleep(1000)
+    }
+    return condition()
 }
