@@ -11,10 +11,10 @@ SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/usr/bin/swift-format)
 
 # Debian packages the build and the tests need beyond the Swift toolchain: libpam's headers, pam_wrapper's
-# pam_matrix module and pamtester for the PAM tests, a C compiler for their fixture module, and the
+# pam_matrix module, pam_access (libpam-modules) and pamtester for the PAM tests, a C compiler for their fixture module, and the
 # account tools (useradd, chage) for the tests that run as root; libxcrypt and apr-util for the users
 # file, with Apache's htpasswd and mkpasswd (whois) as the peers its tests compare with.
-DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-wrapper pamtester gcc libc6-dev passwd \
+DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-wrapper pamtester gcc libc6-dev passwd \
 	libcrypt-dev libaprutil1-dev apache2-utils whois
 
 .PHONY: deps build run test bench sanitize leaks lint
