@@ -90,7 +90,8 @@ package final class ThreadPool: Sendable {
             worker.assign(job)
         case .newThread:
             if !Worker.start(in: self, with: job) {
-                // No thread could be made (out of resources): run the job in line behind the others.
+                // No thread could be made (out of resources): the job waits in line, for a running
+                // thread to take it or for the next submission to try making a thread again.
                 state.withLock { state in
                     state.threads -= 1
                     state.waiting.append(job)
