@@ -43,7 +43,7 @@ struct ThreadPoolTests {
         // The only thread is busy until the gate opens.
         pool.submit { while !gate.value { usleep(500) } }
         let waiting = Task { await pool.run { ran.increment() } }
-        #expect(eventually { pool.waitingCount == 1 })
+        #expect(await eventually { pool.waitingCount == 1 })
         waiting.cancel()
         #expect(await waiting.value == nil)
         gate.update { $0 = true }

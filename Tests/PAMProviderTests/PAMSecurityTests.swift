@@ -88,7 +88,7 @@ struct PAMSecurityTests {
         }
         login.update { $0 = task }
         await #expect(throws: AuthError.cancelled) { try await task.value }
-        #expect(eventually { fixture.log("cancel.log").contains("end\n") }, "\(fixture.log("cancel.log"))")
+        #expect(await eventually { fixture.log("cancel.log").contains("end\n") }, "\(fixture.log("cancel.log"))")
         #expect(fixture.log("cancel.log") == "end\n")
     }
 

@@ -44,3 +44,14 @@ public func eventually(within seconds: Int = 20, _ condition: () -> Bool) -> Boo
     }
     return condition()
 }
+
+/// ``eventually(within:_:)`` for async tests: polls with `Task.sleep`, so the thread it runs on stays
+/// free for the tasks it waits for.
+public func eventually(within seconds: Int = 20, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return condition()
+}
