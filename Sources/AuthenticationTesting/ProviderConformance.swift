@@ -139,21 +139,24 @@ public struct ProviderConformance: Sendable {
                 }
             }
         },
-        Check(description: "serves concurrent logins") { suite in
+        Check(description: "serves concurrent logins, each with its own answer") { suite in
             await suite.withProvider { provider in
-                try await withThrowingTaskGroup(of: AuthOutcome.self) { group in
+                try await withThrowingTaskGroup(of: (Int, AuthOutcome).self) { group in
                     for index in 0..<8 {
                         let password = index.isMultiple(of: 2) ? suite.fixture.password : suite.fixture.wrongPassword
                         let request = suite.request(suite.fixture.username, ScriptedConversation(.secret(password)))
-                        group.addTask { try await provider.authenticate(request) }
+                        group.addTask { (index, try await provider.authenticate(request)) }
                     }
                     var problems: [String] = []
-                    var index = 0
-                    for try await outcome in group {
-                        index += 1
-                        switch outcome {
-                        case .authenticated, .rejected(.invalidCredentials, _): continue
-                        default: problems.append("login \(index) got \(outcome)")
+                    for try await (index, outcome) in group {
+                        switch (index.isMultiple(of: 2), outcome) {
+                        case (true, .authenticated(let identity)) where identity.username == suite.fixture.username:
+                            continue
+                        case (false, .rejected(.invalidCredentials, _)):
+                            continue
+                        case (let right, _):
+                            let password = right ? "the right password" : "a wrong password"
+                            problems.append("login \(index), with \(password), got \(outcome)")
                         }
                     }
                     return problems

@@ -4,6 +4,7 @@ import Synchronization
 import TestSupport
 import Testing
 
+@Suite(.timeLimit(.minutes(1)))
 struct GatekeeperTests {
     @Test func signsInWithCredentialsAndOut() async throws {
         let provider = accountsProvider()

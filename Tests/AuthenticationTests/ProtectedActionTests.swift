@@ -5,6 +5,7 @@ import Testing
 
 @testable import Authentication
 
+@Suite(.timeLimit(.minutes(1)))
 struct ProtectedActionTests {
     @Test func runsTheContentAfterALogin() async throws {
         let gatekeeper = Gatekeeper(provider: accountsProvider())
@@ -228,7 +229,7 @@ struct ProtectedActionTests {
         for await _ in provider.finished.stream { break }
         #expect(ran.count == 0)
         // The late result of the abandoned login does not open a session.
-        while provider.signOutCount == 0 { await Task.yield() }
+        #expect(await eventually { provider.signOutCount > 0 })
         #expect(gatekeeper.state == .signedOut)
     }
 
@@ -258,7 +259,7 @@ struct ProtectedActionTests {
         #expect(dismissed.count == 1)
         #expect(audit.events.map(\.kind) == [.signInCancelled])
         provider.release()
-        while provider.signOutCount == 0 { await Task.yield() }
+        #expect(await eventually { provider.signOutCount > 0 })
         #expect(gatekeeper.state == .signedOut)
         #expect(ran.count == 0)
     }
@@ -272,7 +273,7 @@ struct ProtectedActionTests {
         let first = Task { try await action.run(through: gatekeeper, presenter: conversation) }
         for await _ in provider.started.stream { break }
         let second = Task { try await action.run(through: gatekeeper, presenter: conversation) }
-        while gatekeeper.waiterCount < 2 { await Task.yield() }
+        #expect(await eventually { gatekeeper.waiterCount == 2 })
         first.cancel()
         guard case .dismissed(.cancelled) = try await first.value else {
             Issue.record("the cancelled waiter was not dismissed")

@@ -1,6 +1,8 @@
 import Authentication
 import AuthenticationTesting
+import Dispatch
 import Synchronization
+import TestSupport
 
 /// alice (admin, staff) / wonderland and bob (staff) / builder, answering at once.
 func accountsProvider() -> StubAuthProvider {
@@ -10,12 +12,14 @@ func accountsProvider() -> StubAuthProvider {
     ])
 }
 
-/// A provider that blocks a thread outside Swift's pool and ignores cancellation, as a C library in a
-/// fail delay does. `release()` lets every blocked call finish.
+/// A provider that blocks a real thread (a dispatch thread, outside Swift's pool) and ignores
+/// cancellation, as a C library in a fail delay does. `release()` lets every blocked call finish.
 final class BlockingProvider: AuthProvider {
     let name = "blocking"
-    private let gate = Mutex<[CheckedContinuation<Void, Never>]>([])
-    private let released = Atomic<Bool>(false)
+    private let gate = DispatchSemaphore(value: 0)
+    /// Calls blocked now, and whether the gate is open for good.
+    private let state = Mutex<(blocked: Int, released: Bool)>((0, false))
+    private let threads = DispatchQueue(label: "blocking-provider", attributes: .concurrent)
     let started = AsyncStream<Void>.makeStream()
     let finished = AsyncStream<Void>.makeStream()
     private let signOuts = Atomic<Int>(0)
@@ -24,14 +28,17 @@ final class BlockingProvider: AuthProvider {
 
     func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
         _ = try await request.conversation.askSecret("Password: ")
-        started.continuation.yield()
         await withCheckedContinuation { continuation in
-            let releaseNow = gate.withLock { waiting in
-                if released.load(ordering: .relaxed) { return true }
-                waiting.append(continuation)
-                return false
+            threads.async { [self] in
+                let blocks = state.withLock { state in
+                    if state.released { return false }
+                    state.blocked += 1
+                    return true
+                }
+                started.continuation.yield()
+                if blocks { gate.wait() }  // The thread itself waits, deaf to cancellation.
+                continuation.resume()
             }
-            if releaseNow { continuation.resume() }
         }
         finished.continuation.yield()
         return .authenticated(Identity(username: request.username, provider: name))
@@ -42,9 +49,12 @@ final class BlockingProvider: AuthProvider {
     }
 
     func release() {
-        released.store(true, ordering: .relaxed)
-        for continuation in gate.withLock({ $0 }) { continuation.resume() }
-        gate.withLock { $0 = [] }
+        let blocked = state.withLock { state in
+            state.released = true
+            defer { state.blocked = 0 }
+            return state.blocked
+        }
+        for _ in 0..<blocked { gate.signal() }
     }
 }
 
@@ -74,9 +84,10 @@ final class StateRecorder: Sendable {
         for await _ in ready { break }
     }
 
-    /// Waits until `count` states arrived, then returns them with identities reduced to user names.
+    /// Waits until `count` states arrived (20 s at most), then returns them with identities reduced to
+    /// user names.
     func waitFor(_ count: Int) async -> [String] {
-        while log.states.withLock({ $0.count }) < count { await Task.yield() }
+        _ = await eventually { log.states.withLock({ $0.count }) >= count }
         return log.states.withLock { $0 }.map { state in
             switch state {
             case .signedOut: "signedOut"

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 /// The `gatekeeper-passwd` executable, as an administrator uses it.
+@Suite(.timeLimit(.minutes(1)))
 struct GatekeeperPasswdTests {
     private func passwd(_ arguments: [String], input: String = "") throws -> RunResult {
         try run(gatekeeperPasswd, arguments, input: input)

@@ -12,6 +12,7 @@ import Testing
 
 /// Regressions from an adversarial review of the users file: parsing, planted files, work factors,
 /// the stand-in for unknown users, and text that reaches a terminal.
+@Suite(.timeLimit(.minutes(1)))
 struct UsersFileSecurityTests {
     private func passwd(_ arguments: [String], input: String = "") throws -> RunResult {
         try run(gatekeeperPasswd, arguments, input: input)

@@ -1,5 +1,6 @@
 import Authentication
 import FileProvider
+import TestSupport
 import Testing
 
 struct UsersFileTests {
@@ -47,7 +48,7 @@ struct UsersFileTests {
         #expect(throws: UsersFileError(line: 2, "is not valid UTF-8")) {
             try UsersFile(parsing: Array("# ok\n".utf8) + [0xFF, 0x3A, 0x0A])
         }
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(for: "refusesInvalidUTF8AndRandomBytes")
         let noise = (0..<(1 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) }
         #expect(throws: UsersFileError.self) { try UsersFile(parsing: noise) }
     }

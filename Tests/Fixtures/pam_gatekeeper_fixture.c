@@ -8,6 +8,8 @@
  *   auth casefold        lower-cases PAM_USER and succeeds (a case-insensitive account database);
  *                        the next module decides
  *   auth quiet           asks nothing and is ignored (for its setcred and log= in the auth stack)
+ *   auth mark=PATH       (with quiet) appends "authenticate" to PATH: placed last, it says that libpam
+ *                        is about to apply its fail delay
  *   log=PATH             (any type) also appends "establish-cred" / "delete-cred" from setcred
  *   account items=PATH   appends "tty=PAM_TTY ruser=PAM_RUSER" to PATH and succeeds
  *   account notice       shows "Checking the account." and succeeds
@@ -52,6 +54,8 @@ static void watch_end(pam_handle_t *pamh, int argc, const char **argv) {
 PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     (void)flags;
     watch_end(pamh, argc, argv);
+    const char *mark = argument(argc, argv, "mark=");
+    if (mark != NULL) append(mark, "authenticate");
     if (argument(argc, argv, "quiet") != NULL) return PAM_IGNORE;
     if (argument(argc, argv, "casefold") != NULL) {
         const char *user = NULL;

@@ -7,6 +7,7 @@ import Testing
 #endif
 
 /// What a hostile users file or a signal can do to the REPL's terminal: nothing.
+@Suite(.timeLimit(.minutes(1)))
 struct REPLSafetyTests {
     /// SIGTERM while the spinner runs (echo is off then, and the command line is in raw mode underneath)
     /// leaves the terminal as it was before the REPL started, and the REPL dies by SIGTERM.

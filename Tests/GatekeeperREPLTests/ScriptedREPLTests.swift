@@ -11,6 +11,7 @@ func session(_ input: String, _ arguments: [String] = ["--delay", "0"]) throws -
 
 /// The REPL driven by a script: standard input is not a terminal, so commands and answers are read line
 /// by line, with no echo games, no spinner and no colour.
+@Suite(.timeLimit(.minutes(1)))
 struct ScriptedREPLTests {
     @Test func theBannerAndHelpTellEverythingNeeded() throws {
         let result = try session("help\ntabs\n")
@@ -108,7 +109,7 @@ struct ScriptedREPLTests {
     }
 
     @Test func binaryGarbageIsHarmless() throws {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(for: "binaryGarbageIsHarmless")
         let garbage = (0..<64 * 1024).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let result = try run(gatekeeperREPL, ["--delay", "0"], bytes: garbage + Array("\nwhoami\n".utf8))
         #expect(result.status == 0)

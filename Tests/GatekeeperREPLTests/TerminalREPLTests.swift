@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// The REPL on a pseudo-terminal, as a person uses it.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(2)))
 struct TerminalREPLTests {
     @Test func thePasswordIsNeverEchoed() throws {
         let repl = try TerminalSession(gatekeeperREPL, ["--delay", "0.2"])

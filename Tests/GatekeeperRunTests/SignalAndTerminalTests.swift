@@ -8,6 +8,7 @@ import Testing
 
 /// What the command and the terminal are left with: the signal state a shell would give, and a
 /// terminal with echo back on whatever signal ends a prompt.
+@Suite(.timeLimit(.minutes(1)))
 struct SignalAndTerminalTests {
     /// The `SigBlk` and `SigIgn` lines a command sees in /proc/self/status.
     private static let signalLines = ["grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"]

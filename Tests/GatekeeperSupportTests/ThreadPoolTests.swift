@@ -8,6 +8,7 @@ import Testing
 #endif
 
 /// The bounded pool that PAM transactions and password checks run on.
+@Suite(.timeLimit(.minutes(1)))
 struct ThreadPoolTests {
     @Test(.timeLimit(.minutes(1)))
     func runsAtMostItsLimitAtOnceAndTheRestInLine() {

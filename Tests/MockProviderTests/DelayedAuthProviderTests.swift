@@ -4,6 +4,7 @@ import MockProvider
 import TestSupport
 import Testing
 
+@Suite(.timeLimit(.minutes(1)))
 struct DelayedAuthProviderTests {
     static let conformance = ProviderConformance(fixture: .init(username: "alice", password: "wonderland")) {
         DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: .zero)
@@ -14,7 +15,8 @@ struct DelayedAuthProviderTests {
         #expect(await Self.conformance.run(check) == [])
     }
 
-    @Test func conformsWithItsDefaultDelay() async {
+    /// The whole suite, with a short delay (20 ms) so the checks' waits are real but quick.
+    @Test func conformsWithAShortDelay() async {
         let suite = ProviderConformance(fixture: .init(username: "bob", password: "builder")) {
             DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: .milliseconds(20))
         }
@@ -70,7 +72,7 @@ struct DelayedAuthProviderTests {
         provider.inject(.hang)
         let gatekeeper = Gatekeeper(provider: provider)
         let login = Task { try await gatekeeper.signIn(credentials("alice", "wonderland")) }
-        while provider.authenticationCount == 0 { await Task.yield() }
+        #expect(await eventually { provider.authenticationCount > 0 })
         login.cancel()
         await #expect(throws: AuthError.cancelled) { try await login.value }
         #expect(gatekeeper.state == .signedOut)
@@ -95,7 +97,7 @@ struct DelayedAuthProviderTests {
                 presenter: ScriptedConversation(.text("alice"), .secret("wonderland"))
             )
         }
-        while provider.authenticationCount == 0 { await Task.yield() }
+        #expect(await eventually { provider.authenticationCount > 0 })
         #expect(gatekeeper.state == .authenticating)
         pending.cancel()
         guard case .dismissed(.cancelled) = try await pending.value else {

@@ -38,6 +38,7 @@ struct PAMFixture: Sendable {
             "gk-delay": """
             auth optional pam_faildelay.so delay=\(Self.failDelaySeconds * 1_000_000)
             auth required \(matrix) passdb=\(delayed)
+            auth optional \(module) quiet mark=\(directory)/delay.log
             account required \(matrix) passdb=\(delayed)
 
             """,

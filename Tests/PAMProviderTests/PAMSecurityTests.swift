@@ -11,6 +11,7 @@ import Testing
 #endif
 
 /// Regressions from an adversarial review of the PAM backend and of gatekeeper-run over it.
+@Suite(.timeLimit(.minutes(1)))
 struct PAMSecurityTests {
     private let gatekeeperRun = builtExecutable("gatekeeper-run")
 

@@ -53,6 +53,7 @@ final class ThrowawayAccount {
 /// The real `pam_unix.so` with a throwaway account, compared with `pamtester`, Linux-PAM's own client.
 @Suite(
     .serialized,
+    .timeLimit(.minutes(3)),
     .enabled(if: getuid() == 0, "needs root to create a throwaway system account for pam_unix; run as root (CI does)")
 )
 struct SystemAccountTests {

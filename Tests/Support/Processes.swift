@@ -111,14 +111,19 @@ public final class Spawned {
     public var stdout: String { (try? String(contentsOfFile: path("stdout"), encoding: .utf8)) ?? "" }
     public var stderr: String { (try? String(contentsOfFile: path("stderr"), encoding: .utf8)) ?? "" }
 
-    /// Waits until standard error contains `text`.
+    /// Waits until standard error contains `text`, 20 seconds at most.
     public func waitForStderr(containing text: String) throws {
+        let deadline = ContinuousClock.now + .seconds(20)
         while !stderr.contains(text) {
+            guard ContinuousClock.now < deadline else { throw WaitTimedOut(text: text, output: stderr) }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid { throw POSIXError(.ECHILD) }
             usleep(10_000)
         }
     }
+
+    /// How many bytes written to the process's standard input it has not read yet.
+    public var unreadInput: Int { unreadBytes(input) }
 
     /// Closes standard input, waits for the process to end, and collects what it wrote.
     public func finish() -> RunResult {
@@ -234,6 +239,12 @@ public func readAvailable(_ descriptor: Int32) -> [UInt8] {
 public struct WaitTimedOut: Error, CustomStringConvertible {
     public let text: String
     public let output: String
+
+    public init(text: String, output: String) {
+        self.text = text
+        self.output = output
+    }
+
     public var description: String { "\(text.debugDescription) did not appear; the screen shows:\n\(output)" }
 }
 

@@ -55,3 +55,34 @@ public func eventually(within seconds: Int = 20, _ condition: () -> Bool) async 
     }
     return condition()
 }
+
+/// A random number generator whose sequence a seed decides (SplitMix64), so a failure found with random
+/// input can be replayed.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    public let seed: UInt64
+    private var state: UInt64
+
+    /// A generator seeded from `GATEKEEPER_TEST_SEED` if set, at random otherwise; prints the seed with
+    /// `name`, so a failing run says how to repeat it.
+    public init(for name: String) {
+        let given = getenv("GATEKEEPER_TEST_SEED").flatMap { UInt64(String(cString: $0)) }
+        seed = given ?? UInt64.random(in: .min ... .max)
+        state = seed
+        print("\(name): random seed \(seed) (GATEKEEPER_TEST_SEED=\(seed) repeats it)")
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var mixed = state
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return mixed ^ (mixed >> 31)
+    }
+}
+
+/// How many bytes written to the pipe behind `descriptor` (either end) nobody has read yet.
+public func unreadBytes(_ descriptor: Int32) -> Int {
+    var count: Int32 = 0
+    guard ioctl(descriptor, UInt(FIONREAD), &count) == 0 else { return -1 }
+    return Int(count)
+}

@@ -35,13 +35,16 @@ func drain(_ descriptor: Int32) -> String {
 @discardableResult
 func waitFor(_ text: String, on descriptor: Int32) async throws -> String {
     var seen = ""
+    let deadline = ContinuousClock.now + .seconds(20)
     while !seen.contains(text) {
+        guard ContinuousClock.now < deadline else { throw WaitTimedOut(text: text, output: seen) }
         seen += drain(descriptor)
         try await Task.sleep(for: .milliseconds(5))
     }
     return seen
 }
 
+@Suite(.timeLimit(.minutes(1)))
 struct PlainInputTests {
     @Test func readsOneLineAtATime() async throws {
         let input = Pipe()
@@ -110,12 +113,14 @@ extension PlainInputTests {
         input.send("hunt")
         let question = Task { try await conversation.askSecret("Password: ") }
         try await waitFor("Password: ", on: output.read)
-        try await Task.sleep(for: .milliseconds(50))
+        // The half line is in the reader's hands once the pipe holds nothing more.
+        #expect(await eventually { unreadBytes(input.write) == 0 })
         question.cancel()
         await #expect(throws: AuthError.cancelled) { try await question.value }
     }
 }
 
+@Suite(.timeLimit(.minutes(1)))
 struct PseudoTerminalTests {
     /// A pseudo-terminal: the conversation gets the terminal side, the test plays the person's keyboard.
     final class PTY {
