@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "AuthenticationTesting", dependencies: ["Authentication"]),
         // A Conversation on the controlling terminal (echo off, Ctrl-C / Ctrl-D cancel) and the shared
         // command-line handling of provider options, used by the example executables.
-        .target(name: "TerminalLogin", dependencies: ["Authentication"]),
+        .target(name: "TerminalLogin", dependencies: ["Authentication", "GatekeeperSupport"]),
 
         // Provider plugins: each depends on the core only, never on another provider.
         .target(name: "MockProvider", dependencies: ["Authentication"], path: "Plugins/MockProvider"),
@@ -47,12 +47,16 @@ let package = Package(
         // Executables.
         .executableTarget(
             name: "gatekeeper-run",
-            dependencies: ["Authentication", "TerminalLogin", "MockProvider", "PAMProvider", "FileProvider"],
+            dependencies: [
+                "Authentication", "GatekeeperSupport", "TerminalLogin", "MockProvider", "PAMProvider", "FileProvider",
+            ],
             path: "Examples/gatekeeper-run"
         ),
         .executableTarget(
             name: "gatekeeper-repl",
-            dependencies: ["Authentication", "TerminalLogin", "MockProvider", "PAMProvider", "FileProvider"],
+            dependencies: [
+                "Authentication", "GatekeeperSupport", "TerminalLogin", "MockProvider", "PAMProvider", "FileProvider",
+            ],
             path: "Examples/gatekeeper-repl"
         ),
         .executableTarget(
@@ -77,7 +81,7 @@ let package = Package(
         ),
 
         // Tests: one target per module, and helpers they share (in no product).
-        .target(name: "TestSupport", dependencies: ["Authentication"], path: "Tests/Support"),
+        .target(name: "TestSupport", dependencies: ["Authentication", "GatekeeperSupport"], path: "Tests/Support"),
         .testTarget(
             name: "AuthenticationTests",
             dependencies: ["Authentication", "AuthenticationTesting", "TestSupport"]
@@ -98,7 +102,10 @@ let package = Package(
             ]
         ),
         .testTarget(name: "GatekeeperSupportTests", dependencies: ["GatekeeperSupport", "TestSupport"]),
-        .testTarget(name: "TerminalLoginTests", dependencies: ["Authentication", "TerminalLogin", "TestSupport"]),
+        .testTarget(
+            name: "TerminalLoginTests",
+            dependencies: ["Authentication", "GatekeeperSupport", "TerminalLogin", "TestSupport"]
+        ),
         .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "TestSupport"]),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),
     ],

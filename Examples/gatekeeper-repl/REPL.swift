@@ -1,4 +1,5 @@
 import Authentication
+import GatekeeperSupport
 import Synchronization
 import TerminalLogin
 
@@ -70,7 +71,7 @@ final class REPL: Sendable {
         case "tabs":
             for tab in Tab.allCases {
                 let marker = tab == currentTab ? "*" : " "
-                screen.say("\(marker) \(tab.rawValue.padding(9))\(tab.access)")
+                screen.say("\(marker) \(tab.rawValue.padded(to: 9))\(tab.access)")
             }
         case "help", "?":
             screen.say(Self.help)

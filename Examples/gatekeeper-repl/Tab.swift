@@ -1,4 +1,5 @@
 import Authentication
+import GatekeeperSupport
 
 /// The tabs of the demonstration, as in a tabbed app: two public, two for any signed-in user, one for
 /// members of the `admin` group.
@@ -62,7 +63,7 @@ enum Tab: String, CaseIterable, Sendable {
                 "Provider:  \(identity.provider)",
             ]
             for (key, value) in identity.attributes.sorted(by: { $0.key < $1.key }) {
-                lines.append("\((key + ":").padding(10))\(value)")
+                lines.append("\((key + ":").padded(to: 10))\(value)")
             }
             return lines.joined(separator: "\n")
         case .admin:
@@ -71,12 +72,5 @@ enum Tab: String, CaseIterable, Sendable {
                   Users: 4   Locked: 1   Awaiting activation: 1
                 """
         }
-    }
-}
-
-extension String {
-    /// The string padded with spaces to at least `width` characters.
-    func padding(_ width: Int) -> String {
-        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
     }
 }

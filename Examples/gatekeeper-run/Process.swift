@@ -1,4 +1,5 @@
 import Authentication
+import GatekeeperSupport
 import TerminalLogin
 
 #if canImport(Glibc)
@@ -58,7 +59,7 @@ func execute(_ command: [String], as identity: Identity) throws -> Never {
     execvp(command[0], argv)
     let error = errno
     for pointer in argv { free(pointer) }
-    let reason = String(cString: strerror(error))
+    let reason = errorDescription(error)
     throw CommandError(status: error == ENOENT ? .notFound : .cannotExecute, message: "\(command[0]): \(reason)")
 }
 

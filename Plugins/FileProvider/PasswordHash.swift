@@ -1,6 +1,7 @@
 public import Authentication
 import CAPRUtil
 import CCrypt
+import GatekeeperSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -241,7 +242,7 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
         var setting = [CChar](repeating: 0, count: Int(CRYPT_GENSALT_OUTPUT_SIZE))
         guard scheme.prefix.withCString({ crypt_gensalt_rn($0, 0, nil, 0, &setting, Int32(setting.count)) }) != nil
         else { throw .malformed }
-        let settingText = String(decoding: setting.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let settingText = string(fromCBuffer: setting)
         guard let hashed = password.withCString({ crypt($0, setting: settingText) }) else { throw .malformed }
         return try PasswordHash(hashed)
     }

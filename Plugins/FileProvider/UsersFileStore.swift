@@ -1,4 +1,5 @@
 import Authentication
+import GatekeeperSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -113,7 +114,7 @@ public struct UsersFileStore: Sendable {
     private func failure(_ what: String) -> UsersFileError {
         let code = errno
         if code == ELOOP { return symbolicLink() }
-        return UsersFileError("\(path) \(what): \(String(cString: strerror(code))).")
+        return UsersFileError("\(path) \(what): \(errorDescription(code)).")
     }
 
     private func readAll(_ descriptor: Int32, expected: Int) throws(UsersFileError) -> [UInt8] {
@@ -142,7 +143,7 @@ public struct UsersFileStore: Sendable {
         let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0o600)
         guard lock >= 0 else {
             let code = errno
-            let reason = code == ELOOP ? "it is a symbolic link" : String(cString: strerror(code))
+            let reason = code == ELOOP ? "it is a symbolic link" : errorDescription(code)
             throw UsersFileError("\(lockPath) cannot be opened: \(reason).")
         }
         var info = stat()
@@ -167,7 +168,7 @@ public struct UsersFileStore: Sendable {
         defer { close(lock) }
         while flock(lock, LOCK_EX) != 0 {
             guard errno == EINTR else {
-                throw UsersFileError("\(path) cannot be locked: \(String(cString: strerror(errno))).")
+                throw UsersFileError("\(path) cannot be locked: \(errorDescription()).")
             }
         }
         defer { flock(lock, LOCK_UN) }
@@ -197,28 +198,20 @@ public struct UsersFileStore: Sendable {
         var template = Array((path + ".tmp-XXXXXX").utf8CString)
         let temporary = mkstemp(&template)
         guard temporary >= 0 else {
-            throw UsersFileError("cannot create a temporary file beside \(path): \(String(cString: strerror(errno))).")
+            throw UsersFileError("cannot create a temporary file beside \(path): \(errorDescription()).")
         }
-        let temporaryPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let temporaryPath = string(fromCBuffer: template)
         var renamed = false
         defer {
             close(temporary)
             if !renamed { unlink(temporaryPath) }
         }
         func failure(_ what: String) -> UsersFileError {
-            UsersFileError("cannot write \(path) (\(what)): \(String(cString: strerror(errno))).")
+            UsersFileError("cannot write \(path) (\(what)): \(errorDescription()).")
         }
         guard fchmod(temporary, mode) == 0 else { throw failure("mode") }
         if let (uid, gid) = owner, fchown(temporary, uid, gid) != 0, geteuid() == 0 { throw failure("owner") }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(temporary, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw failure("write")
-            }
-            offset += written
-        }
+        guard writeAll(temporary, bytes) else { throw failure("write") }
         guard fsync(temporary) == 0 else { throw failure("fsync") }
         guard rename(temporaryPath, path) == 0 else { throw failure("rename") }
         renamed = true

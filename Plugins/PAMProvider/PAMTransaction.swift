@@ -34,6 +34,9 @@ final class PAMTransaction: @unchecked Sendable {
     }
 
     /// Runs the transaction; returns as soon as it ends or the task is cancelled.
+    ///
+    /// Not `ThreadPool.run`: the result may be delivered in the middle of the job (a session held open
+    /// until sign-out keeps its thread), so the handshake with the caller is the transaction's own.
     func run() async -> Result<AuthOutcome, AuthError> {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

@@ -1,3 +1,5 @@
+import GatekeeperSupport
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -22,7 +24,7 @@ public enum ControllingTerminal {
             else { continue }
             var buffer = [CChar](repeating: 0, count: 256)
             guard ttyname_r(descriptor, &buffer, buffer.count) == 0 else { continue }
-            let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let name = string(fromCBuffer: buffer)
             if name != "/dev/tty" { return name }
         }
         let major = (device >> 8) & 0xFFF

@@ -1,4 +1,5 @@
 public import Authentication
+import GatekeeperSupport
 
 /// The backend named on a command line: `--provider NAME` and that backend's options (`--delay 0.5`,
 /// `--users PATH`, …), in the same spelling for every executable.
@@ -68,10 +69,10 @@ public struct ProviderSelection: Sendable {
         var lines = [header]
         for name in registry.names {
             guard let plugin = registry.plugin(named: name) else { continue }
-            lines.append("  \(name.padding(toLength: 8))\(plugin.summary)")
+            lines.append("  \(name.padded(to: 8))\(plugin.summary)")
             for option in plugin.options {
                 let flag = "--\(option.name) \(option.valueName)"
-                lines.append("    \(flag.padding(toLength: 22))\(option.help)")
+                lines.append("    \(flag.padded(to: 22))\(option.help)")
             }
         }
         return lines.joined(separator: "\n")
@@ -84,11 +85,5 @@ public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public init(_ description: String) {
         self.description = description
-    }
-}
-
-extension String {
-    func padding(toLength length: Int) -> String {
-        count >= length ? self + " " : self + String(repeating: " ", count: length - count)
     }
 }

@@ -1,5 +1,6 @@
 public import Authentication
 import Dispatch
+import GatekeeperSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -122,6 +123,10 @@ public final class TerminalConversation: Conversation {
         return answer
     }
 
+    /// Reads on the conversation's own serial queue. Unlike blocking work on `ThreadPool` (hashing, PAM),
+    /// which is left to finish in the background when its caller is cancelled, a read is interrupted
+    /// (the wake-up pipe) and awaited: a read left running would swallow the next answer typed, and
+    /// the terminal's settings must be back before the caller goes on.
     private func read(prompt: String, editor: LineEditor) async -> ReadResult {
         if Task.isCancelled { return .cancelled }
         let wakeup = WakeupPipe()
@@ -307,17 +312,4 @@ final class WakeupPipe: Sendable {
 /// line breaks is escaped, as messages may quote names and reasons from files or modules.
 public func writeStandardError(_ text: String) {
     writeAll(2, Array(TextSafety.escaped(text, keepingLineBreaks: true).utf8))
-}
-
-/// Writes all of `bytes`, retrying short writes and interruptions.
-func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
-    var offset = 0
-    while offset < bytes.count {
-        let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-        if written < 0 {
-            if errno == EINTR { continue }
-            return
-        }
-        offset += written
-    }
 }

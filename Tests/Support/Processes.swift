@@ -1,5 +1,6 @@
 // Running the package's executables from tests, as a script or a person at a terminal would.
 public import Foundation
+import GatekeeperSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -100,7 +101,7 @@ public final class Spawned {
     }
 
     public func write(_ bytes: [UInt8]) {
-        writeFully(input, bytes)
+        writeAll(input, bytes)  // Stops early if the process closed its input: it has what it wanted.
     }
 
     /// Sends Ctrl-C's signal.
@@ -171,7 +172,7 @@ public final class TerminalSession {
 
     /// Types `text` (use "\r" for Enter, "\u{3}" for Ctrl-C, "\u{4}" for Ctrl-D).
     public func type(_ text: String) {
-        writeFully(controller, Array(text.utf8))
+        writeAll(controller, Array(text.utf8))
     }
 
     /// Everything the program has written so far.
@@ -282,16 +283,6 @@ private func spawn(
     let result = posix_spawn(&child, executable.path, &actions, &attributes, argv, envp)
     guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .ENOENT) }
     return child
-}
-
-private func writeFully(_ descriptor: Int32, _ bytes: [UInt8]) {
-    var rest = bytes[...]
-    while !rest.isEmpty {
-        let written = rest.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-        if written < 0 && errno == EINTR { continue }
-        guard written > 0 else { return }  // The process closed its input; it has what it wanted.
-        rest = rest.dropFirst(written)
-    }
 }
 
 private func waitForExit(_ pid: pid_t) -> Int32 {

@@ -1,4 +1,5 @@
 import Authentication
+import GatekeeperSupport
 import Glibc
 import TestSupport
 import Testing
