@@ -57,7 +57,7 @@ final class FastPath: Sendable {
     /// Sessions without timeouts: the check needs no clock.
     let untimedGatekeeper: Gatekeeper
     let identity: Identity
-    let presenter = ScriptedConversation()
+    let conversation = ScriptedConversation()
     let signedIn = RequiresAuthentication(.signedIn, content: work)
     let admins = RequiresAuthentication(.member(of: "admin"), content: work)
     let flag = Mutex(true)
@@ -65,7 +65,7 @@ final class FastPath: Sendable {
     let opaqueWork = opaque(work)
 
     init() async throws {
-        let provider = DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: .zero)
+        let provider = MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)
         let credentials = try Credentials(username: "alice", password: Secret(copying: "wonderland".utf8))
         gatekeeper = Gatekeeper(provider: provider)
         identity = try await gatekeeper.signIn(credentials)
@@ -103,7 +103,7 @@ final class FastPath: Sendable {
     ) async throws -> Double {
         let gatekeeper = untimed ? untimedGatekeeper : gatekeeper
         return try await timePerCall(iterations) {
-            try await action.run(through: gatekeeper, presenter: presenter).output ?? 0
+            try await action.run(through: gatekeeper, conversation: conversation).output ?? 0
         }
     }
 }
@@ -111,14 +111,14 @@ final class FastPath: Sendable {
 /// How long a login in flight takes to end once its task is cancelled, with the provider mid-delay.
 /// Returns the latencies in nanoseconds, sorted.
 nonisolated func cancellationLatencies(delay: Duration, samples: Int) async throws -> [Double] {
-    let provider = DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: delay)
+    let provider = MockAuthProvider(users: MockAuthProvider.demoUsers, delay: delay)
     var latencies: [Double] = []
     for index in 0..<samples {
         let gatekeeper = Gatekeeper(provider: provider)
         let login = Task {
             try await RequiresAuthentication { _ in }.run(
                 through: gatekeeper,
-                presenter: ScriptedConversation(.text("alice"), .secret("wonderland"))
+                conversation: ScriptedConversation(.text("alice"), .secret("wonderland"))
             )
         }
         // Wait until the provider is inside its delay.
@@ -173,7 +173,7 @@ enum Bench {
             clockRead = min(clockRead, await fastPath.clockRead(iterations))
             inlined = min(inlined, try await fastPath.inlinedBaseline(iterations))
         }
-        precondition(fastPath.presenter.events.isEmpty, "the signed-in path must never prompt")
+        precondition(fastPath.conversation.events.isEmpty, "the signed-in path must never prompt")
         let ratio = signedIn / bare
 
         let delay = Duration.seconds(1)

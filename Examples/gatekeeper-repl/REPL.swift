@@ -7,7 +7,7 @@ import TerminalLogin
 final class REPL: Sendable {
     let gatekeeper: Gatekeeper
     let screen: Screen
-    let presenter: LoginPresenter
+    let conversation: LoginConversation
     private let selection = Mutex<Tab>(.home)
     private let history = CommandHistory()
     /// Cancels the command in progress (Ctrl-C while a provider works); `nil` between commands.
@@ -16,7 +16,7 @@ final class REPL: Sendable {
     init(gatekeeper: Gatekeeper, screen: Screen) {
         self.gatekeeper = gatekeeper
         self.screen = screen
-        self.presenter = LoginPresenter(screen: screen)
+        self.conversation = LoginConversation(screen: screen)
     }
 
     var currentTab: Tab { selection.withLock { $0 } }
@@ -102,16 +102,16 @@ final class REPL: Sendable {
             return tab.content(for: identity)
         }
         // The content cannot throw, so `try?` loses nothing.
-        let access = await interruptibly { [gatekeeper, presenter] in
-            try? await protected.run(through: gatekeeper, presenter: presenter)
+        let access = await interruptibly { [gatekeeper, conversation] in
+            try? await protected.run(through: gatekeeper, conversation: conversation)
         }
         if case .completed(let content) = access { screen.say(content) }
     }
 
     private func login() async {
-        let result = await interruptibly { [gatekeeper, presenter] () async -> Result<Identity, AuthError> in
+        let result = await interruptibly { [gatekeeper, conversation] () async -> Result<Identity, AuthError> in
             do throws(AuthError) {
-                return .success(try await gatekeeper.signIn(presenter: presenter))
+                return .success(try await gatekeeper.signIn(conversation: conversation))
             } catch {
                 return .failure(error)
             }

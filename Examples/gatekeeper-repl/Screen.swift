@@ -89,7 +89,7 @@ final class Screen: Sendable {
 
 /// The login as the REPL presents it: the terminal's prompts, errors in colour, and a spinner while the
 /// provider works on the answers.
-struct LoginPresenter: Conversation {
+struct LoginConversation: Conversation {
     let screen: Screen
 
     func ask(_ prompt: String) async throws(AuthError) -> String {

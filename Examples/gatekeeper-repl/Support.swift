@@ -7,7 +7,7 @@ import Authentication
 #endif
 
 /// The process environment, without Foundation.
-enum ProcessInfoLite {
+enum ProcessEnvironment {
     static var environment: [String: String] {
         var result: [String: String] = [:]
         var entry = environ

@@ -42,7 +42,7 @@ do {
 }
 
 let console = TerminalConversation(input: 0, output: 1)
-let screen = Screen(console: console, environment: ProcessInfoLite.environment)
+let screen = Screen(console: console, environment: ProcessEnvironment.environment)
 let gatekeeper = Gatekeeper(provider: provider)
 let repl = REPL(gatekeeper: gatekeeper, screen: screen)
 

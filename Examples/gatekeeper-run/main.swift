@@ -76,7 +76,7 @@ let interrupts = InterruptMonitor {
 let run = Task {
     try await RequiresAuthentication<Never>(requirement) { identity in
         try execute(command, as: identity)
-    }.run(through: gatekeeper, presenter: conversation)
+    }.run(through: gatekeeper, conversation: conversation)
 }
 pendingRun.withLock { pending in
     pending.task = run

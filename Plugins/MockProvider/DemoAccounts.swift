@@ -1,6 +1,6 @@
 import Authentication
 
-extension DelayedAuthProvider {
+extension MockAuthProvider {
     /// The demonstration accounts of `gatekeeper-run` and `gatekeeper-repl`, listed in the README.
     ///
     /// | user  | password     | groups       | standing            |

@@ -1,6 +1,6 @@
 public import Authentication
 
-/// Selects ``DelayedAuthProvider`` with the demonstration accounts as `--provider mock [--delay SECONDS]`.
+/// Selects ``MockAuthProvider`` with the demonstration accounts as `--provider mock [--delay SECONDS]`.
 public enum MockProviderPlugin: AuthProviderPlugin {
     public static let name = "mock"
     public static let summary = "in-memory demonstration accounts, answering after a delay"
@@ -9,6 +9,6 @@ public enum MockProviderPlugin: AuthProviderPlugin {
     ]
 
     public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
-        DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: try options.duration("delay") ?? .seconds(1))
+        MockAuthProvider(users: MockAuthProvider.demoUsers, delay: try options.duration("delay") ?? .seconds(1))
     }
 }

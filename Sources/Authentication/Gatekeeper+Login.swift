@@ -14,7 +14,7 @@ extension Gatekeeper {
     /// The check every protected action makes: one clock read (none when sessions never time out), one
     /// lock, no allocation.
     @usableFromInline
-    func admit(_ requirement: Requirement) -> Admission {
+    func admission(_ requirement: Requirement) -> Admission {
         let now = timeouts.areNone ? 0 : clock.now()
         return core.withLock { core -> Admission in
             guard let session = core.session else { return .needsLogin }
@@ -41,9 +41,9 @@ extension Gatekeeper {
         Task { [provider] in await provider.signOut(expired) }
     }
 
-    /// Signs in through `presenter`, or joins the login already in progress when `joinExisting` is set.
+    /// Signs in through `conversation`, or joins the login already in progress when `joinExisting` is set.
     /// An explicit sign-in (`joinExisting == false`) waits for a login in progress to end, then starts its own.
-    func login(presenter: any Conversation, attempts: Int, joinExisting: Bool) async throws(AuthError) -> Identity {
+    func login(conversation: any Conversation, attempts: Int, joinExisting: Bool) async throws(AuthError) -> Identity {
         while true {
             if Task.isCancelled { throw .cancelled }
             let now = clock.now()
@@ -59,7 +59,7 @@ extension Gatekeeper {
             }
             effects.deliver()
             if let flightID = startedFlight {
-                start(flightID, presenter: presenter, attempts: attempts)
+                start(flightID, conversation: conversation, attempts: attempts)
             }
             let result = await wait(waiterID)
             if queued {
@@ -70,11 +70,11 @@ extension Gatekeeper {
         }
     }
 
-    private func start(_ flightID: UInt64, presenter: any Conversation, attempts: Int) {
+    private func start(_ flightID: UInt64, conversation: any Conversation, attempts: Int) {
         let task = Task {
             let result: Result<Identity, AuthError>
             do throws(AuthError) {
-                result = .success(try await performLogin(presenter: presenter, attempts: attempts))
+                result = .success(try await performLogin(conversation: conversation, attempts: attempts))
             } catch {
                 result = .failure(error)
             }
@@ -173,21 +173,21 @@ extension Gatekeeper {
 
     /// The interactive login: user name, then the provider's questions, up to `attempts` times.
     /// An empty user name means the person changed their mind: ``AuthError/cancelled``.
-    private func performLogin(presenter: any Conversation, attempts: Int) async throws(AuthError) -> Identity {
+    private func performLogin(conversation: any Conversation, attempts: Int) async throws(AuthError) -> Identity {
         let attempts = max(attempts, 1)
         for attempt in 1...attempts {
             if Task.isCancelled { throw .cancelled }
-            let answer = try await presenter.askUsername(configuration.usernamePrompt)
+            let answer = try await conversation.askUsername(configuration.usernamePrompt)
             if answer.isEmpty { throw .cancelled }
             do {
-                return try await check(answer, presenter: presenter)
+                return try await check(answer, conversation: conversation)
             } catch {
                 switch error {
                 case .cancelled, .providerUnavailable, .tooManyAttempts:
                     throw error
                 default:
                     guard attempt < attempts else { throw error }
-                    await presenter.show(error.description, as: .error)
+                    await conversation.show(error.description, as: .error)
                 }
             }
         }
@@ -195,12 +195,12 @@ extension Gatekeeper {
     }
 
     /// One attempt: validate, check the lockout, ask the provider, count the outcome.
-    private func check(_ answer: String, presenter: any Conversation) async throws(AuthError) -> Identity {
+    private func check(_ answer: String, conversation: any Conversation) async throws(AuthError) -> Identity {
         let username = try Username.validate(answer)
         if let lockedOut = lockout(of: username) { throw lockedOut }
         let request = AuthRequest(
             username: username,
-            conversation: ValidatingConversation(presenter),
+            conversation: ValidatingConversation(conversation),
             terminal: configuration.terminal,
             remoteHost: configuration.remoteHost,
             requestingUser: configuration.requestingUser

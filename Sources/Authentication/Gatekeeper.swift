@@ -3,9 +3,9 @@ import Synchronization
 /// Runs protected actions only for an authenticated, and where asked authorized, identity.
 ///
 /// A gatekeeper holds at most one session. Protected actions ask it for an identity that meets their
-/// ``Requirement`` with ``authorize(_:presenter:)`` (or, more often, through ``RequiresAuthentication``):
+/// ``Requirement`` with ``authorize(_:conversation:)`` (or, more often, through ``RequiresAuthentication``):
 /// when a valid session meets the requirement the answer is immediate; otherwise the person is asked to
-/// sign in through the presenter. Concurrent actions that find no session share one login instead of
+/// sign in through the conversation. Concurrent actions that find no session share one login instead of
 /// prompting twice.
 ///
 /// Sessions end on ``signOut()``, after ``Configuration/idleTimeout`` without a protected action, and
@@ -73,7 +73,7 @@ public final class Gatekeeper: Sendable {
         }
     }
 
-    /// Returns an identity that meets `requirement`, signing in through `presenter` if there is no valid
+    /// Returns an identity that meets `requirement`, signing in through `conversation` if there is no valid
     /// session. This is the check every protected action makes before it starts.
     ///
     /// - A valid session that meets the requirement is returned at once and counts as use (idle timeout).
@@ -86,26 +86,29 @@ public final class Gatekeeper: Sendable {
     ///   the provider is still busy); ``AuthError/notAuthorized(requirement:)``; the last login error
     ///   when the attempts run out; ``AuthError/providerUnavailable(reason:)``.
     @inlinable
-    public func authorize(_ requirement: Requirement, presenter: any Conversation) async throws(AuthError) -> Identity {
-        if let identity = admittedIdentity(requirement) { return identity }
-        return try await authorizeWithLogin(requirement, presenter: presenter)
+    public func authorize(_ requirement: Requirement, conversation: any Conversation) async throws(AuthError)
+        -> Identity
+    {
+        if let identity = identityIfAdmitted(requirement) { return identity }
+        return try await loginUntilAdmitted(requirement, conversation: conversation)
     }
 
     /// The signed-in fast path: the identity of a valid session that meets `requirement`, counting as use,
     /// or `nil` when anything else is needed. Synchronous, so a caller pays no async call for it.
     @inlinable
-    func admittedIdentity(_ requirement: Requirement) -> Identity? {
-        if case .admitted(let identity) = admit(requirement) { return identity }
+    func identityIfAdmitted(_ requirement: Requirement) -> Identity? {
+        if case .admitted(let identity) = admission(requirement) { return identity }
         return nil
     }
 
     @usableFromInline
-    func authorizeWithLogin(_ requirement: Requirement, presenter: any Conversation) async throws(AuthError) -> Identity
+    func loginUntilAdmitted(_ requirement: Requirement, conversation: any Conversation) async throws(AuthError)
+        -> Identity
     {
         // Bounded: each round either admits, refuses, or waits for a login that consumed attempts.
         var rounds = 0
         while true {
-            switch admit(requirement) {
+            switch admission(requirement) {
             case .admitted(let identity):
                 return identity
             case .refused(let identity):
@@ -119,7 +122,7 @@ public final class Gatekeeper: Sendable {
                 // A login that succeeded but whose session ended before this task could use it (signed out
                 // at once by another task) is retried, up to the attempt limit.
                 guard rounds <= max(configuration.maxAttempts, 1) else { throw .cancelled }
-                _ = try await login(presenter: presenter, attempts: configuration.maxAttempts, joinExisting: true)
+                _ = try await login(conversation: conversation, attempts: configuration.maxAttempts, joinExisting: true)
             }
         }
     }
@@ -128,15 +131,15 @@ public final class Gatekeeper: Sendable {
     /// - Throws: the login error, such as ``AuthError/invalidCredentials``, or ``AuthError/cancelled``.
     @discardableResult
     public func signIn(_ credentials: Credentials) async throws(AuthError) -> Identity {
-        try await login(presenter: CredentialsConversation(credentials), attempts: 1, joinExisting: false)
+        try await login(conversation: CredentialsConversation(credentials), attempts: 1, joinExisting: false)
     }
 
     /// Signs in through a conversation (asking for the user name, then whatever the provider asks), with
     /// up to ``Configuration/maxAttempts`` tries, replacing any current session.
     /// - Throws: the last login error, or ``AuthError/cancelled``.
     @discardableResult
-    public func signIn(presenter: any Conversation) async throws(AuthError) -> Identity {
-        try await login(presenter: presenter, attempts: configuration.maxAttempts, joinExisting: false)
+    public func signIn(conversation: any Conversation) async throws(AuthError) -> Identity {
+        try await login(conversation: conversation, attempts: configuration.maxAttempts, joinExisting: false)
     }
 
     /// Ends the session and cancels any login in progress. Always succeeds locally; the provider is told

@@ -1,7 +1,7 @@
 /// A protected action: content that runs only for an identity meeting a requirement.
 ///
 /// The closure form of a "requires authentication" container. Build it once with the requirement, what
-/// to do when the login is dismissed, and the content; run it through a ``Gatekeeper`` with a presenter
+/// to do when the login is dismissed, and the content; run it through a ``Gatekeeper`` with a conversation
 /// (the ``Conversation`` that shows the login):
 ///
 /// ```swift
@@ -10,7 +10,7 @@
 /// } content: { identity in
 ///     try await listCourses(for: identity)
 /// }
-/// switch try await courses.run(through: gatekeeper, presenter: terminal) {
+/// switch try await courses.run(through: gatekeeper, conversation: terminal) {
 /// case .completed(let list): show(list)
 /// case .dismissed(let reason): print(reason)
 /// }
@@ -46,14 +46,14 @@ public struct RequiresAuthentication<Output: Sendable>: Sendable {
     ///   the content did not run.
     /// - Throws: only what the content throws.
     @inlinable
-    public func run(through gatekeeper: Gatekeeper, presenter: any Conversation) async throws -> Access<Output> {
+    public func run(through gatekeeper: Gatekeeper, conversation: any Conversation) async throws -> Access<Output> {
         // The signed-in fast path is a synchronous call; only a login needs the asynchronous one.
-        if let identity = gatekeeper.admittedIdentity(requirement) {
+        if let identity = gatekeeper.identityIfAdmitted(requirement) {
             return .completed(try await content(identity))
         }
         let identity: Identity
         do {
-            identity = try await gatekeeper.authorizeWithLogin(requirement, presenter: presenter)
+            identity = try await gatekeeper.loginUntilAdmitted(requirement, conversation: conversation)
         } catch {
             await onAuthenticationDismissed(error)
             return .dismissed(error)
@@ -80,14 +80,14 @@ extension Gatekeeper {
     /// ``RequiresAuthentication``.
     ///
     /// ```swift
-    /// let deploy = gatekeeper.requiresAuthentication(.member(of: "ops"), presenter: terminal) { identity in
+    /// let deploy = gatekeeper.requiresAuthentication(.member(of: "ops"), conversation: terminal) { identity in
     ///     try await runDeployment(as: identity)
     /// }
     /// let result = try await deploy()   // Access<Void>
     /// ```
     public func requiresAuthentication<Output: Sendable>(
         _ requirement: Requirement = .signedIn,
-        presenter: any Conversation,
+        conversation: any Conversation,
         onAuthenticationDismissed: @escaping @Sendable (AuthError) async -> Void = { _ in },
         _ action: @escaping @Sendable (Identity) async throws -> Output
     ) -> @Sendable () async throws -> Access<Output> {
@@ -96,6 +96,6 @@ extension Gatekeeper {
             onAuthenticationDismissed: onAuthenticationDismissed,
             content: action
         )
-        return { try await protected.run(through: self, presenter: presenter) }
+        return { try await protected.run(through: self, conversation: conversation) }
     }
 }

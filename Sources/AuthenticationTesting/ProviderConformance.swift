@@ -6,7 +6,7 @@ public import Authentication
 ///
 /// ```swift
 /// let suite = ProviderConformance(fixture: .init(username: "alice", password: "wonderland")) {
-///     DelayedAuthProvider(users: …, delay: .zero)
+///     MockAuthProvider(users: …, delay: .zero)
 /// }
 ///
 /// @Test(arguments: ProviderConformance.checks)

@@ -58,7 +58,7 @@ struct GatekeeperTests {
         try await gatekeeper.signIn(credentials("bob", "builder"))
         let before = gatekeeper.state
         let conversation = ScriptedConversation(.text(name), .secret("pw"))
-        await #expect(throws: expected) { try await gatekeeper.signIn(presenter: conversation) }
+        await #expect(throws: expected) { try await gatekeeper.signIn(conversation: conversation) }
         #expect(provider.authenticationCount == 1)
         #expect(gatekeeper.state == before)
     }
@@ -73,7 +73,7 @@ struct GatekeeperTests {
         }
         let gatekeeper = Gatekeeper(provider: provider, configuration: .init(maxAttempts: 1))
         await #expect(throws: password.expected) {
-            try await gatekeeper.signIn(presenter: ScriptedConversation(.text("alice"), .bytes(password.bytes)))
+            try await gatekeeper.signIn(conversation: ScriptedConversation(.text("alice"), .bytes(password.bytes)))
         }
         #expect(received.load(ordering: .relaxed) == 0)
         #expect(gatekeeper.state == .signedOut)
@@ -87,7 +87,7 @@ struct GatekeeperTests {
             .text("alice"), .secret("three"),
             .text("alice"), .secret("wonderland")
         )
-        await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(presenter: conversation) }
+        await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(conversation: conversation) }
         #expect(
             conversation.messages == [
                 AuthError.invalidCredentials.description, AuthError.missingPassword.description,
@@ -100,7 +100,7 @@ struct GatekeeperTests {
         let provider = accountsProvider()
         let gatekeeper = Gatekeeper(provider: provider)
         await #expect(throws: AuthError.cancelled) {
-            try await gatekeeper.signIn(presenter: ScriptedConversation(.text("")))
+            try await gatekeeper.signIn(conversation: ScriptedConversation(.text("")))
         }
         #expect(provider.authenticationCount == 0)
     }

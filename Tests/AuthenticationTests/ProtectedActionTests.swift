@@ -16,12 +16,12 @@ struct ProtectedActionTests {
             "courses for \(identity.username)"
         }
         let conversation = ScriptedConversation(.text("alice"), .secret("wonderland"))
-        let access = try await courses.run(through: gatekeeper, presenter: conversation)
+        let access = try await courses.run(through: gatekeeper, conversation: conversation)
         #expect(access.output == "courses for alice")
         #expect(dismissed.count == 0)
         // Signed in now: the next run asks nothing.
         let silent = ScriptedConversation()
-        #expect(try await courses.run(through: gatekeeper, presenter: silent).output == "courses for alice")
+        #expect(try await courses.run(through: gatekeeper, conversation: silent).output == "courses for alice")
         #expect(silent.events.isEmpty)
     }
 
@@ -54,7 +54,7 @@ struct ProtectedActionTests {
         } content: { _ in
             ran.increment()
         }
-        let access = try await admin.run(through: gatekeeper, presenter: ScriptedConversation(answers: answers))
+        let access = try await admin.run(through: gatekeeper, conversation: ScriptedConversation(answers: answers))
         guard case .dismissed(let reason) = access else {
             Issue.record("\(name): expected dismissed, got \(access)")
             return
@@ -70,14 +70,15 @@ struct ProtectedActionTests {
         let ran = Counter()
         let deploy = gatekeeper.requiresAuthentication(
             .member(of: "admin"),
-            presenter: ScriptedConversation(.text("alice"), .secret("wonderland"))
+            conversation: ScriptedConversation(.text("alice"), .secret("wonderland"))
         ) { identity in
             ran.increment()
             return identity.username
         }
         #expect(try await deploy().output == "alice")
         await gatekeeper.signOut()
-        let refused = gatekeeper.requiresAuthentication(presenter: ScriptedConversation(.cancel)) { _ in ran.increment()
+        let refused = gatekeeper.requiresAuthentication(conversation: ScriptedConversation(.cancel)) { _ in
+            ran.increment()
         }
         guard case .dismissed(.cancelled) = try await refused() else {
             Issue.record("expected a dismissal")
@@ -92,7 +93,7 @@ struct ProtectedActionTests {
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
         let failing = RequiresAuthentication { _ in throw Boom() }
         await #expect(throws: Boom.self) {
-            try await failing.run(through: gatekeeper, presenter: ScriptedConversation())
+            try await failing.run(through: gatekeeper, conversation: ScriptedConversation())
         }
     }
 
@@ -102,8 +103,8 @@ struct ProtectedActionTests {
         let conversation = ScriptedConversation(.text("alice"), .secret("pw"))
         let ran = Counter()
         let action = RequiresAuthentication { _ in ran.increment() }
-        async let first = action.run(through: gatekeeper, presenter: conversation)
-        async let second = action.run(through: gatekeeper, presenter: conversation)
+        async let first = action.run(through: gatekeeper, conversation: conversation)
+        async let second = action.run(through: gatekeeper, conversation: conversation)
         for await _ in provider.started.stream { break }
         provider.release()
         _ = try await (first, second)
@@ -119,7 +120,7 @@ struct ProtectedActionTests {
         let action = RequiresAuthentication { identity in identity.username }
         try await withThrowingTaskGroup(of: String?.self) { group in
             for _ in 0..<50 {
-                group.addTask { try await action.run(through: gatekeeper, presenter: conversation).output }
+                group.addTask { try await action.run(through: gatekeeper, conversation: conversation).output }
             }
             for try await output in group { #expect(output == "alice") }
         }
@@ -138,17 +139,17 @@ struct ProtectedActionTests {
         )
         let conversation = ScriptedConversation(.text("alice"), .secret("wonderland"))
         let action = RequiresAuthentication { identity in identity.username }
-        #expect(try await action.run(through: gatekeeper, presenter: conversation).output == "alice")
+        #expect(try await action.run(through: gatekeeper, conversation: conversation).output == "alice")
         // Use within the idle timeout keeps the session alive well past the first minute.
         for _ in 0..<5 {
             clock.advance(by: .seconds(59))
-            #expect(try await action.run(through: gatekeeper, presenter: conversation).output == "alice")
+            #expect(try await action.run(through: gatekeeper, conversation: conversation).output == "alice")
         }
         #expect(conversation.questionCount == 2)
         clock.advance(by: .seconds(60))
         #expect(gatekeeper.state == .signedOut)
         conversation.append(.text("bob"), .secret("builder"))
-        #expect(try await action.run(through: gatekeeper, presenter: conversation).output == "bob")
+        #expect(try await action.run(through: gatekeeper, conversation: conversation).output == "bob")
         #expect(conversation.questionCount == 4)
         #expect(audit.events.map(\.kind).contains(.sessionExpired))
     }
@@ -169,9 +170,9 @@ struct ProtectedActionTests {
         let conversation = ScriptedConversation(.cancel)
         let action = RequiresAuthentication { _ in }
         clock.advance(by: .seconds(50))
-        #expect(try await action.run(through: gatekeeper, presenter: conversation).output != nil)
+        #expect(try await action.run(through: gatekeeper, conversation: conversation).output != nil)
         clock.advance(by: .seconds(50))
-        guard case .dismissed(.cancelled) = try await action.run(through: gatekeeper, presenter: conversation) else {
+        guard case .dismissed(.cancelled) = try await action.run(through: gatekeeper, conversation: conversation) else {
             Issue.record("the session outlived its absolute timeout")
             return
         }
@@ -190,7 +191,7 @@ struct ProtectedActionTests {
         #expect(gatekeeper.state == .signedIn(try #require(gatekeeper.identity), expires: nil))
         let silent = ScriptedConversation()
         #expect(
-            try await RequiresAuthentication { $0.username }.run(through: gatekeeper, presenter: silent).output
+            try await RequiresAuthentication { $0.username }.run(through: gatekeeper, conversation: silent).output
                 == "alice")
         await gatekeeper.signOut()
         #expect(gatekeeper.identity == nil)
@@ -201,7 +202,7 @@ struct ProtectedActionTests {
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
         await gatekeeper.signOut()
         let conversation = ScriptedConversation(.cancel)
-        let access = try await RequiresAuthentication { _ in }.run(through: gatekeeper, presenter: conversation)
+        let access = try await RequiresAuthentication { _ in }.run(through: gatekeeper, conversation: conversation)
         guard case .dismissed(.cancelled) = access else {
             Issue.record("ran without a session")
             return
@@ -215,7 +216,7 @@ struct ProtectedActionTests {
         let ran = Counter()
         let pending = Task {
             try await RequiresAuthentication { _ in ran.increment() }
-                .run(through: gatekeeper, presenter: ScriptedConversation(.text("alice"), .secret("pw")))
+                .run(through: gatekeeper, conversation: ScriptedConversation(.text("alice"), .secret("pw")))
         }
         for await _ in provider.started.stream { break }
         #expect(gatekeeper.state == .authenticating)
@@ -247,7 +248,7 @@ struct ProtectedActionTests {
             ran.increment()
         }
         let pending = Task {
-            try await action.run(through: gatekeeper, presenter: ScriptedConversation(.text("a"), .secret("p")))
+            try await action.run(through: gatekeeper, conversation: ScriptedConversation(.text("a"), .secret("p")))
         }
         for await _ in provider.started.stream { break }
         pending.cancel()
@@ -270,9 +271,9 @@ struct ProtectedActionTests {
         let gatekeeper = Gatekeeper(provider: provider)
         let conversation = ScriptedConversation(.text("alice"), .secret("pw"))
         let action = RequiresAuthentication { identity in identity.username }
-        let first = Task { try await action.run(through: gatekeeper, presenter: conversation) }
+        let first = Task { try await action.run(through: gatekeeper, conversation: conversation) }
         for await _ in provider.started.stream { break }
-        let second = Task { try await action.run(through: gatekeeper, presenter: conversation) }
+        let second = Task { try await action.run(through: gatekeeper, conversation: conversation) }
         #expect(await eventually { gatekeeper.waiterCount == 2 })
         first.cancel()
         guard case .dismissed(.cancelled) = try await first.value else {
@@ -320,7 +321,8 @@ struct ProtectedActionTests {
                     violations.update { $0.append("\(identity.username) ran an admin action") }
                 }
             }
-            _ = try await action.run(through: gatekeeper, presenter: ScriptedConversation(.text(user), .secret("pw")))
+            _ = try await action.run(
+                through: gatekeeper, conversation: ScriptedConversation(.text(user), .secret("pw")))
         }
 
         try await withThrowingTaskGroup(of: Void.self) { group in

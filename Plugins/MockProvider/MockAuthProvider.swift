@@ -8,11 +8,11 @@ import Synchronization
 /// logins fail in chosen ways.
 ///
 /// ```swift
-/// let provider = DelayedAuthProvider(users: [
+/// let provider = MockAuthProvider(users: [
 ///     .init(username: "alice", password: Secret(copying: "wonderland".utf8), groups: ["admin"]),
 /// ])
 /// ```
-public final class DelayedAuthProvider: AuthProvider {
+public final class MockAuthProvider: AuthProvider {
     /// One account.
     public struct User: Sendable {
         public var username: String

@@ -5,9 +5,9 @@ import TestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
-struct DelayedAuthProviderTests {
+struct MockAuthProviderTests {
     static let conformance = ProviderConformance(fixture: .init(username: "alice", password: "wonderland")) {
-        DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: .zero)
+        MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)
     }
 
     @Test(arguments: ProviderConformance.checks)
@@ -18,7 +18,7 @@ struct DelayedAuthProviderTests {
     /// The whole suite, with a short delay (20 ms) so the checks' waits are real but quick.
     @Test func conformsWithAShortDelay() async {
         let suite = ProviderConformance(fixture: .init(username: "bob", password: "builder")) {
-            DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: .milliseconds(20))
+            MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .milliseconds(20))
         }
         #expect(await suite.runAll() == [])
     }
@@ -30,7 +30,7 @@ struct DelayedAuthProviderTests {
         ("nobody", "wonderland", .unknownUser),
     ])
     func reportsAccountStanding(_ username: String, _ password: String, _ expected: AuthOutcome) async throws {
-        let provider = DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: .zero)
+        let provider = MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)
         let outcome = try await provider.authenticate(
             AuthRequest(username: username, conversation: ScriptedConversation(.secret(password)))
         )
@@ -39,11 +39,11 @@ struct DelayedAuthProviderTests {
 
     @Test func reportsExpiredAccountsAndPasswords() async throws {
         let users = [
-            DelayedAuthProvider.User(username: "old", password: Secret(copying: "pw".utf8), status: .expired),
-            DelayedAuthProvider.User(
+            MockAuthProvider.User(username: "old", password: Secret(copying: "pw".utf8), status: .expired),
+            MockAuthProvider.User(
                 username: "stale", password: Secret(copying: "pw".utf8), status: .passwordChangeRequired),
         ]
-        let provider = DelayedAuthProvider(users: users, delay: .zero)
+        let provider = MockAuthProvider(users: users, delay: .zero)
         for (name, expected) in [("old", AuthError.accountExpired), ("stale", .passwordChangeRequired)] {
             let outcome = try await provider.authenticate(
                 AuthRequest(username: name, conversation: ScriptedConversation(.secret("pw")))
@@ -53,7 +53,7 @@ struct DelayedAuthProviderTests {
     }
 
     @Test func injectsFailures() async throws {
-        let provider = DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: .zero)
+        let provider = MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)
         provider.inject(.unavailable(reason: "maintenance"))
         provider.inject(.reject(.accountExpired))
         let request = { AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("wonderland"))) }
@@ -68,7 +68,7 @@ struct DelayedAuthProviderTests {
 
     @Test(.timeLimit(.minutes(1)))
     func aHangingBackendEndsWhenTheTaskIsCancelled() async throws {
-        let provider = DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: .zero)
+        let provider = MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)
         provider.inject(.hang)
         let gatekeeper = Gatekeeper(provider: provider)
         let login = Task { try await gatekeeper.signIn(credentials("alice", "wonderland")) }
@@ -82,7 +82,7 @@ struct DelayedAuthProviderTests {
     /// returns from the usual one-second delay is measured by `make bench`, not asserted here.)
     @Test(.timeLimit(.minutes(1)))
     func cancellingDuringTheDelayDismissesAtOnce() async throws {
-        let provider = DelayedAuthProvider(users: DelayedAuthProvider.demoUsers, delay: .seconds(3600))
+        let provider = MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .seconds(3600))
         let gatekeeper = Gatekeeper(provider: provider)
         let ran = Locked(false)
         let dismissals = Locked(0)
@@ -94,7 +94,7 @@ struct DelayedAuthProviderTests {
         let pending = Task {
             try await action.run(
                 through: gatekeeper,
-                presenter: ScriptedConversation(.text("alice"), .secret("wonderland"))
+                conversation: ScriptedConversation(.text("alice"), .secret("wonderland"))
             )
         }
         #expect(await eventually { provider.authenticationCount > 0 })
@@ -110,7 +110,7 @@ struct DelayedAuthProviderTests {
     }
 
     @Test func describesAUserWithoutThePassword() {
-        let user = DelayedAuthProvider.demoUsers[0]
+        let user = MockAuthProvider.demoUsers[0]
         var text = ""
         dump(user, to: &text)
         #expect(!text.contains("wonderland"))
