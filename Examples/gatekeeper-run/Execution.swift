@@ -32,8 +32,8 @@ struct ExitStatus: Error, Hashable {
         switch reason {
         case .cancelled: self = .cancelled
         case .missingUsername, .invalidUsername, .missingPassword, .invalidPassword: self = .invalidInput
-        case .providerUnavailable, .timedOut: self = .unavailable
-        case .invalidCredentials, .userNotFound, .accountLocked, .accountExpired, .activationRequired,
+        case .providerUnavailable: self = .unavailable
+        case .invalidCredentials, .userNotFound, .accountLocked, .accountExpired, .refusedByPolicy,
             .passwordChangeRequired, .notAuthorized, .tooManyAttempts:
             self = .denied
         }

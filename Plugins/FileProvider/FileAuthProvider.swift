@@ -89,7 +89,7 @@ public final class FileAuthProvider: AuthProvider {
         let standIn = file.representativeHash ?? fallbackStandIn
         guard let entry = file[request.username] else {
             _ = try await verifyOffPool(password, standIn)
-            return .unknownUser
+            return .notMine
         }
         switch entry.password {
         case .locked(let text):
@@ -97,9 +97,9 @@ public final class FileAuthProvider: AuthProvider {
             // does not tell locked accounts apart.
             let inner = try? PasswordHash(String(text.drop { $0 == "!" || $0 == "*" }))
             let matches = try await verifyOffPool(password, inner ?? standIn)
-            return inner != nil && matches ? .rejected(.accountLocked(until: nil)) : .rejected(.invalidCredentials)
+            return inner != nil && matches ? .rejected(.locked(until: nil)) : .rejected(.wrongCredentials)
         case .hash(let hash):
-            guard try await verifyOffPool(password, hash) else { return .rejected(.invalidCredentials) }
+            guard try await verifyOffPool(password, hash) else { return .rejected(.wrongCredentials) }
             if hash.scheme.isWeak && configuration.upgradesWeakHashes {
                 // Hashing and writing take a while; the login does not wait for them.
                 Self.files.submit { self.upgrade(entry, password) }

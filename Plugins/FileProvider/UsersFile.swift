@@ -166,7 +166,7 @@ public struct UsersFile: Sendable {
             do {
                 username = try Username.validate(String(decoding: nameBytes, as: UTF8.self))
             } catch {
-                throw UsersFileError(line: line, "has an unusable user name: \(error)")
+                throw UsersFileError(line: line, "has an unusable user name: it \(error.problemPhrase)")
             }
         }
         let rest = text[(colon + 1)...]

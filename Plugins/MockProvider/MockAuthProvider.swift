@@ -25,13 +25,13 @@ public final class MockAuthProvider: AuthProvider {
         public enum Status: Sendable, Hashable {
             /// Can sign in.
             case active
-            /// Signs in only after activation: ``AuthError/activationRequired``.
+            /// Not activated yet: refused by policy (``Rejection/refusedByPolicy``).
             case activationRequired
-            /// Locked: ``AuthError/accountLocked(until:)``.
+            /// Locked: ``Rejection/locked(until:)``.
             case locked
-            /// Expired: ``AuthError/accountExpired``.
+            /// Expired: ``Rejection/expiredAccount``.
             case expired
-            /// The password must be changed first: ``AuthError/passwordChangeRequired``.
+            /// The password must be changed first: ``Rejection/passwordChangeRequired``.
             case passwordChangeRequired
         }
 
@@ -56,8 +56,8 @@ public final class MockAuthProvider: AuthProvider {
         case unavailable(reason: String)
         /// Never answer until the task is cancelled, like a backend that hangs.
         case hang
-        /// Reject every login with this error, whatever the password.
-        case reject(AuthError)
+        /// Reject the login for this reason, whatever the password.
+        case reject(Rejection)
     }
 
     public let name: String
@@ -123,16 +123,16 @@ public final class MockAuthProvider: AuthProvider {
         let user = users[request.username]
         let expected = user?.password ?? Self.standIn
         guard password == expected, let user else {
-            return user == nil ? .unknownUser : .rejected(.invalidCredentials)
+            return user == nil ? .notMine : .rejected(.wrongCredentials)
         }
         switch user.status {
         case .active:
             return .authenticated(
                 Identity(username: user.username, displayName: user.displayName, groups: user.groups, provider: name)
             )
-        case .activationRequired: return .rejected(.activationRequired)
-        case .locked: return .rejected(.accountLocked(until: nil))
-        case .expired: return .rejected(.accountExpired)
+        case .activationRequired: return .rejected(.refusedByPolicy)
+        case .locked: return .rejected(.locked(until: nil))
+        case .expired: return .rejected(.expiredAccount)
         case .passwordChangeRequired: return .rejected(.passwordChangeRequired)
         }
     }

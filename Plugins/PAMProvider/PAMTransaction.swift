@@ -174,17 +174,17 @@ final class PAMTransaction: @unchecked Sendable {
         let canonical = user == request.username ? nil : user
         switch status {
         case PAM_AUTH_ERR:
-            return .success(.rejected(.invalidCredentials, canonicalUsername: canonical))
+            return .success(.rejected(.wrongCredentials, canonicalUsername: canonical))
         case PAM_USER_UNKNOWN:
-            return .success(.unknownUser)
+            return .success(.notMine)
         case PAM_MAXTRIES:
-            return .success(.rejected(.tooManyAttempts(retryAfter: .zero), canonicalUsername: canonical))
+            return .success(.rejected(.tooManyTries, canonicalUsername: canonical))
         case PAM_ACCT_EXPIRED:
-            return .success(.rejected(.accountExpired, canonicalUsername: canonical))
+            return .success(.rejected(.expiredAccount, canonicalUsername: canonical))
         case PAM_NEW_AUTHTOK_REQD, PAM_AUTHTOK_EXPIRED:
             return .success(.rejected(.passwordChangeRequired, canonicalUsername: canonical))
         case PAM_PERM_DENIED:
-            return .success(.rejected(.notAuthorized(requirement: "the \(configuration.service) PAM service's rules")))
+            return .success(.rejected(.refusedByPolicy, canonicalUsername: canonical))
         case PAM_CRED_INSUFFICIENT, PAM_AUTHINFO_UNAVAIL:
             var reason = "PAM: \(message)."
             if geteuid() != 0 {

@@ -16,25 +16,24 @@ public enum AuthError: Error, Hashable, Sendable {
     case invalidPassword(InputProblem)
     /// The user name and password do not match.
     case invalidCredentials
-    /// The backend does not know the user. Only reported where a ``Gatekeeper`` is configured to reveal it;
+    /// The backend does not know the user (``AuthOutcome/notMine``). Only reported where a ``Gatekeeper``
+    /// is configured to reveal it;
     /// otherwise unknown users get ``invalidCredentials`` so names cannot be probed.
     case userNotFound
     /// The account is locked, until the given time if the backend knows one.
     case accountLocked(until: Date?)
     /// The account has expired.
     case accountExpired
-    /// The account exists but must be activated before it can sign in.
-    case activationRequired
+    /// The backend's rules refuse this login (an access list, a time window, an account not activated).
+    case refusedByPolicy
     /// The password has expired and must be changed before signing in.
     case passwordChangeRequired
     /// The identity is authenticated but does not meet the requirement (for example, group membership).
     case notAuthorized(requirement: String)
-    /// Too many failed sign-ins for this user name; try again after the given duration.
-    case tooManyAttempts(retryAfter: Duration)
+    /// Too many failed sign-ins for this user name; try again after the given duration, when known.
+    case tooManyAttempts(retryAfter: Duration?)
     /// The person cancelled the login, or the task running it was cancelled.
     case cancelled
-    /// The login did not finish in time.
-    case timedOut
     /// The backend itself failed (service down, misconfigured); `reason` says how, without secrets.
     case providerUnavailable(reason: String)
 
@@ -76,13 +75,13 @@ extension AuthError: CustomStringConvertible {
                 "The account is locked."
             }
         case .accountExpired: "The account has expired."
-        case .activationRequired: "The account has not been activated yet."
+        case .refusedByPolicy: "This account may not sign in here now."
         case .passwordChangeRequired: "The password has expired and must be changed."
         case .notAuthorized(let requirement): "You are signed in but not allowed to do this (requires \(requirement))."
-        case .tooManyAttempts(let retryAfter):
+        case .tooManyAttempts(let retryAfter?):
             "Too many failed attempts; try again in \(Self.seconds(retryAfter)) seconds."
+        case .tooManyAttempts(nil): "Too many failed attempts; try again later."
         case .cancelled: "The login was cancelled."
-        case .timedOut: "The login timed out."
         case .providerUnavailable(let reason): "The login service is unavailable: \(reason)"
         }
     }

@@ -1,3 +1,5 @@
+public import FoundationEssentials
+
 /// A backend that checks who someone is: an in-memory table, Linux PAM, a users file, a directory service.
 ///
 /// ## The contract
@@ -6,7 +8,7 @@
 ///
 /// - ``authenticate(_:)`` asks for what it needs (a password, a code) through
 ///   ``AuthRequest/conversation``, and answers with an ``AuthOutcome``: a failed check is an answer
-///   (``AuthOutcome/rejected(_:canonicalUsername:)``, ``AuthOutcome/unknownUser``), not an error.
+///   (``AuthOutcome/rejected(_:canonicalUsername:)``, ``AuthOutcome/notMine``), not an error.
 /// - It throws only ``AuthError/cancelled`` or what the conversation threw. When the task is cancelled it
 ///   returns promptly, even if a call into a C library is still blocked: move that call off the
 ///   cooperative thread pool and stop waiting for it.
@@ -65,21 +67,95 @@ public struct AuthRequest: Sendable {
 }
 
 /// A provider's answer. A failed check is an answer too, so a chain of providers can decide what to do
-/// next, as PAM's stacking does.
+/// next, as PAM's stacking does. Each answer is one PAM return code (``pamResult``):
+///
+/// | answer | PAM return code |
+/// |---|---|
+/// | ``authenticated(_:)`` | `PAM_SUCCESS` |
+/// | ``rejected(_:canonicalUsername:)`` with ``Rejection/wrongCredentials`` or ``Rejection/locked(until:)`` | `PAM_AUTH_ERR` |
+/// | … ``Rejection/expiredAccount`` | `PAM_ACCT_EXPIRED` |
+/// | … ``Rejection/passwordChangeRequired`` | `PAM_NEW_AUTHTOK_REQD` |
+/// | … ``Rejection/tooManyTries`` | `PAM_MAXTRIES` |
+/// | … ``Rejection/refusedByPolicy`` | `PAM_PERM_DENIED` |
+/// | ``notMine`` | `PAM_USER_UNKNOWN` |
+/// | ``unavailable(reason:)`` | `PAM_AUTHINFO_UNAVAIL` |
+///
+/// A locked account answers `PAM_AUTH_ERR`, as `pam_faillock` and `pam_unix` do; the unlock time, when
+/// the backend knows it, is only for the person's message.
 public enum AuthOutcome: Sendable, Hashable {
     /// The person is who they say they are.
     case authenticated(Identity)
-    /// The backend knows the user and refused the login. The error is one of the credential or account
-    /// cases: ``AuthError/invalidCredentials``, ``AuthError/accountLocked(until:)``,
-    /// ``AuthError/accountExpired``, ``AuthError/activationRequired``,
-    /// ``AuthError/passwordChangeRequired``.
+    /// The backend knows the user and refused the login, for one of a closed set of reasons.
     ///
     /// `canonicalUsername` is the backend's own spelling of the account when it differs from the one
     /// typed (a case-insensitive directory, a PAM module that changed `PAM_USER`): failures are counted
     /// against it, so every spelling of one account shares one lockout.
-    case rejected(AuthError, canonicalUsername: String? = nil)
-    /// The backend does not know this user ("not mine"): another backend may.
-    case unknownUser
-    /// The backend itself failed; the reason is for people and logs, and holds no secret.
+    case rejected(Rejection, canonicalUsername: String? = nil)
+    /// The backend does not know this user: another backend may.
+    case notMine
+    /// The backend itself failed (down, misconfigured); the reason is for people and logs, and holds no
+    /// secret.
     case unavailable(reason: String)
+
+    /// The PAM return code this answer stands for.
+    public var pamResult: PAMResult {
+        switch self {
+        case .authenticated: .success
+        case .rejected(let rejection, _): rejection.pamResult
+        case .notMine: .userUnknown
+        case .unavailable: .authinfoUnavailable
+        }
+    }
+}
+
+/// Why a backend that knows the user refused a login.
+public enum Rejection: Sendable, Hashable {
+    /// The password (or code) is wrong.
+    case wrongCredentials
+    /// The account is locked, until the given time if the backend knows one.
+    case locked(until: Date?)
+    /// The account has expired.
+    case expiredAccount
+    /// The password has expired and must be changed first.
+    case passwordChangeRequired
+    /// The backend counted too many failed tries (PAM's `PAM_MAXTRIES`; no time to wait is known).
+    case tooManyTries
+    /// The backend's rules refuse this login (an access list, a time window, an account not activated).
+    case refusedByPolicy
+
+    /// The PAM return code of this refusal.
+    public var pamResult: PAMResult {
+        switch self {
+        case .wrongCredentials, .locked: .authenticationError
+        case .expiredAccount: .accountExpired
+        case .passwordChangeRequired: .newAuthenticationTokenRequired
+        case .tooManyTries: .maximumTries
+        case .refusedByPolicy: .permissionDenied
+        }
+    }
+
+    /// The error a caller gets for it.
+    public var error: AuthError {
+        switch self {
+        case .wrongCredentials: .invalidCredentials
+        case .locked(let until): .accountLocked(until: until)
+        case .expiredAccount: .accountExpired
+        case .passwordChangeRequired: .passwordChangeRequired
+        case .tooManyTries: .tooManyAttempts(retryAfter: nil)
+        case .refusedByPolicy: .refusedByPolicy
+        }
+    }
+}
+
+/// The PAM return codes a provider's answer maps to; `rawValue` is the name used in PAM's
+/// `[value=action]` control syntax.
+public enum PAMResult: String, Sendable, Hashable, CaseIterable {
+    case success
+    case authenticationError = "auth_err"
+    case accountExpired = "acct_expired"
+    case newAuthenticationTokenRequired = "new_authtok_reqd"
+    case maximumTries = "maxtries"
+    case permissionDenied = "perm_denied"
+    case userUnknown = "user_unknown"
+    case authinfoUnavailable = "authinfo_unavail"
 }

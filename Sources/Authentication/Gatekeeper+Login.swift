@@ -218,13 +218,13 @@ extension Gatekeeper {
                 core.failures.clear(identity.username)
             }
             return identity
-        case .rejected(let error, let canonical):
+        case .rejected(let rejection, let canonical):
             // Failures count against the backend's spelling of the account, if it has its own.
             let account = canonical ?? username
             if account != username, let lockedOut = lockout(of: account) { throw lockedOut }
-            registerFailure(of: account, error)
-            throw error
-        case .unknownUser:
+            registerFailure(of: account, rejection.error)
+            throw rejection.error
+        case .notMine:
             registerFailure(of: username, .userNotFound)
             throw configuration.revealsUnknownUsers ? .userNotFound : .invalidCredentials
         case .unavailable(let reason):

@@ -92,8 +92,8 @@ public struct ProviderConformance: Sendable {
             await suite.withProvider { provider in
                 let conversation = ScriptedConversation(.secret(suite.fixture.wrongPassword))
                 let outcome = try await provider.authenticate(suite.request(suite.fixture.username, conversation))
-                guard outcome == .rejected(.invalidCredentials) else {
-                    return ["expected rejected(invalidCredentials), got \(outcome)"]
+                guard outcome == .rejected(.wrongCredentials) else {
+                    return ["expected rejected(wrongCredentials), got \(outcome)"]
                 }
                 return suite.leaks(in: String(reflecting: outcome))
             }
@@ -105,8 +105,8 @@ public struct ProviderConformance: Sendable {
                     suite.request(suite.fixture.unknownUsername, conversation)
                 )
                 var problems: [String] = []
-                if outcome != .unknownUser && outcome != .rejected(.invalidCredentials) {
-                    problems.append("expected unknownUser or rejected(invalidCredentials), got \(outcome)")
+                if outcome != .notMine && outcome != .rejected(.wrongCredentials) {
+                    problems.append("expected notMine or rejected(wrongCredentials), got \(outcome)")
                 }
                 if conversation.questionCount == 0 {
                     problems.append("no password was asked, so the prompts reveal which names exist")
@@ -152,7 +152,7 @@ public struct ProviderConformance: Sendable {
                         switch (index.isMultiple(of: 2), outcome) {
                         case (true, .authenticated(let identity)) where identity.username == suite.fixture.username:
                             continue
-                        case (false, .rejected(.invalidCredentials, _)):
+                        case (false, .rejected(.wrongCredentials, _)):
                             continue
                         case (let right, _):
                             let password = right ? "the right password" : "a wrong password"

@@ -27,8 +27,8 @@ public final class StubAuthProvider: AuthProvider {
         let table = accounts.mapValues { (Secret(copying: $0.password.utf8), $0.groups) }
         self.init(name: name) { request throws(AuthError) in
             let password = try await request.conversation.askSecret("Password: ")
-            guard let (expected, groups) = table[request.username] else { return .unknownUser }
-            guard password == expected else { return .rejected(.invalidCredentials) }
+            guard let (expected, groups) = table[request.username] else { return .notMine }
+            guard password == expected else { return .rejected(.wrongCredentials) }
             return .authenticated(Identity(username: request.username, groups: groups, provider: name))
         }
     }

@@ -87,8 +87,8 @@ struct CredentialsTests {
         let errors: [AuthError] =
             Self.badUsernames.map(\.1) + Self.badPasswords.map(\.expected) + [
                 .invalidCredentials, .userNotFound, .accountLocked(until: nil), .accountExpired,
-                .activationRequired, .passwordChangeRequired, .notAuthorized(requirement: "x"),
-                .tooManyAttempts(retryAfter: .seconds(1.5)), .cancelled, .timedOut,
+                .refusedByPolicy, .passwordChangeRequired, .notAuthorized(requirement: "x"),
+                .tooManyAttempts(retryAfter: .seconds(1.5)), .tooManyAttempts(retryAfter: nil), .cancelled,
                 .providerUnavailable(reason: "down"),
             ]
         for error in errors {
@@ -96,6 +96,8 @@ struct CredentialsTests {
             #expect(error.description.first?.isUppercase == true)
         }
         #expect(AuthError.tooManyAttempts(retryAfter: .seconds(1.5)).description.contains("2 seconds"))
+        // PAM's PAM_MAXTRIES knows no time to wait: none is made up.
+        #expect(AuthError.tooManyAttempts(retryAfter: nil).description == "Too many failed attempts; try again later.")
         let lockedUntil = AuthError.accountLocked(until: Date(timeIntervalSince1970: 86_400))
         #expect(lockedUntil.description == "The account is locked until 1970-01-02T00:00:00Z.")
     }
@@ -122,5 +124,39 @@ struct CredentialsConversationTests {
         await #expect(throws: AuthError.cancelled) { try await conversation.ask("One-time code: ") }
         #expect(try await conversation.askSecret("Password: ") == Secret(copying: "secret".utf8))
         await #expect(throws: AuthError.cancelled) { try await conversation.askSecret("PIN: ") }
+    }
+}
+
+/// Every provider answer is one PAM return code, and every refusal one error a caller can act on.
+struct AuthOutcomeTests {
+    @Test func everyAnswerMapsToOnePAMReturnCode() {
+        let identity = Identity(username: "alice", provider: "test")
+        let answers: [(AuthOutcome, PAMResult)] = [
+            (.authenticated(identity), .success),
+            (.rejected(.wrongCredentials), .authenticationError),
+            (.rejected(.locked(until: nil)), .authenticationError),
+            (.rejected(.expiredAccount), .accountExpired),
+            (.rejected(.passwordChangeRequired), .newAuthenticationTokenRequired),
+            (.rejected(.tooManyTries), .maximumTries),
+            (.rejected(.refusedByPolicy, canonicalUsername: "alice"), .permissionDenied),
+            (.notMine, .userUnknown),
+            (.unavailable(reason: "down"), .authinfoUnavailable),
+        ]
+        for (answer, code) in answers { #expect(answer.pamResult == code, "\(answer)") }
+        // Every code the coming provider chain acts on is reached, and named as Linux-PAM names it.
+        #expect(Set(answers.map(\.1)) == Set(PAMResult.allCases))
+        #expect(
+            PAMResult.allCases.map(\.rawValue).sorted() == [
+                "acct_expired", "auth_err", "authinfo_unavail", "maxtries", "new_authtok_reqd", "perm_denied",
+                "success",
+                "user_unknown",
+            ])
+    }
+
+    @Test func refusalsBecomeTheErrorsCallersCatch() {
+        #expect(Rejection.wrongCredentials.error == .invalidCredentials)
+        #expect(Rejection.tooManyTries.error == .tooManyAttempts(retryAfter: nil))
+        #expect(Rejection.refusedByPolicy.error == .refusedByPolicy)
+        #expect(Rejection.locked(until: nil).error == .accountLocked(until: nil))
     }
 }

@@ -69,7 +69,7 @@ struct GatekeeperTests {
         let provider = StubAuthProvider { request throws(AuthError) in
             _ = try await request.conversation.askSecret("Password: ")
             received.add(1, ordering: .relaxed)
-            return .rejected(.invalidCredentials)
+            return .rejected(.wrongCredentials)
         }
         let gatekeeper = Gatekeeper(provider: provider, configuration: .init(maxAttempts: 1))
         await #expect(throws: password.expected) {

@@ -54,7 +54,7 @@ struct FileAuthProviderTests {
             return
         }
         #expect((identity.attributes["hash"] != nil) == scheme.isWeak)
-        #expect(try await authenticate(provider, "u", password + "x") == .rejected(.invalidCredentials))
+        #expect(try await authenticate(provider, "u", password + "x") == .rejected(.wrongCredentials))
     }
 
     /// Files written by gatekeeper-passwd verify with `htpasswd -v` (entries without the extra fields,
@@ -83,9 +83,9 @@ struct FileAuthProviderTests {
         }
         #expect(alice.groups == ["admin", "staff"])
         #expect(alice.displayName == "Alice Liddell")
-        #expect(try await authenticate(provider, "bob", "builder") == .rejected(.accountLocked(until: nil)))
-        #expect(try await authenticate(provider, "bob", "guess") == .rejected(.invalidCredentials))
-        #expect(try await authenticate(provider, "zed", "wonderland") == .unknownUser)
+        #expect(try await authenticate(provider, "bob", "builder") == .rejected(.locked(until: nil)))
+        #expect(try await authenticate(provider, "bob", "guess") == .rejected(.wrongCredentials))
+        #expect(try await authenticate(provider, "zed", "wonderland") == .notMine)
     }
 
     @Test func reloadsAChangedFileEvenWithinTheSameSecond() async throws {
@@ -93,9 +93,9 @@ struct FileAuthProviderTests {
         defer { scratch.remove() }
         let path = try Self.usersFile(in: scratch)
         let provider = try FileAuthProvider(.init(path: path))
-        #expect(try await authenticate(provider, "bob", "builder") != .rejected(.invalidCredentials))
+        #expect(try await authenticate(provider, "bob", "builder") != .rejected(.wrongCredentials))
         try sh("htpasswd -bB \(path) bob rebuilt")
-        #expect(try await authenticate(provider, "bob", "builder") == .rejected(.invalidCredentials))
+        #expect(try await authenticate(provider, "bob", "builder") == .rejected(.wrongCredentials))
         guard case .authenticated = try await authenticate(provider, "bob", "rebuilt") else {
             Issue.record("the change was not seen")
             return

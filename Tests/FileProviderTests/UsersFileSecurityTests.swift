@@ -58,9 +58,9 @@ struct UsersFileSecurityTests {
         }
         #expect(identity.username == name)
         #expect(try passwd(["lock", path, name]).status == 0)
-        #expect(try await authenticate(provider, name, "builder") == .rejected(.accountLocked(until: nil)))
+        #expect(try await authenticate(provider, name, "builder") == .rejected(.locked(until: nil)))
         #expect(try passwd(["delete", path, name]).status == 0)
-        #expect(try await authenticate(provider, name, "builder") == .unknownUser)
+        #expect(try await authenticate(provider, name, "builder") == .notMine)
     }
 
     /// What gatekeeper-passwd writes must read back as the same fields, and print as what it is.

@@ -31,9 +31,9 @@ struct UsersFileTests {
         ("alice:$9$x$y", "line 1 for alice: the hash scheme is not one this provider verifies"),
         (
             " alice:$y$j9T$a$b",
-            "line 1 has an unusable user name: That user name cannot be used: it starts or ends with white space."
+            "line 1 has an unusable user name: it starts or ends with white space"
         ),
-        ("# fine\n:$y$j9T$a$b", "line 2 has an unusable user name: Enter a user name."),
+        ("# fine\n:$y$j9T$a$b", "line 2 has an unusable user name: it is empty"),
     ])
     func namesTheBadLine(_ text: String, _ message: String) {
         #expect(throws: UsersFileError.self) { try UsersFile(parsing: Array(text.utf8)) }

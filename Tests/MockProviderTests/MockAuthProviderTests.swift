@@ -24,10 +24,10 @@ struct MockAuthProviderTests {
     }
 
     @Test(arguments: [
-        ("carol", "carol-2026", AuthOutcome.rejected(.activationRequired)),
-        ("dave", "dave-2026", .rejected(.accountLocked(until: nil))),
-        ("dave", "wrong", .rejected(.invalidCredentials)),
-        ("nobody", "wonderland", .unknownUser),
+        ("carol", "carol-2026", AuthOutcome.rejected(.refusedByPolicy)),
+        ("dave", "dave-2026", .rejected(.locked(until: nil))),
+        ("dave", "wrong", .rejected(.wrongCredentials)),
+        ("nobody", "wonderland", .notMine),
     ])
     func reportsAccountStanding(_ username: String, _ password: String, _ expected: AuthOutcome) async throws {
         let provider = MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)
@@ -44,7 +44,7 @@ struct MockAuthProviderTests {
                 username: "stale", password: Secret(copying: "pw".utf8), status: .passwordChangeRequired),
         ]
         let provider = MockAuthProvider(users: users, delay: .zero)
-        for (name, expected) in [("old", AuthError.accountExpired), ("stale", .passwordChangeRequired)] {
+        for (name, expected) in [("old", Rejection.expiredAccount), ("stale", .passwordChangeRequired)] {
             let outcome = try await provider.authenticate(
                 AuthRequest(username: name, conversation: ScriptedConversation(.secret("pw")))
             )
@@ -55,10 +55,10 @@ struct MockAuthProviderTests {
     @Test func injectsFailures() async throws {
         let provider = MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)
         provider.inject(.unavailable(reason: "maintenance"))
-        provider.inject(.reject(.accountExpired))
+        provider.inject(.reject(.expiredAccount))
         let request = { AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("wonderland"))) }
         #expect(try await provider.authenticate(request()) == .unavailable(reason: "maintenance"))
-        #expect(try await provider.authenticate(request()) == .rejected(.accountExpired))
+        #expect(try await provider.authenticate(request()) == .rejected(.expiredAccount))
         guard case .authenticated = try await provider.authenticate(request()) else {
             Issue.record("an injected failure outlived its count")
             return

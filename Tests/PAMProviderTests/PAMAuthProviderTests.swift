@@ -62,7 +62,7 @@ struct PAMAuthProviderTests {
         let wrong = try await provider.authenticate(
             AuthRequest(username: "alice", conversation: ScriptedConversation(.text("123456"), .secret("9999")))
         )
-        #expect(wrong == .rejected(.invalidCredentials))
+        #expect(wrong == .rejected(.wrongCredentials))
     }
 
     @Test(.timeLimit(.minutes(1)))

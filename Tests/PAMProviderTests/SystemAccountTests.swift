@@ -78,9 +78,9 @@ struct SystemAccountTests {
         let expected: AuthOutcome? =
             switch change {
             case .none: nil
-            case .wrongPassword, .lockedAccount: .rejected(.invalidCredentials)
-            case .unknownUser: .unknownUser
-            case .expiredAccount: .rejected(.accountExpired)
+            case .wrongPassword, .lockedAccount: .rejected(.wrongCredentials)
+            case .unknownUser: .notMine
+            case .expiredAccount: .rejected(.expiredAccount)
             case .expiredPassword: .rejected(.passwordChangeRequired)
             }
         if let expected {

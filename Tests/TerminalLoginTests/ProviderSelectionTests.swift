@@ -15,7 +15,7 @@ struct ProviderSelectionTests {
 
         struct Stub: AuthProvider {
             let name = "fake"
-            func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome { .unknownUser }
+            func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome { .notMine }
         }
     }
 
