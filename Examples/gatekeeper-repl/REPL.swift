@@ -179,12 +179,12 @@ final class REPL: Sendable {
     }
 
     private func dismissal(_ reason: AuthError, opening tab: Tab) -> String {
-        switch reason {
+        switch reason.code {
         case .cancelled:
             return "Login cancelled."
-        case .notAuthorized(let requirement):
+        case .notAuthorized:
             let user = gatekeeper.identity.map { shown($0.username) } ?? "you"
-            return "\(tab.rawValue) requires \(requirement); \(user) is not allowed."
+            return "\(tab.rawValue) requires \(reason.requirement ?? "more"); \(user) is not allowed."
         case .invalidCredentials:
             return "\(reason.description) No attempts left."
         default:

@@ -28,14 +28,14 @@ struct ExitStatus: Error, Hashable {
         if case ProviderConfigurationError.unusable = error { self = .unavailable } else { self = .usage }
     }
 
+    /// A login that ended without running the command: cancelled (130), unusable input (65), the
+    /// backend down (69), or refused for any other reason, including codes added later (77).
     init(dismissal reason: AuthError) {
-        switch reason {
+        switch reason.code {
         case .cancelled: self = .cancelled
         case .missingUsername, .invalidUsername, .missingPassword, .invalidPassword: self = .invalidInput
         case .providerUnavailable: self = .unavailable
-        case .invalidCredentials, .userNotFound, .accountLocked, .accountExpired, .refusedByPolicy,
-            .passwordChangeRequired, .notAuthorized, .tooManyAttempts:
-            self = .denied
+        default: self = .denied
         }
     }
 }

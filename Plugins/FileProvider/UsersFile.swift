@@ -325,11 +325,8 @@ extension UsersFile {
 extension AuthError {
     /// "contains …" or "is …", for a field other than the user name.
     fileprivate var problemPhrase: String {
-        switch self {
-        case .missingUsername: "is empty"
-        case .invalidUsername(let problem), .invalidPassword(let problem): problem.phrase
-        default: description
-        }
+        if code == .missingUsername { return "is empty" }
+        return inputProblem?.phrase ?? description
     }
 }
 

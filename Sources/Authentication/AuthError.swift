@@ -1,41 +1,110 @@
 public import FoundationEssentials
 
-/// Everything that can go wrong when signing in, for every provider.
+/// What went wrong when signing in, for every provider: a ``code`` to act on and a ``description`` a
+/// person understands.
 ///
-/// One closed set, so a host tool can `switch` over it and give each case its own exit status or hint.
-/// Every case has a ``description`` a person understands. No case ever carries a password: reasons
-/// (``providerUnavailable(reason:)``) come from providers, which must keep secrets out of them.
-public enum AuthError: Error, Hashable, Sendable {
-    /// No user name was given, or only white space.
-    case missingUsername
-    /// The user name cannot be used; ``InputProblem`` says why.
-    case invalidUsername(InputProblem)
-    /// No password was given.
-    case missingPassword
-    /// The password cannot be used (too long, or contains a NUL byte).
-    case invalidPassword(InputProblem)
-    /// The user name and password do not match.
-    case invalidCredentials
-    /// The backend does not know the user (``AuthOutcome/notMine``). Only reported where a ``Gatekeeper``
-    /// is configured to reveal it;
-    /// otherwise unknown users get ``invalidCredentials`` so names cannot be probed.
-    case userNotFound
-    /// The account is locked, until the given time if the backend knows one.
-    case accountLocked(until: Date?)
-    /// The account has expired.
-    case accountExpired
-    /// The backend's rules refuse this login (an access list, a time window, an account not activated).
-    case refusedByPolicy
-    /// The password has expired and must be changed before signing in.
-    case passwordChangeRequired
-    /// The identity is authenticated but does not meet the requirement (for example, group membership).
-    case notAuthorized(requirement: String)
-    /// Too many failed sign-ins for this user name; try again after the given duration, when known.
-    case tooManyAttempts(retryAfter: Duration?)
-    /// The person cancelled the login, or the task running it was cancelled.
-    case cancelled
-    /// The backend itself failed (service down, misconfigured); `reason` says how, without secrets.
-    case providerUnavailable(reason: String)
+/// One design for every error a caller catches from a login: a struct, as swift-certificates'
+/// `CertificateError` and swift-nio's `IOError` are, so new codes can be added without breaking
+/// anyone — the conversations and providers that throw it, or the hosts that `switch` over ``code``
+/// (with a `default`). Two errors are equal when their codes are; the details (``inputProblem``,
+/// ``lockedUntil``, ``retryAfter``, ``requirement``, ``reason``) are there for messages and decisions.
+///
+/// No error ever carries a password: reasons (``providerUnavailable(reason:)``) come from providers, which
+/// must keep secrets out of them.
+public struct AuthError: Error, Hashable, Sendable {
+    /// What went wrong, as a value to switch on. Codes may be added; a `switch` needs a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let description: String
+
+        private init(_ name: String) { description = name }
+
+        /// No user name was given, or only white space.
+        public static let missingUsername = Code("missingUsername")
+        /// The user name cannot be used; ``AuthError/inputProblem`` says why.
+        public static let invalidUsername = Code("invalidUsername")
+        /// No password was given.
+        public static let missingPassword = Code("missingPassword")
+        /// The password cannot be used; ``AuthError/inputProblem`` says why.
+        public static let invalidPassword = Code("invalidPassword")
+        /// The user name and password do not match.
+        public static let invalidCredentials = Code("invalidCredentials")
+        /// The backend does not know the user; reported only where a ``Gatekeeper`` is configured to
+        /// reveal it (otherwise ``invalidCredentials``, so names cannot be probed).
+        public static let userNotFound = Code("userNotFound")
+        /// The account is locked (``AuthError/lockedUntil``, when the backend knows it).
+        public static let accountLocked = Code("accountLocked")
+        /// The account has expired.
+        public static let accountExpired = Code("accountExpired")
+        /// The backend's rules refuse this login (an access list, a time window, an account not activated).
+        public static let refusedByPolicy = Code("refusedByPolicy")
+        /// The password has expired and must be changed first.
+        public static let passwordChangeRequired = Code("passwordChangeRequired")
+        /// Signed in, but the identity does not meet the requirement (``AuthError/requirement``).
+        public static let notAuthorized = Code("notAuthorized")
+        /// Too many failed sign-ins (``AuthError/retryAfter``, when a wait is known).
+        public static let tooManyAttempts = Code("tooManyAttempts")
+        /// The person cancelled the login, or the task running it was cancelled.
+        public static let cancelled = Code("cancelled")
+        /// The backend itself failed (``AuthError/reason``).
+        public static let providerUnavailable = Code("providerUnavailable")
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// Why a user name or password was refused, for ``Code/invalidUsername`` and ``Code/invalidPassword``.
+    public let inputProblem: InputProblem?
+    /// Until when the account is locked, for ``Code/accountLocked``, when the backend knows.
+    public let lockedUntil: Date?
+    /// How long to wait, for ``Code/tooManyAttempts``, when known.
+    public let retryAfter: Duration?
+    /// The requirement that was not met, for ``Code/notAuthorized``.
+    public let requirement: String?
+    /// How the backend failed, for ``Code/providerUnavailable``; never a secret.
+    public let reason: String?
+
+    private init(
+        _ code: Code,
+        inputProblem: InputProblem? = nil,
+        lockedUntil: Date? = nil,
+        retryAfter: Duration? = nil,
+        requirement: String? = nil,
+        reason: String? = nil
+    ) {
+        self.code = code
+        self.inputProblem = inputProblem
+        self.lockedUntil = lockedUntil
+        self.retryAfter = retryAfter
+        self.requirement = requirement
+        self.reason = reason
+    }
+
+    public static func == (lhs: AuthError, rhs: AuthError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    public static let missingUsername = AuthError(.missingUsername)
+    public static func invalidUsername(_ problem: InputProblem) -> AuthError {
+        AuthError(.invalidUsername, inputProblem: problem)
+    }
+    public static let missingPassword = AuthError(.missingPassword)
+    public static func invalidPassword(_ problem: InputProblem) -> AuthError {
+        AuthError(.invalidPassword, inputProblem: problem)
+    }
+    public static let invalidCredentials = AuthError(.invalidCredentials)
+    public static let userNotFound = AuthError(.userNotFound)
+    public static func accountLocked(until: Date?) -> AuthError { AuthError(.accountLocked, lockedUntil: until) }
+    public static let accountExpired = AuthError(.accountExpired)
+    public static let refusedByPolicy = AuthError(.refusedByPolicy)
+    public static let passwordChangeRequired = AuthError(.passwordChangeRequired)
+    public static func notAuthorized(requirement: String) -> AuthError {
+        AuthError(.notAuthorized, requirement: requirement)
+    }
+    public static func tooManyAttempts(retryAfter: Duration?) -> AuthError {
+        AuthError(.tooManyAttempts, retryAfter: retryAfter)
+    }
+    public static let cancelled = AuthError(.cancelled)
+    public static func providerUnavailable(reason: String) -> AuthError {
+        AuthError(.providerUnavailable, reason: reason)
+    }
 
     /// Why a user name or password was refused before any provider saw it.
     public enum InputProblem: Hashable, Sendable {
@@ -60,29 +129,29 @@ public enum AuthError: Error, Hashable, Sendable {
 }
 
 extension AuthError: CustomStringConvertible {
+    /// A sentence a person understands; it quotes no input.
     public var description: String {
-        switch self {
-        case .missingUsername: "Enter a user name."
-        case .invalidUsername(let problem): "That user name cannot be used: it \(problem.phrase)."
-        case .missingPassword: "Enter a password."
-        case .invalidPassword(let problem): "That password cannot be used: it \(problem.phrase)."
-        case .invalidCredentials: "The user name or password is incorrect."
-        case .userNotFound: "There is no such user."
-        case .accountLocked(let until):
-            if let until {
-                "The account is locked until \(until.formatted(.iso8601))."
-            } else {
-                "The account is locked."
-            }
-        case .accountExpired: "The account has expired."
-        case .refusedByPolicy: "This account may not sign in here now."
-        case .passwordChangeRequired: "The password has expired and must be changed."
-        case .notAuthorized(let requirement): "You are signed in but not allowed to do this (requires \(requirement))."
-        case .tooManyAttempts(let retryAfter?):
-            "Too many failed attempts; try again in \(Self.seconds(retryAfter)) seconds."
-        case .tooManyAttempts(nil): "Too many failed attempts; try again later."
-        case .cancelled: "The login was cancelled."
-        case .providerUnavailable(let reason): "The login service is unavailable: \(reason)"
+        switch code {
+        case .missingUsername: return "Enter a user name."
+        case .invalidUsername: return "That user name cannot be used: it \(inputProblem?.phrase ?? "is malformed")."
+        case .missingPassword: return "Enter a password."
+        case .invalidPassword: return "That password cannot be used: it \(inputProblem?.phrase ?? "is malformed")."
+        case .invalidCredentials: return "The user name or password is incorrect."
+        case .userNotFound: return "There is no such user."
+        case .accountLocked:
+            guard let lockedUntil else { return "The account is locked." }
+            return "The account is locked until \(lockedUntil.formatted(.iso8601))."
+        case .accountExpired: return "The account has expired."
+        case .refusedByPolicy: return "This account may not sign in here now."
+        case .passwordChangeRequired: return "The password has expired and must be changed."
+        case .notAuthorized:
+            return "You are signed in but not allowed to do this (requires \(requirement ?? "more rights"))."
+        case .tooManyAttempts:
+            guard let retryAfter else { return "Too many failed attempts; try again later." }
+            return "Too many failed attempts; try again in \(Self.seconds(retryAfter)) seconds."
+        case .cancelled: return "The login was cancelled."
+        case .providerUnavailable: return "The login service is unavailable: \(reason ?? "no reason given")"
+        default: return "The login failed (\(code))."
         }
     }
 

@@ -182,7 +182,7 @@ extension Gatekeeper {
             do {
                 return try await check(answer, conversation: conversation)
             } catch {
-                switch error {
+                switch error.code {
                 case .cancelled, .providerUnavailable, .tooManyAttempts:
                     throw error
                 default:

@@ -28,10 +28,20 @@ struct CredentialsTests {
         ("alice\u{2028}", .invalidUsername(.lineBreak)),
     ]
 
+    /// `#expect(throws:)` compares codes (errors are equal by code); these tables check the detail too.
+    static func refusal(_ expected: AuthError) -> @Sendable (any Error) -> Bool {
+        { error in
+            guard let error = error as? AuthError else { return false }
+            return error == expected && error.inputProblem == expected.inputProblem
+        }
+    }
+
     @Test(arguments: badUsernames)
     func refusesBadUsernames(_ name: String, _ expected: AuthError) {
-        #expect(throws: expected) { try Username.validate(name) }
-        #expect(throws: expected) { try Credentials(username: name, password: Secret(copying: "pw".utf8)) }
+        #expect(performing: { try Username.validate(name) }, throws: Self.refusal(expected))
+        #expect(
+            performing: { try Credentials(username: name, password: Secret(copying: "pw".utf8)) },
+            throws: Self.refusal(expected))
     }
 
     @Test(arguments: ["alice", "o'brien", "名前", "a.b-c_d@example.org", String(repeating: "a", count: 256)])
@@ -40,12 +50,13 @@ struct CredentialsTests {
     }
 
     @Test func refusesInvalidUTF8WithoutRepairingIt() throws {
-        #expect(throws: AuthError.invalidUsername(.invalidUTF8)) { try Username.validate(utf8: [0x61, 0xFF, 0x62]) }
-        #expect(throws: AuthError.invalidUsername(.invalidUTF8)) { try Username.validate(utf8: [0xC3]) }
+        let invalidUTF8 = Self.refusal(.invalidUsername(.invalidUTF8))
+        #expect(performing: { try Username.validate(utf8: [0x61, 0xFF, 0x62]) }, throws: invalidUTF8)
+        #expect(performing: { try Username.validate(utf8: [0xC3]) }, throws: invalidUTF8)
         #expect(throws: AuthError.missingUsername) { try Username.validate(utf8: []) }
-        #expect(throws: AuthError.invalidUsername(.tooLong(maxBytes: 256))) {
-            try Username.validate(utf8: [UInt8](repeating: 0x61, count: 300))
-        }
+        #expect(
+            performing: { try Username.validate(utf8: [UInt8](repeating: 0x61, count: 300)) },
+            throws: Self.refusal(.invalidUsername(.tooLong(maxBytes: 256))))
         #expect(try Username.validate(utf8: Array("bob".utf8)) == "bob")
     }
 
@@ -67,9 +78,20 @@ struct CredentialsTests {
 
     @Test(arguments: badPasswords)
     func refusesBadPasswords(_ password: BadPassword) {
-        #expect(throws: password.expected) {
-            try Credentials(username: "alice", password: Secret(copying: password.bytes))
-        }
+        #expect(
+            performing: { try Credentials(username: "alice", password: Secret(copying: password.bytes)) },
+            throws: Self.refusal(password.expected))
+    }
+
+    /// Errors are equal by code, whatever their details; switching over the code needs a default, so a
+    /// code added later breaks no caller.
+    @Test func errorsCompareByCode() {
+        #expect(AuthError.invalidUsername(.nulByte) == .invalidUsername(.colon))
+        #expect(AuthError.invalidUsername(.nulByte).inputProblem == .nulByte)
+        #expect(AuthError.providerUnavailable(reason: "a") == .providerUnavailable(reason: "b"))
+        #expect(AuthError.providerUnavailable(reason: "down").reason == "down")
+        #expect(AuthError.invalidCredentials != .userNotFound)
+        #expect(AuthError.tooManyAttempts(retryAfter: .seconds(3)).retryAfter == .seconds(3))
     }
 
     @Test func acceptsAPasswordOfTheMaximumLength() throws {

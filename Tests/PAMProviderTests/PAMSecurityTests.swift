@@ -109,8 +109,7 @@ struct PAMSecurityTests {
         await #expect {
             try await gatekeeper.signIn(credentials("aLiCe", "secret"))
         } throws: { error in
-            guard case .tooManyAttempts? = error as? AuthError else { return false }
-            return true
+            (error as? AuthError)?.code == .tooManyAttempts
         }
         #expect(gatekeeper.identity?.username == "alice")  // Still the first session, not a new one.
     }
