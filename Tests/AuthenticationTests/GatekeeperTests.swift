@@ -167,3 +167,42 @@ struct GatekeeperTests {
         #expect(provider.signOutCount == 1)
     }
 }
+
+/// The lockout is the store's: a gatekeeper asks it before each login and tells it every outcome.
+@Suite(.timeLimit(.minutes(1)))
+struct LockoutStoreTests {
+    /// Remembers what it was told; `locked` names the accounts it says are locked out.
+    final class RecordingStore: LockoutStore {
+        let locked: Set<String>
+        let events = Mutex<[String]>([])
+
+        init(locked: Set<String>) { self.locked = locked }
+
+        func remainingLockout(of username: String) -> Duration? {
+            locked.contains(username) ? .seconds(42) : nil
+        }
+
+        func recordFailure(of username: String, threshold: Int, duration: Duration) -> Bool {
+            events.withLock { $0.append("failure \(username) \(threshold)") }
+            return false
+        }
+
+        func recordSuccess(of username: String) {
+            events.withLock { $0.append("success \(username)") }
+        }
+    }
+
+    @Test func aGatekeeperUsesTheStoreItIsGiven() async throws {
+        let store = RecordingStore(locked: ["bob"])
+        let provider = accountsProvider()
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(lockoutThreshold: 4), lockout: store)
+        await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(credentials("alice", "no")) }
+        _ = try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        await #expect {
+            try await gatekeeper.signIn(credentials("bob", "builder"))
+        } throws: { error in
+            (error as? AuthError)?.retryAfter == .seconds(42)
+        }
+        #expect(store.events.withLock { $0 } == ["failure alice 4", "success alice"])
+    }
+}

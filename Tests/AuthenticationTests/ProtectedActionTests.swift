@@ -274,7 +274,7 @@ struct ProtectedActionTests {
         let first = Task { try await action.run(through: gatekeeper, conversation: conversation) }
         for await _ in provider.started.stream { break }
         let second = Task { try await action.run(through: gatekeeper, conversation: conversation) }
-        #expect(await eventually { gatekeeper.waiterCount == 2 })
+        #expect(await eventually { gatekeeper.core.withLock { $0.login.waiters.count } == 2 })
         first.cancel()
         guard case .dismissed(.cancelled) = try await first.value else {
             Issue.record("the cancelled waiter was not dismissed")

@@ -48,14 +48,7 @@ extension Gatekeeper {
             if Task.isCancelled { throw .cancelled }
             let now = clock.now()
             let ((waiterID, startedFlight, queued), effects) = core.withLock { core in
-                core.transition(at: now, clock: clock) { core -> (UInt64, UInt64?, Bool) in
-                    if let flight = core.flight {
-                        return (core.addWaiter(for: flight.id, interested: joinExisting), nil, !joinExisting)
-                    }
-                    let flightID = core.nextID()
-                    core.flight = Flight(id: flightID)
-                    return (core.addWaiter(for: flightID, interested: true), flightID, false)
-                }
+                core.transition(at: now, clock: clock) { core in core.login.join(joinExisting: joinExisting) }
             }
             effects.deliver()
             if let flightID = startedFlight {
@@ -81,11 +74,7 @@ extension Gatekeeper {
             await finish(flightID, with: result)
         }
         // The login may have been abandoned before its task was known; then cancel the task here.
-        let attached = core.withLock { core in
-            guard core.flight?.id == flightID else { return false }
-            core.flight?.task = task
-            return true
-        }
+        let attached = core.withLock { $0.login.attach(task, to: flightID) }
         if !attached { task.cancel() }
     }
 
@@ -94,19 +83,7 @@ extension Gatekeeper {
     private func wait(_ waiterID: UInt64) async -> Result<Identity, AuthError> {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let ready = core.withLock { core -> Result<Identity, AuthError>? in
-                    guard let waiter = core.waiters[waiterID] else { return .failure(.cancelled) }
-                    switch waiter.state {
-                    case .finished(let result):
-                        core.waiters[waiterID] = nil
-                        return result
-                    case .pending:
-                        core.waiters[waiterID]?.state = .waiting(continuation)
-                        return nil
-                    case .waiting:
-                        preconditionFailure("a waiter suspends once")
-                    }
-                }
+                let ready = core.withLock { $0.login.receive(waiterID, orSuspend: continuation) }
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
@@ -118,21 +95,7 @@ extension Gatekeeper {
     private func leave(_ waiterID: UInt64) {
         let now = clock.now()
         let ((), effects) = core.withLock { core in
-            core.transition(at: now, clock: clock) { core in
-                guard let waiter = core.waiters[waiterID] else { return }
-                switch waiter.state {
-                case .waiting(let continuation):
-                    core.waiters[waiterID] = nil
-                    core.pending.resumes.append((continuation, .failure(.cancelled)))
-                case .pending:
-                    core.waiters[waiterID]?.state = .finished(.failure(.cancelled))
-                case .finished:
-                    return
-                }
-                if let flight = core.flight, flight.id == waiter.flightID, !core.hasInterestedWaiters(flight.id) {
-                    core.abandon(flight)
-                }
-            }
+            core.transition(at: now, clock: clock) { core in core.login.leave(waiterID) }
         }
         effects.deliver()
         if effects.abandoned { record(.signInCancelled, nil) }
@@ -143,14 +106,12 @@ extension Gatekeeper {
         let now = clock.now()
         let (outcome, effects) = core.withLock { core in
             core.transition(at: now, clock: clock) { core -> (current: Bool, replaced: Identity?) in
-                guard core.flight?.id == flightID else { return (false, nil) }
-                core.flight = nil
+                guard core.login.land(flightID, with: result) else { return (false, nil) }
                 var replaced: Identity?
                 if case .success(let identity) = result {
                     replaced = core.session?.identity
                     core.session = Session(identity: identity, at: now, timeouts)
                 }
-                core.settle(flightID, with: result)
                 return (true, replaced)
             }
         }
@@ -197,7 +158,7 @@ extension Gatekeeper {
     /// One attempt: validate, check the lockout, ask the provider, count the outcome.
     private func check(_ answer: String, conversation: any Conversation) async throws(AuthError) -> Identity {
         let username = try Username.validate(answer)
-        if let lockedOut = lockout(of: username) { throw lockedOut }
+        if let lockedOut = lockoutError(for: username) { throw lockedOut }
         let request = AuthRequest(
             username: username,
             conversation: ValidatingConversation(conversation),
@@ -209,19 +170,17 @@ extension Gatekeeper {
         switch outcome {
         case .authenticated(let identity):
             // Another spelling of a locked-out account is still locked out.
-            if identity.username != username, let lockedOut = lockout(of: identity.username) {
+            if identity.username != username, let lockedOut = lockoutError(for: identity.username) {
                 await provider.signOut(identity)
                 throw lockedOut
             }
-            core.withLock { core in
-                core.failures.clear(username)
-                core.failures.clear(identity.username)
-            }
+            lockout.recordSuccess(of: username)
+            if identity.username != username { lockout.recordSuccess(of: identity.username) }
             return identity
         case .rejected(let rejection, let canonical):
             // Failures count against the backend's spelling of the account, if it has its own.
             let account = canonical ?? username
-            if account != username, let lockedOut = lockout(of: account) { throw lockedOut }
+            if account != username, let lockedOut = lockoutError(for: account) { throw lockedOut }
             registerFailure(of: account, rejection.error)
             throw rejection.error
         case .notMine:
@@ -234,10 +193,9 @@ extension Gatekeeper {
     }
 
     /// The error for a user name that is locked out now (recorded in the audit), or `nil`.
-    private func lockout(of username: String) -> AuthError? {
+    private func lockoutError(for username: String) -> AuthError? {
         guard let threshold = configuration.lockoutThreshold, threshold > 0 else { return nil }
-        let now = clock.now()
-        guard let remaining = core.withLock({ $0.failures.lockout(of: username, at: now) }) else { return nil }
+        guard let remaining = lockout.remainingLockout(of: username) else { return nil }
         record(.lockedOut, username, .tooManyAttempts(retryAfter: remaining))
         return .tooManyAttempts(retryAfter: remaining)
     }
@@ -245,15 +203,7 @@ extension Gatekeeper {
     private func registerFailure(of username: String, _ reason: AuthError) {
         record(.signInFailed, username, reason)
         guard let threshold = configuration.lockoutThreshold, threshold > 0 else { return }
-        let now = clock.now()
-        let locked = core.withLock { core in
-            core.failures.registerFailure(
-                of: username,
-                at: now,
-                threshold: threshold,
-                duration: configuration.lockoutDuration
-            )
-        }
+        let locked = lockout.recordFailure(of: username, threshold: threshold, duration: configuration.lockoutDuration)
         if locked { record(.lockedOut, username, .tooManyAttempts(retryAfter: configuration.lockoutDuration)) }
     }
 }
@@ -281,9 +231,4 @@ struct ValidatingConversation: Conversation {
     func show(_ message: String, as kind: MessageKind) async {
         await base.show(message, as: kind)
     }
-}
-
-extension Gatekeeper {
-    /// How many tasks wait for a login now; for tests that need a waiter in place before acting.
-    var waiterCount: Int { core.withLock { $0.waiters.count } }
 }

@@ -23,26 +23,31 @@ public final class Gatekeeper: Sendable {
     public let configuration: Configuration
 
     let audit: any AuditSink
+    let lockout: any LockoutStore
     let clock: SessionClock
     let timeouts: Timeouts
-    let core = Mutex(Core())
+    /// Everything that changes, behind one lock.
+    let core = Mutex(LockedState())
 
     /// Creates a gatekeeper.
     /// - Parameters:
     ///   - provider: The backend that checks logins.
     ///   - configuration: Timeouts, attempts and lockout.
     ///   - audit: Where audit events go.
+    ///   - lockout: Where failed logins are counted; in memory (on the same clock) by default.
     ///   - now: A clock to use instead of `ContinuousClock`; inject one in tests to move time without
     ///     sleeping.
     public init(
         provider: any AuthProvider,
         configuration: Configuration = Configuration(),
         audit: any AuditSink = DiscardingAuditSink(),
+        lockout: (any LockoutStore)? = nil,
         now: (@Sendable () -> ContinuousClock.Instant)? = nil
     ) {
         self.provider = provider
         self.configuration = configuration
         self.audit = audit
+        self.lockout = lockout ?? MemoryLockoutStore(now: now)
         self.clock = SessionClock(now)
         self.timeouts = Timeouts(configuration)
     }
@@ -150,8 +155,8 @@ public final class Gatekeeper: Sendable {
             core.transition(at: now, clock: clock) { core -> (Identity?, Bool) in
                 let ended = core.session?.identity
                 core.session = nil
-                guard let flight = core.flight else { return (ended, false) }
-                core.abandon(flight)
+                guard core.login.isInFlight else { return (ended, false) }
+                core.login.abandon()
                 return (ended, true)
             }
         }

@@ -10,7 +10,7 @@ extension Gatekeeper {
         let (stream, continuation) = AsyncStream.makeStream(of: State.self, bufferingPolicy: .bufferingNewest(16))
         let now = clock.now()
         let id = core.withLock { core in
-            let id = core.nextID()
+            let id = core.nextObserverID()
             core.observers[id] = continuation
             continuation.yield(core.state(at: now, clock: clock))
             return id
