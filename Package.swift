@@ -5,8 +5,10 @@ let package = Package(
     name: "swift-gatekeeper",
     products: [
         .library(name: "Authentication", targets: ["Authentication"]),
+        .library(name: "ProviderPlugins", targets: ["ProviderPlugins"]),
         .library(name: "AuthenticationTesting", targets: ["AuthenticationTesting"]),
         .library(name: "TerminalLogin", targets: ["TerminalLogin"]),
+        .library(name: "ToolSupport", targets: ["ToolSupport"]),
         .library(name: "MockProvider", targets: ["MockProvider"]),
         .library(name: "PAMProvider", targets: ["PAMProvider"]),
         .library(name: "FileProvider", targets: ["FileProvider"]),
@@ -20,22 +22,33 @@ let package = Package(
         // What several modules share without making it public API (`package` access): the bounded pool of
         // threads for blocking C work. In no product of its own.
         .target(name: "GatekeeperSupport"),
+        // Provider plugins: a backend by name, built from key=value options. The extension point that
+        // command lines, configuration files and run-time loading use; neither the core's inner API nor a
+        // terminal concern.
+        .target(name: "ProviderPlugins", dependencies: ["Authentication"]),
         // Test doubles and the provider conformance suite, for host tools and for this package's tests.
         .target(name: "AuthenticationTesting", dependencies: ["Authentication"]),
         // A Conversation on the controlling terminal (echo off, Ctrl-C / Ctrl-D cancel) and the shared
         // command-line handling of provider options, used by the example executables.
         .target(name: "TerminalLogin", dependencies: ["Authentication", "GatekeeperSupport"]),
+        // What the command-line tools share: provider selection by option, usage errors, exit statuses,
+        // messages on standard error, the signal state a command gets back before exec.
+        .target(
+            name: "ToolSupport",
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin"]
+        ),
 
         // Provider plugins: each depends on the core only, never on another provider.
-        .target(name: "MockProvider", dependencies: ["Authentication"], path: "Plugins/MockProvider"),
+        .target(
+            name: "MockProvider", dependencies: ["Authentication", "ProviderPlugins"], path: "Plugins/MockProvider"),
         .target(
             name: "PAMProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "CPAM"],
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CPAM"],
             path: "Plugins/PAMProvider"
         ),
         .target(
             name: "FileProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "CCrypt", "CAPRUtil"],
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CCrypt", "CAPRUtil"],
             path: "Plugins/FileProvider"
         ),
 
@@ -48,20 +61,24 @@ let package = Package(
         .executableTarget(
             name: "gatekeeper-run",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "TerminalLogin", "MockProvider", "PAMProvider", "FileProvider",
+                "Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin", "ToolSupport",
+                "MockProvider",
+                "PAMProvider", "FileProvider",
             ],
             path: "Examples/gatekeeper-run"
         ),
         .executableTarget(
             name: "gatekeeper-repl",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "TerminalLogin", "MockProvider", "PAMProvider", "FileProvider",
+                "Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin", "ToolSupport",
+                "MockProvider",
+                "PAMProvider", "FileProvider",
             ],
             path: "Examples/gatekeeper-repl"
         ),
         .executableTarget(
             name: "gatekeeper-passwd",
-            dependencies: ["Authentication", "TerminalLogin", "FileProvider"],
+            dependencies: ["Authentication", "TerminalLogin", "ToolSupport", "FileProvider"],
             path: "Examples/gatekeeper-passwd"
         ),
         .executableTarget(
@@ -92,7 +109,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PAMProviderTests",
-            dependencies: ["Authentication", "AuthenticationTesting", "PAMProvider", "TestSupport", "gatekeeper-run"]
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "PAMProvider", "ProviderPlugins", "TestSupport",
+                "gatekeeper-run",
+            ]
         ),
         .testTarget(
             name: "FileProviderTests",
@@ -105,6 +125,10 @@ let package = Package(
         .testTarget(
             name: "TerminalLoginTests",
             dependencies: ["Authentication", "GatekeeperSupport", "TerminalLogin", "TestSupport"]
+        ),
+        .testTarget(
+            name: "ToolSupportTests",
+            dependencies: ["Authentication", "ProviderPlugins", "ToolSupport", "TestSupport"]
         ),
         .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "TestSupport"]),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),

@@ -3,6 +3,7 @@
 import Authentication
 import FileProvider
 import TerminalLogin
+import ToolSupport
 
 #if canImport(Glibc)
     import Glibc

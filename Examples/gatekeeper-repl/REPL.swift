@@ -2,6 +2,7 @@ import Authentication
 import GatekeeperSupport
 import Synchronization
 import TerminalLogin
+import ToolSupport
 
 /// The read-eval-print loop: tabs, login, logout and the rest, one command at a time.
 final class REPL: Sendable {

@@ -1,6 +1,7 @@
 import Authentication
 import Synchronization
 import TerminalLogin
+import ToolSupport
 
 #if canImport(Glibc)
     import Glibc

@@ -4,7 +4,9 @@ import Authentication
 import FileProvider
 import MockProvider
 import PAMProvider
+import ProviderPlugins
 import TerminalLogin
+import ToolSupport
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,8 @@
 import Authentication
 import GatekeeperSupport
+import ProviderPlugins
 import TerminalLogin
+import ToolSupport
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,7 @@
 import Authentication
+import ProviderPlugins
 import TerminalLogin
+import ToolSupport
 
 /// What the command line asked for.
 struct Invocation {

@@ -3,8 +3,10 @@ import Authentication
 import FileProvider
 import MockProvider
 import PAMProvider
+import ProviderPlugins
 import Synchronization
 import TerminalLogin
+import ToolSupport
 
 #if canImport(Glibc)
     import Glibc

@@ -56,19 +56,18 @@ public final class FileAuthProvider: AuthProvider {
     }
 
     /// Loads the file.
-    /// - Throws: ``ProviderConfigurationError/unusable(provider:reason:)`` when it cannot be read or parsed.
-    public init(_ configuration: Configuration) throws(ProviderConfigurationError) {
+    /// - Throws: ``UsersFileError`` when it cannot be read, is not safe to use, or does not parse.
+    public init(_ configuration: Configuration) throws(UsersFileError) {
         self.configuration = configuration
         store = UsersFileStore(path: configuration.path)
+        let (file, fingerprint) = try store.load()
+        snapshot = Mutex(Snapshot(file: file, fingerprint: fingerprint))
         do {
-            let (file, fingerprint) = try store.load()
-            snapshot = Mutex(Snapshot(file: file, fingerprint: fingerprint))
             fallbackStandIn = try PasswordHash.make(
                 Secret(copying: "stand-in for unknown users".utf8), scheme: configuration.defaultScheme)
-        } catch let error as UsersFileError {
-            throw .unusable(provider: "file", reason: error.description)
         } catch {
-            throw .unusable(provider: "file", reason: "\(error)")
+            throw UsersFileError(
+                "no stand-in hash could be made in the \(configuration.defaultScheme) scheme: \(error)")
         }
     }
 

@@ -1,4 +1,5 @@
 public import Authentication
+public import ProviderPlugins
 
 /// Selects ``FileAuthProvider`` as `--provider file --users PATH`.
 public enum FileProviderPlugin: AuthProviderPlugin {
@@ -10,6 +11,10 @@ public enum FileProviderPlugin: AuthProviderPlugin {
 
     public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
         guard let path = options["users"] else { throw .missingOption("users", provider: name) }
-        return try FileAuthProvider(.init(path: path))
+        do {
+            return try FileAuthProvider(.init(path: path))
+        } catch {
+            throw .unusable(provider: name, reason: error.description)
+        }
     }
 }

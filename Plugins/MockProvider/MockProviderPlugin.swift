@@ -1,4 +1,5 @@
 public import Authentication
+public import ProviderPlugins
 
 /// Selects ``MockAuthProvider`` with the demonstration accounts as `--provider mock [--delay SECONDS]`.
 public enum MockProviderPlugin: AuthProviderPlugin {

@@ -71,15 +71,16 @@ public final class PAMAuthProvider: AuthProvider {
     public let configuration: Configuration
     private let sessions = PAMSessions()
 
-    /// - Throws: ``ProviderConfigurationError/invalidValue(option:value:expected:)`` for a service name
-    ///   that cannot name a file in the configuration directory.
-    public init(_ configuration: Configuration) throws(ProviderConfigurationError) {
+    /// - Throws: ``PAMConfigurationError`` for a service name that cannot name a file in the
+    ///   configuration directory.
+    public init(_ configuration: Configuration) throws(PAMConfigurationError) {
         let service = configuration.service
         let usable =
             !service.isEmpty && service.utf8.count <= 255 && service != "." && service != ".."
             && service.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7F && $0 != "/" }
         guard usable else {
-            throw .invalidValue(option: "service", value: service, expected: "the name of a PAM service file")
+            throw PAMConfigurationError(
+                "\(TextSafety.escaped(service).debugDescription) is not the name of a PAM service file")
         }
         self.configuration = configuration
     }
@@ -96,5 +97,14 @@ public final class PAMAuthProvider: AuthProvider {
     /// Closes the PAM session and deletes the credentials of `identity`, if this provider opened them.
     public func signOut(_ identity: Identity) async {
         await sessions.close(identity.attributes[PAMSessions.attribute])
+    }
+}
+
+/// A configuration the PAM provider cannot use; the message says what is wrong.
+public struct PAMConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
     }
 }

@@ -1,4 +1,5 @@
 public import Authentication
+public import ProviderPlugins
 
 /// Selects ``PAMAuthProvider`` as `--provider pam --service NAME [--pam-dir DIR]`.
 public enum PAMProviderPlugin: AuthProviderPlugin {
@@ -11,6 +12,10 @@ public enum PAMProviderPlugin: AuthProviderPlugin {
 
     public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
         guard let service = options["service"] else { throw .missingOption("service", provider: name) }
-        return try PAMAuthProvider(.init(service: service, configurationDirectory: options["pam-dir"]))
+        do {
+            return try PAMAuthProvider(.init(service: service, configurationDirectory: options["pam-dir"]))
+        } catch {
+            throw .invalidValue(option: "service", value: service, expected: "the name of a PAM service file")
+        }
     }
 }

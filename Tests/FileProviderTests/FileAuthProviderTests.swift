@@ -133,8 +133,8 @@ struct FileAuthProviderTests {
         } throws: { error in
             "\(error)".contains("symbolic link")
         }
-        #expect(throws: ProviderConfigurationError.self) { try FileAuthProvider(.init(path: scratch.path)) }
-        #expect(throws: ProviderConfigurationError.self) {
+        #expect(throws: UsersFileError.self) { try FileAuthProvider(.init(path: scratch.path)) }
+        #expect(throws: UsersFileError.self) {
             try FileAuthProvider(.init(path: scratch.path + "/missing"))
         }
         chmod(path, 0o666)

@@ -113,7 +113,7 @@ struct UsersFileSecurityTests {
         let link = scratch.path + "/users"
         #expect(symlink(target, link) == 0)
         #expect(throws: UsersFileError.self) { try UsersFileStore(path: link).read() }
-        #expect(throws: ProviderConfigurationError.self) { try FileAuthProvider(.init(path: link)) }
+        #expect(throws: UsersFileError.self) { try FileAuthProvider(.init(path: link)) }
         let result = try passwd(["add", link, "eve", "--password-stdin"], input: "pw\n")
         #expect(result.status == 3)
         #expect(result.stderr.contains("symbolic link"))

@@ -2,6 +2,7 @@ import Authentication
 import AuthenticationTesting
 import Foundation
 import PAMProvider
+import ProviderPlugins
 import TestSupport
 import Testing
 
@@ -131,11 +132,17 @@ struct PAMAuthProviderTests {
 
     @Test(arguments: ["", ".", "..", "a/b", "../etc/passwd", "with space", "tab\there"])
     func refusesServiceNamesThatAreNotFileNames(_ service: String) {
-        #expect(throws: ProviderConfigurationError.self) { try PAMAuthProvider(.init(service: service)) }
+        #expect(throws: PAMConfigurationError.self) { try PAMAuthProvider(.init(service: service)) }
     }
 
     @Test func thePluginNeedsAService() throws {
         let registry = ProviderRegistry([PAMProviderPlugin.self])
+        #expect(
+            throws: ProviderConfigurationError.invalidValue(
+                option: "service", value: "../x", expected: "the name of a PAM service file")
+        ) {
+            try registry.makeProvider(named: "pam", options: ["service": "../x"])
+        }
         #expect(throws: ProviderConfigurationError.missingOption("service", provider: "pam")) {
             try registry.makeProvider(named: "pam")
         }

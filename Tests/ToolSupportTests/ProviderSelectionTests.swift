@@ -1,6 +1,7 @@
 import Authentication
-import TerminalLogin
+import ProviderPlugins
 import Testing
+import ToolSupport
 
 struct ProviderSelectionTests {
     enum Fake: AuthProviderPlugin {

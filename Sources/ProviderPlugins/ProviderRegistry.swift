@@ -1,3 +1,5 @@
+public import Authentication
+
 /// A provider backend that an executable can pick by name, with options from its command line.
 ///
 /// Each provider module ships one plugin type; an executable lists the plugins it links in a

@@ -1,5 +1,6 @@
 public import Authentication
 import GatekeeperSupport
+public import ProviderPlugins
 
 /// The backend named on a command line: `--provider NAME` and that backend's options (`--delay 0.5`,
 /// `--users PATH`, …), in the same spelling for every executable.
