@@ -153,10 +153,11 @@ func hash(_ secret: Secret) -> PasswordHash {
 
 let store = UsersFileStore(path: command.file)
 
+/// Runs one change of the file; a refusal ends the tool with status 3, the file unchanged.
 @MainActor
-func update(create: Bool = false, _ change: (inout UsersFile) throws(UsersFileError) -> Void) {
+func change(_ body: () throws(UsersFileError) -> Void) {
     do {
-        try store.update(create: create, change)
+        try body()
     } catch {
         finish(.fileProblem, error.description)
     }
@@ -164,41 +165,23 @@ func update(create: Bool = false, _ change: (inout UsersFile) throws(UsersFileEr
 
 let user = command.user ?? ""
 switch command.action {
-case "add", "set":
-    let secret = await readPassword(confirm: true)
-    let newHash = hash(secret)
-    let adding = command.action == "add"
-    update(create: adding && command.create) { (file: inout UsersFile) throws(UsersFileError) in
-        let existing = file[user]
-        if adding, existing != nil { throw UsersFileError("\(user) already exists; use set to change the password.") }
-        if !adding, existing == nil { throw UsersFileError("there is no user \(user); use add.") }
-        var entry = existing ?? UsersFile.Entry(username: user, password: .hash(newHash))
-        entry.password = .hash(newHash)
-        if let groups = command.groups { entry.groups = groups }
-        if let name = command.name { entry.displayName = name }
-        try file.set(entry)
+case "add":
+    let newHash = hash(await readPassword(confirm: true))
+    change { () throws(UsersFileError) in
+        try store.addUser(
+            user, hash: newHash, groups: command.groups ?? [], displayName: command.name, createFile: command.create)
     }
-    finish(.ok)
+case "set":
+    let newHash = hash(await readPassword(confirm: true))
+    change { () throws(UsersFileError) in
+        try store.setPassword(of: user, to: newHash, groups: command.groups, displayName: command.name)
+    }
 case "delete":
-    update { (file: inout UsersFile) throws(UsersFileError) in
-        guard file.remove(user) else { throw UsersFileError("there is no user \(user).") }
-    }
-case "lock", "unlock":
-    let locking = command.action == "lock"
-    update { (file: inout UsersFile) throws(UsersFileError) in
-        guard var entry = file[user] else { throw UsersFileError("there is no user \(user).") }
-        switch (entry.password, locking) {
-        case (.hash(let hash), true): entry.password = .locked("!" + hash.text)
-        case (.locked(let text), false):
-            do {
-                entry.password = .hash(try PasswordHash(String(text.drop { $0 == "!" || $0 == "*" })))
-            } catch {
-                throw UsersFileError("\(user) has no password to unlock (\(error)); use set.")
-            }
-        default: return  // Already as asked.
-        }
-        try file.set(entry)
-    }
+    change { () throws(UsersFileError) in try store.deleteUser(user) }
+case "lock":
+    change { () throws(UsersFileError) in try store.lockUser(user) }
+case "unlock":
+    change { () throws(UsersFileError) in try store.unlockUser(user) }
 case "verify":
     let file: UsersFile
     do {

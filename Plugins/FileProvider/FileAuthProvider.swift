@@ -91,10 +91,10 @@ public final class FileAuthProvider: AuthProvider {
             return .notMine
         }
         switch entry.password {
-        case .locked(let text):
+        case .locked:
             // "Locked" is told only to someone who knows the password; one check either way, so timing
             // does not tell locked accounts apart.
-            let inner = try? PasswordHash(String(text.drop { $0 == "!" || $0 == "*" }))
+            let inner = entry.password.lockedHash
             let matches = try await verifyOffPool(password, inner ?? standIn)
             return inner != nil && matches ? .rejected(.locked(until: nil)) : .rejected(.wrongCredentials)
         case .hash(let hash):
