@@ -42,51 +42,50 @@ struct Command {
 }
 
 var command = Command()
-var positional: [String] = []
-var arguments = CommandLine.arguments.dropFirst()
-while let argument = arguments.popFirst() {
-    switch argument {
-    case "-h", "--help":
-        print(usage)
-        exit(0)
-    case "--password-stdin": command.passwordFromStdin = true
-    case "--create": command.create = true
-    case "--scheme", "--groups", "--name":
-        guard let value = arguments.popFirst() else { finish(.usage, "\(argument) needs a value.\n\(usage)") }
-        switch argument {
-        case "--scheme":
-            guard let scheme = PasswordHash.Scheme(rawValue: value), PasswordHash.Scheme.writable.contains(scheme)
-            else {
-                finish(.usage, "--scheme must be one of: yescrypt, bcrypt, sha512.")
-            }
-            command.scheme = scheme
-        case "--groups":
-            // Split as bytes, as the file is read: "," is ASCII. An empty value clears the groups.
-            let groups =
-                value.isEmpty
-                ? []
-                : value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
-                    .map { String(decoding: $0, as: UTF8.self) }
-            do {
-                for group in groups { try UsersFile.validateGroup(group) }
-            } catch {
-                finish(.usage, "--groups: \(error). Give names separated by commas.")
-            }
-            command.groups = groups
-        default:
-            do {
-                try UsersFile.validateDisplayName(value)
-            } catch {
-                finish(.usage, "--name: \(error).")
-            }
-            command.name = value
-        }
-    case _ where argument.hasPrefix("-") && argument != "-":
-        finish(.usage, "Unknown option \(argument).\n\(usage)")
-    default:
-        positional.append(argument)
-    }
+let parsed: ParsedCommandLine
+do {
+    parsed = try CommandLineSyntax(
+        flags: ["-h", "--help", "--password-stdin", "--create"],
+        valueOptions: ["scheme", "groups", "name"]
+    ).parse(CommandLine.arguments.dropFirst())
+} catch {
+    finish(.usage, "\(error)\n\(usage)")
 }
+if parsed.has("-h", "--help") {
+    print(usage)
+    exit(0)
+}
+command.passwordFromStdin = parsed.has("--password-stdin")
+command.create = parsed.has("--create")
+if let value = parsed.values["scheme"] {
+    guard let scheme = PasswordHash.Scheme(rawValue: value), PasswordHash.Scheme.writable.contains(scheme) else {
+        finish(.usage, "--scheme must be one of: yescrypt, bcrypt, sha512.")
+    }
+    command.scheme = scheme
+}
+if let value = parsed.values["groups"] {
+    // Split as bytes, as the file is read: "," is ASCII. An empty value clears the groups.
+    let groups =
+        value.isEmpty
+        ? []
+        : value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
+            .map { String(decoding: $0, as: UTF8.self) }
+    do {
+        for group in groups { try UsersFile.validateGroup(group) }
+    } catch {
+        finish(.usage, "--groups: \(error). Give names separated by commas.")
+    }
+    command.groups = groups
+}
+if let value = parsed.values["name"] {
+    do {
+        try UsersFile.validateDisplayName(value)
+    } catch {
+        finish(.usage, "--name: \(error).")
+    }
+    command.name = value
+}
+let positional = parsed.positionals + parsed.trailing
 
 let actions = ["add", "set", "delete", "lock", "unlock", "verify", "list"]
 guard let action = positional.first, actions.contains(action) else { finish(.usage, usage) }

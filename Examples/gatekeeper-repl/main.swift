@@ -18,21 +18,20 @@ let registry = ProviderRegistry([MockProviderPlugin.self, PAMProviderPlugin.self
 var selection = ProviderSelection(registry: registry)
 
 let usage = "usage: gatekeeper-repl [--provider NAME] [provider options]"
-var arguments = CommandLine.arguments.dropFirst()
 do {
-    while let argument = arguments.first {
-        if try selection.consume(&arguments) { continue }
-        if argument == "-h" || argument == "--help" {
-            print(
-                "\(usage)\n\nA tabbed terminal demonstration of swift-gatekeeper.\n\n\(selection.help(defaultsToFirst: true))"
-            )
-            exit(0)
-        }
-        throw UsageError("Unknown option \(argument).")
+    let parsed = try CommandLineSyntax(flags: ["-h", "--help"]).selectingProviders(from: selection)
+        .parse(CommandLine.arguments.dropFirst())
+    if parsed.has("-h", "--help") {
+        print(
+            "\(usage)\n\nA tabbed terminal demonstration of swift-gatekeeper.\n\n\(selection.help(defaultsToFirst: true))"
+        )
+        exit(0)
     }
+    if let stray = (parsed.positionals + parsed.trailing).first { throw UsageError("Unexpected argument \(stray).") }
+    selection.take(from: parsed)
 } catch {
     writeStandardError("gatekeeper-repl: \(error)\n\(usage)\n")
-    exit(64)
+    exit(ExitStatus.usage.code)
 }
 
 let provider: any AuthProvider
@@ -40,7 +39,7 @@ do {
     provider = try selection.makeProvider(defaultsToFirst: true)  // A demo: the mock backend by default.
 } catch {
     writeStandardError("gatekeeper-repl: \(error)\n")
-    exit(64)
+    exit(ExitStatus(configuration: error).code)
 }
 
 let console = TerminalConversation(input: 0, output: 1)

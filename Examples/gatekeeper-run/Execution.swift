@@ -10,38 +10,6 @@ import ToolSupport
     import Musl
 #endif
 
-/// gatekeeper-run's own exit statuses (the command's status is passed through by `exec`).
-struct ExitStatus: Error, Hashable {
-    let code: Int32
-
-    static let usage = ExitStatus(code: 64)
-    static let invalidInput = ExitStatus(code: 65)
-    static let unavailable = ExitStatus(code: 69)
-    static let denied = ExitStatus(code: 77)
-    static let cannotExecute = ExitStatus(code: 126)
-    static let notFound = ExitStatus(code: 127)
-    static let cancelled = ExitStatus(code: 130)
-
-    init(code: Int32) { self.code = code }
-
-    /// The status for a backend that could not be built: a resource it needs is unusable (69), or the
-    /// command line is wrong (64).
-    init(configuration error: any Error) {
-        if case ProviderConfigurationError.unusable = error { self = .unavailable } else { self = .usage }
-    }
-
-    /// A login that ended without running the command: cancelled (130), unusable input (65), the
-    /// backend down (69), or refused for any other reason, including codes added later (77).
-    init(dismissal reason: AuthError) {
-        switch reason.code {
-        case .cancelled: self = .cancelled
-        case .missingUsername, .invalidUsername, .missingPassword, .invalidPassword: self = .invalidInput
-        case .providerUnavailable: self = .unavailable
-        default: self = .denied
-        }
-    }
-}
-
 /// Prints `message` on standard error and exits with `status`.
 func fail(_ status: ExitStatus, _ message: String) -> Never {
     writeStandardError("gatekeeper-run: \(message)\n")

@@ -38,30 +38,21 @@ struct Invocation {
 
     /// Parses the arguments; `nil` means help was asked for.
     static func parse(_ arguments: ArraySlice<String>, registry: ProviderRegistry) throws(UsageError) -> Invocation? {
-        var invocation = Invocation(selection: ProviderSelection(registry: registry))
-        var rest = arguments
-        while let argument = rest.first {
-            if try invocation.selection.consume(&rest) { continue }
-            rest.removeFirst()
-            switch argument {
-            case "-h", "--help":
-                return nil
-            case "--":
-                invocation.command = Array(rest)
-                rest = []
-            case "--password-stdin":
-                invocation.passwordFromStdin = true
-            case "--user", "--group":
-                guard let value = rest.popFirst() else { throw UsageError("\(argument) needs a value.") }
-                if argument == "--user" { invocation.user = value } else { invocation.group = value }
-            case _ where argument.hasPrefix("-"):
-                throw UsageError("Unknown option \(argument).")
-            default:
-                invocation.command = [argument] + rest
-                rest = []
-            }
-        }
-        guard !invocation.command.isEmpty else { throw UsageError("No command given.") }
+        var selection = ProviderSelection(registry: registry)
+        let syntax = CommandLineSyntax(
+            flags: ["-h", "--help", "--password-stdin"],
+            valueOptions: ["user", "group"],
+            commandFollows: true
+        ).selectingProviders(from: selection)
+        let parsed = try syntax.parse(arguments)
+        if parsed.has("-h", "--help") { return nil }
+        selection.take(from: parsed)
+        guard !parsed.trailing.isEmpty else { throw UsageError("No command given.") }
+        var invocation = Invocation(selection: selection)
+        invocation.user = parsed.values["user"]
+        invocation.group = parsed.values["group"]
+        invocation.passwordFromStdin = parsed.has("--password-stdin")
+        invocation.command = parsed.trailing
         return invocation
     }
 }

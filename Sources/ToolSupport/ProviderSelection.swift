@@ -16,35 +16,11 @@ public struct ProviderSelection: Sendable {
         self.registry = registry
     }
 
-    /// Takes `--provider` or a backend option (as `--name value` or `--name=value`) from the front of
-    /// `arguments`. Returns `false`, consuming nothing, when the first argument is something else.
-    /// - Throws: ``UsageError`` when a value is missing or an option is given twice.
-    public mutating func consume(_ arguments: inout ArraySlice<String>) throws(UsageError) -> Bool {
-        guard let first = arguments.first, first.hasPrefix("--") else { return false }
-        var key = String(first.dropFirst(2))
-        var inlineValue: String?
-        if let equals = key.firstIndex(of: "=") {
-            inlineValue = String(key[key.index(after: equals)...])
-            key = String(key[..<equals])
-        }
-        guard key == "provider" || registry.optionNames.contains(key) else { return false }
-        arguments.removeFirst()
-        let value: String
-        if let inlineValue {
-            value = inlineValue
-        } else {
-            guard let next = arguments.first else { throw UsageError("--\(key) needs a value.") }
-            value = next
-            arguments.removeFirst()
-        }
-        if key == "provider" {
-            guard name == nil else { throw UsageError("--provider is given twice.") }
-            name = value
-        } else {
-            guard options[key] == nil else { throw UsageError("--\(key) is given twice.") }
-            options[key] = value
-        }
-        return true
+    /// Takes `--provider` and the backend options from a parsed command line (one parsed with
+    /// ``CommandLineSyntax/selectingProviders(from:)``).
+    public mutating func take(from parsed: ParsedCommandLine) {
+        name = parsed.values["provider"]
+        options = parsed.values.filter { registry.optionNames.contains($0.key) }
     }
 
     /// Builds the selected backend, or the registry's first when none was named and `defaultsToFirst`

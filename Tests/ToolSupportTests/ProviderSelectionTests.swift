@@ -22,15 +22,13 @@ struct ProviderSelectionTests {
 
     let registry = ProviderRegistry([Fake.self])
 
+    /// Parses as gatekeeper-run does: its own `--user`, the providers' options, then a command.
     private func parse(_ arguments: [String]) throws -> (ProviderSelection, [String]) {
         var selection = ProviderSelection(registry: registry)
-        var rest = arguments[...]
-        var others: [String] = []
-        while !rest.isEmpty {
-            if try selection.consume(&rest) { continue }
-            others.append(rest.removeFirst())
-        }
-        return (selection, others)
+        let parsed = try CommandLineSyntax(valueOptions: ["user"], commandFollows: true)
+            .selectingProviders(from: selection).parse(arguments)
+        selection.take(from: parsed)
+        return (selection, parsed.values["user"].map { ["--user", $0] } ?? [])
     }
 
     @Test func takesTheProviderAndItsOptionsInBothSpellings() throws {

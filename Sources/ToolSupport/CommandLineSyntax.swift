@@ -1,0 +1,83 @@
+import ProviderPlugins
+
+/// The options a tool accepts, and the one parser the tools share: `--name value` or `--name=value`
+/// for options that take a value, bare flags, positional arguments, and everything after `--` (or, for
+/// a tool that runs a command, after the first positional argument) left as it is.
+public struct CommandLineSyntax: Sendable {
+    /// Options without a value (`--create`, `-h`).
+    public var flags: Set<String>
+    /// Options that take a value (`--user`), without their dashes.
+    public var valueOptions: Set<String>
+    /// Whether the first positional argument starts the trailing command (as in `gatekeeper-run … CMD`).
+    public var commandFollows: Bool
+
+    public init(flags: Set<String> = [], valueOptions: Set<String> = [], commandFollows: Bool = false) {
+        self.flags = flags
+        self.valueOptions = valueOptions
+        self.commandFollows = commandFollows
+    }
+
+    /// The same syntax, also accepting `--provider` and every option of `registry`'s backends.
+    public func selectingProviders(from selection: ProviderSelection) -> CommandLineSyntax {
+        var syntax = self
+        syntax.valueOptions.formUnion(selection.registry.optionNames)
+        syntax.valueOptions.insert("provider")
+        return syntax
+    }
+
+    /// Parses `arguments` (without the program's name).
+    /// - Throws: ``UsageError`` for an unknown option, a missing value, or an option given twice.
+    public func parse(_ arguments: some Sequence<String>) throws(UsageError) -> ParsedCommandLine {
+        var parsed = ParsedCommandLine()
+        var rest = Array(arguments)[...]
+        while let argument = rest.popFirst() {
+            if argument == "--" {
+                parsed.trailing = Array(rest)
+                break
+            }
+            guard argument.hasPrefix("-"), argument != "-" else {
+                if commandFollows {
+                    parsed.trailing = [argument] + rest
+                    break
+                }
+                parsed.positionals.append(argument)
+                continue
+            }
+            if flags.contains(argument) {
+                parsed.flags.insert(argument)
+                continue
+            }
+            var name = String(argument.drop { $0 == "-" })
+            var value: String?
+            if let equals = name.firstIndex(of: "=") {
+                value = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard argument.hasPrefix("--"), valueOptions.contains(name) else {
+                throw UsageError("Unknown option \(argument).")
+            }
+            if value == nil { value = rest.popFirst() }
+            guard let value else { throw UsageError("--\(name) needs a value.") }
+            guard parsed.values[name] == nil else { throw UsageError("--\(name) is given twice.") }
+            parsed.values[name] = value
+        }
+        return parsed
+    }
+}
+
+/// What ``CommandLineSyntax/parse(_:)`` found.
+public struct ParsedCommandLine: Sendable, Equatable {
+    /// The flags given.
+    public var flags: Set<String> = []
+    /// The options given with their values, by name without dashes.
+    public var values: [String: String] = [:]
+    /// The positional arguments, in order.
+    public var positionals: [String] = []
+    /// What follows `--`, or the command and its arguments.
+    public var trailing: [String] = []
+
+    public init() {}
+
+    /// Whether any of `names` was given as a flag.
+    public func has(_ names: String...) -> Bool { names.contains(where: flags.contains) }
+}

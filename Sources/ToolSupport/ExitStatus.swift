@@ -1,0 +1,35 @@
+public import Authentication
+import ProviderPlugins
+
+/// The exit statuses of the tools that guard a login, from `sysexits.h` and the shell's conventions:
+/// one mapping from what went wrong to a status, for every tool.
+public struct ExitStatus: Error, Hashable, Sendable {
+    public let code: Int32
+
+    public static let usage = ExitStatus(code: 64)
+    public static let invalidInput = ExitStatus(code: 65)
+    public static let unavailable = ExitStatus(code: 69)
+    public static let denied = ExitStatus(code: 77)
+    public static let cannotExecute = ExitStatus(code: 126)
+    public static let notFound = ExitStatus(code: 127)
+    public static let cancelled = ExitStatus(code: 130)
+
+    public init(code: Int32) { self.code = code }
+
+    /// The status for a backend that could not be built: a resource it needs is unusable (69), or the
+    /// command line is wrong (64).
+    public init(configuration error: any Error) {
+        if case ProviderConfigurationError.unusable = error { self = .unavailable } else { self = .usage }
+    }
+
+    /// A login that ended without running the command: cancelled (130), unusable input (65), the
+    /// backend down (69), or refused for any other reason, including codes added later (77).
+    public init(dismissal reason: AuthError) {
+        switch reason.code {
+        case .cancelled: self = .cancelled
+        case .missingUsername, .invalidUsername, .missingPassword, .invalidPassword: self = .invalidInput
+        case .providerUnavailable: self = .unavailable
+        default: self = .denied
+        }
+    }
+}
