@@ -37,22 +37,41 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Why a hash cannot be used.
-    public enum Problem: Error, Hashable, Sendable, CustomStringConvertible {
-        case empty
-        case plainTextOrDES
-        case unknownScheme
-        case workFactorTooHigh(String)
-        case malformed
+    /// Why a hash cannot be used: a ``code`` and a phrase; equal when the codes are.
+    public struct Problem: Error, Hashable, Sendable, CustomStringConvertible {
+        /// What is wrong. Codes may be added; a `switch` needs a `default`.
+        public struct Code: Hashable, Sendable, CustomStringConvertible {
+            public let description: String
+            private init(_ name: String) { description = name }
 
-        public var description: String {
-            switch self {
-            case .empty: "the password hash is empty (an empty hash never means \"no password\")"
-            case .plainTextOrDES: "plain-text passwords and DES crypt hashes are not accepted"
-            case .unknownScheme: "the hash scheme is not one this provider verifies"
-            case .workFactorTooHigh(let detail): "the hash's work factor is too high (\(detail))"
-            case .malformed: "the hash is malformed"
-            }
+            public static let empty = Code("empty")
+            public static let plainTextOrDES = Code("plainTextOrDES")
+            public static let unknownScheme = Code("unknownScheme")
+            public static let workFactorTooHigh = Code("workFactorTooHigh")
+            public static let malformed = Code("malformed")
+        }
+
+        public let code: Code
+        /// What a person reads, completing "the hash …" style sentences in a users file's messages.
+        public let description: String
+
+        private init(_ code: Code, _ description: String) {
+            self.code = code
+            self.description = description
+        }
+
+        public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+        public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+        public static let empty = Problem(
+            .empty, "the password hash is empty (an empty hash never means \"no password\")")
+        public static let plainTextOrDES = Problem(
+            .plainTextOrDES, "plain-text passwords and DES crypt hashes are not accepted")
+        public static let unknownScheme = Problem(.unknownScheme, "the hash scheme is not one this provider verifies")
+        public static let malformed = Problem(.malformed, "the hash is malformed")
+        /// The work factor is over the limit; `detail` says which and by how much.
+        public static func workFactorTooHigh(_ detail: String) -> Problem {
+            Problem(.workFactorTooHigh, "the hash's work factor is too high (\(detail))")
         }
     }
 

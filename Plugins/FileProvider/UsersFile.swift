@@ -82,7 +82,7 @@ public struct UsersFile: Sendable {
     /// - Throws: ``UsersFileError`` naming the first bad line and what is wrong with it.
     public init(parsing source: some Collection<UInt8>) throws(UsersFileError) {
         bytes = Array(source)
-        guard bytes.count < Int(UInt32.max) else { throw UsersFileError("the file is larger than 4 GiB") }
+        guard bytes.count < Int(UInt32.max) else { throw UsersFileError(.malformed, "the file is larger than 4 GiB") }
         let scanned = bytes.withUnsafeBufferPointer { buffer in
             Result { () throws(UsersFileError) in try Self.scan(buffer) }
         }
@@ -121,7 +121,7 @@ public struct UsersFile: Sendable {
                 let range = (UInt32(start), UInt32(end))
                 start = newline + 1
                 if text.contains(where: { $0 >= 0x80 }), String(validating: text, as: UTF8.self) == nil {
-                    throw UsersFileError(line: number, "is not valid UTF-8")
+                    throw UsersFileError(.malformed, line: number, "is not valid UTF-8")
                 }
                 guard let first = text.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }), text[first] != UInt8(ascii: "#")
                 else {
@@ -154,7 +154,7 @@ public struct UsersFile: Sendable {
         line: Int
     ) throws(UsersFileError) -> (String, PasswordHash.Scheme?) {
         guard let colon = text.firstIndex(of: UInt8(ascii: ":")) else {
-            throw UsersFileError(line: line, "has no ':' between the user name and the hash")
+            throw UsersFileError(.malformed, line: line, "has no ':' between the user name and the hash")
         }
         let nameBytes = text[..<colon]
         let username: String
@@ -166,7 +166,7 @@ public struct UsersFile: Sendable {
             do {
                 username = try Username.validate(String(decoding: nameBytes, as: UTF8.self))
             } catch {
-                throw UsersFileError(line: line, "has an unusable user name: it \(error.problemPhrase)")
+                throw UsersFileError(.malformed, line: line, "has an unusable user name: it \(error.problemPhrase)")
             }
         }
         let rest = text[(colon + 1)...]
@@ -175,7 +175,7 @@ public struct UsersFile: Sendable {
         do {
             return (username, try PasswordHash.check(hash))
         } catch {
-            throw UsersFileError(line: line, "for \(username): \(error)")
+            throw UsersFileError(.malformed, line: line, "for \(username): \(error)")
         }
     }
 
@@ -184,14 +184,14 @@ public struct UsersFile: Sendable {
     private static func entry(from text: ArraySlice<UInt8>, line: Int) throws(UsersFileError) -> Entry {
         let fields = text.split(separator: UInt8(ascii: ":"), maxSplits: 3, omittingEmptySubsequences: false)
         guard fields.count >= 2 else {
-            throw UsersFileError(line: line, "has no ':' between the user name and the hash")
+            throw UsersFileError(.malformed, line: line, "has no ':' between the user name and the hash")
         }
         let username = String(decoding: fields[0], as: UTF8.self)
         let password: Password
         do {
             password = try Self.password(String(decoding: fields[1], as: UTF8.self))
         } catch {
-            throw UsersFileError(line: line, "for \(username): \(error)")
+            throw UsersFileError(.malformed, line: line, "for \(username): \(error)")
         }
         let groups =
             fields.count > 2
@@ -330,15 +330,44 @@ extension AuthError {
     }
 }
 
-/// A users file that cannot be used, with the line at fault when there is one.
+/// A users file that cannot be used, or a change that cannot be made: a ``code`` to act on, the line
+/// at fault when there is one, and a problem phrased to follow it ("line 3 has no ':' …"). Equal when
+/// the codes are.
 public struct UsersFileError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong. Codes may be added; a `switch` needs a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let description: String
+        private init(_ name: String) { description = name }
+
+        /// A line of the file (``UsersFileError/line``) cannot be read as an entry.
+        public static let malformed = Code("malformed")
+        /// The file is refused as unsafe: a symbolic link, not a regular file, writable by others, or
+        /// owned by someone else.
+        public static let unsafe = Code("unsafe")
+        /// The file or its lock could not be opened, read or written.
+        public static let inaccessible = Code("inaccessible")
+        /// The change does not fit the file: the user exists already, or does not, or a field cannot be
+        /// written as given.
+        public static let refused = Code("refused")
+    }
+
+    public let code: Code
     public let line: Int?
     public let problem: String
 
-    public init(line: Int? = nil, _ problem: String) {
+    public init(_ code: Code, line: Int? = nil, _ problem: String) {
+        self.code = code
         self.line = line
         self.problem = problem
     }
+
+    /// A change refused (``Code/refused``), for the reason given.
+    public init(_ problem: String) {
+        self.init(.refused, problem)
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     public var description: String {
         line.map { "line \($0) \(problem)" } ?? problem

@@ -88,16 +88,18 @@ public struct UsersFileStore: Sendable {
     private func check(_ info: stat) throws(UsersFileError) {
         guard info.st_mode & S_IFMT != S_IFLNK else { throw symbolicLink() }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw UsersFileError("\(path) is not a regular file; name the users file itself.")
+            throw UsersFileError(.unsafe, "\(path) is not a regular file; name the users file itself.")
         }
         guard info.st_uid == 0 || info.st_uid == geteuid() else {
             throw UsersFileError(
+                .unsafe,
                 "\(path) is owned by uid \(info.st_uid), neither root nor the user running this program (uid "
                     + "\(geteuid())); it is refused, as its owner could rewrite it: chown it to one of them."
             )
         }
         guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
             throw UsersFileError(
+                .unsafe,
                 "\(path) may be written by group or others; make it private with: chmod go-w \(path)"
             )
         }
@@ -105,6 +107,7 @@ public struct UsersFileStore: Sendable {
 
     private func symbolicLink() -> UsersFileError {
         UsersFileError(
+            .unsafe,
             "\(path) is a symbolic link, which is not followed (it could be pointed elsewhere at any moment); "
                 + "name the file it points to."
         )
@@ -114,7 +117,7 @@ public struct UsersFileStore: Sendable {
     private func failure(_ what: String) -> UsersFileError {
         let code = errno
         if code == ELOOP { return symbolicLink() }
-        return UsersFileError("\(path) \(what): \(errorDescription(code)).")
+        return UsersFileError(.inaccessible, "\(path) \(what): \(errorDescription(code)).")
     }
 
     private func readAll(_ descriptor: Int32, expected: Int) throws(UsersFileError) -> [UInt8] {
@@ -144,13 +147,14 @@ public struct UsersFileStore: Sendable {
         guard lock >= 0 else {
             let code = errno
             let reason = code == ELOOP ? "it is a symbolic link" : errorDescription(code)
-            throw UsersFileError("\(lockPath) cannot be opened: \(reason).")
+            throw UsersFileError(.inaccessible, "\(lockPath) cannot be opened: \(reason).")
         }
         var info = stat()
         guard fstat(lock, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == 0 || info.st_uid == geteuid()
         else {
             close(lock)
             throw UsersFileError(
+                .unsafe,
                 "\(lockPath) is not a regular file owned by root or the user running this program; remove it.")
         }
         return lock
@@ -168,7 +172,7 @@ public struct UsersFileStore: Sendable {
         defer { close(lock) }
         while flock(lock, LOCK_EX) != 0 {
             guard errno == EINTR else {
-                throw UsersFileError("\(path) cannot be locked: \(errorDescription()).")
+                throw UsersFileError(.inaccessible, "\(path) cannot be locked: \(errorDescription()).")
             }
         }
         defer { flock(lock, LOCK_UN) }
@@ -198,7 +202,7 @@ public struct UsersFileStore: Sendable {
         var template = Array((path + ".tmp-XXXXXX").utf8CString)
         let temporary = mkstemp(&template)
         guard temporary >= 0 else {
-            throw UsersFileError("cannot create a temporary file beside \(path): \(errorDescription()).")
+            throw UsersFileError(.inaccessible, "cannot create a temporary file beside \(path): \(errorDescription()).")
         }
         let temporaryPath = string(fromCBuffer: template)
         var renamed = false
@@ -207,7 +211,7 @@ public struct UsersFileStore: Sendable {
             if !renamed { unlink(temporaryPath) }
         }
         func failure(_ what: String) -> UsersFileError {
-            UsersFileError("cannot write \(path) (\(what)): \(errorDescription()).")
+            UsersFileError(.inaccessible, "cannot write \(path) (\(what)): \(errorDescription()).")
         }
         guard fchmod(temporary, mode) == 0 else { throw failure("mode") }
         if let (uid, gid) = owner, fchown(temporary, uid, gid) != 0, geteuid() == 0 { throw failure("owner") }

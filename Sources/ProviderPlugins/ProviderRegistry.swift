@@ -55,32 +55,58 @@ public struct ProviderOptions: Sendable {
     }
 }
 
-/// Why a backend could not be built from its name and options.
-public enum ProviderConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// No backend has this name.
-    case unknownProvider(String, available: [String])
-    /// The backend does not take this option.
-    case unknownOption(String, provider: String)
-    /// The option's value is unusable.
-    case invalidValue(option: String, value: String, expected: String)
-    /// The backend needs this option.
-    case missingOption(String, provider: String)
-    /// The backend cannot start (a file it needs is missing, for instance).
-    case unusable(provider: String, reason: String)
+/// Why a backend could not be built from its name and options: a ``code`` to act on and a message.
+/// Equal when the codes are, as ``AuthError`` is.
+public struct ProviderConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong. Codes may be added; a `switch` needs a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let description: String
+        private init(_ name: String) { description = name }
 
-    public var description: String {
-        switch self {
-        case .unknownProvider(let name, let available):
-            "Unknown provider '\(name)'; available: \(available.joined(separator: ", "))."
-        case .unknownOption(let option, let provider):
-            "The \(provider) provider has no option --\(option)."
-        case .invalidValue(let option, let value, let expected):
-            "--\(option) \(value.debugDescription) is not \(expected)."
-        case .missingOption(let option, let provider):
-            "The \(provider) provider needs --\(option)."
-        case .unusable(let provider, let reason):
-            "The \(provider) provider cannot start: \(reason)"
-        }
+        /// No backend has this name.
+        public static let unknownProvider = Code("unknownProvider")
+        /// The backend does not take this option.
+        public static let unknownOption = Code("unknownOption")
+        /// The option's value is unusable.
+        public static let invalidValue = Code("invalidValue")
+        /// The backend needs this option.
+        public static let missingOption = Code("missingOption")
+        /// The backend cannot start (a file it needs is missing or unsafe, for instance).
+        public static let unusable = Code("unusable")
+    }
+
+    public let code: Code
+    /// The option at fault, without dashes, when one is.
+    public let option: String?
+    public let description: String
+
+    private init(_ code: Code, option: String? = nil, _ description: String) {
+        self.code = code
+        self.option = option
+        self.description = description
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    public static func unknownProvider(_ name: String, available: [String]) -> Self {
+        Self(.unknownProvider, "Unknown provider '\(name)'; available: \(available.joined(separator: ", ")).")
+    }
+
+    public static func unknownOption(_ option: String, provider: String) -> Self {
+        Self(.unknownOption, option: option, "The \(provider) provider has no option --\(option).")
+    }
+
+    public static func invalidValue(option: String, value: String, expected: String) -> Self {
+        Self(.invalidValue, option: option, "--\(option) \(value.debugDescription) is not \(expected).")
+    }
+
+    public static func missingOption(_ option: String, provider: String) -> Self {
+        Self(.missingOption, option: option, "The \(provider) provider needs --\(option).")
+    }
+
+    public static func unusable(provider: String, reason: String) -> Self {
+        Self(.unusable, "The \(provider) provider cannot start: \(reason)")
     }
 }
 

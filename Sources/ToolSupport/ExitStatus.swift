@@ -19,7 +19,7 @@ public struct ExitStatus: Error, Hashable, Sendable {
     /// The status for a backend that could not be built: a resource it needs is unusable (69), or the
     /// command line is wrong (64).
     public init(configuration error: any Error) {
-        if case ProviderConfigurationError.unusable = error { self = .unavailable } else { self = .usage }
+        self = (error as? ProviderConfigurationError)?.code == .unusable ? .unavailable : .usage
     }
 
     /// A login that ended without running the command: cancelled (130), unusable input (65), the

@@ -112,7 +112,11 @@ struct UsersFileSecurityTests {
         let target = try scratch.write("real", "bob:\(hash)\n")
         let link = scratch.path + "/users"
         #expect(symlink(target, link) == 0)
-        #expect(throws: UsersFileError.self) { try UsersFileStore(path: link).read() }
+        #expect {
+            try UsersFileStore(path: link).read()
+        } throws: { error in
+            (error as? UsersFileError)?.code == .unsafe
+        }
         #expect(throws: UsersFileError.self) { try FileAuthProvider(.init(path: link)) }
         let result = try passwd(["add", link, "eve", "--password-stdin"], input: "pw\n")
         #expect(result.status == 3)
@@ -130,7 +134,11 @@ struct UsersFileSecurityTests {
         defer { scratch.remove() }
         let path = try scratch.write("users", "bob:\(try sh("mkpasswd -m yescrypt builder"))\n")
         #expect(chown(path, 65534, 65534) == 0)
-        #expect(throws: UsersFileError.self) { try UsersFileStore(path: path).read() }
+        #expect {
+            try UsersFileStore(path: path).read()
+        } throws: { error in
+            (error as? UsersFileError)?.code == .unsafe
+        }
         let result = try passwd(["set", path, "bob", "--password-stdin"], input: "pw\n")
         #expect(result.status == 3)
         #expect(result.stderr.contains("owned by uid 65534"))

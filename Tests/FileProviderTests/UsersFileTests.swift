@@ -36,17 +36,19 @@ struct UsersFileTests {
         ("# fine\n:$y$j9T$a$b", "line 2 has an unusable user name: it is empty"),
     ])
     func namesTheBadLine(_ text: String, _ message: String) {
-        #expect(throws: UsersFileError.self) { try UsersFile(parsing: Array(text.utf8)) }
-        do {
-            _ = try UsersFile(parsing: Array(text.utf8))
-        } catch {
-            #expect(error.description == message)
+        #expect {
+            try UsersFile(parsing: Array(text.utf8))
+        } throws: { error in
+            guard let error = error as? UsersFileError else { return false }
+            return error.code == .malformed && error.description == message
         }
     }
 
     @Test func refusesInvalidUTF8AndRandomBytes() {
-        #expect(throws: UsersFileError(line: 2, "is not valid UTF-8")) {
+        #expect {
             try UsersFile(parsing: Array("# ok\n".utf8) + [0xFF, 0x3A, 0x0A])
+        } throws: { error in
+            "\(error)" == "line 2 is not valid UTF-8" && (error as? UsersFileError)?.code == .malformed
         }
         var generator = SeededGenerator(for: "refusesInvalidUTF8AndRandomBytes")
         let noise = (0..<(1 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) }
