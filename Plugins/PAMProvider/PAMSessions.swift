@@ -28,9 +28,7 @@ final class PAMSessions: Sendable {
     }
 
     /// One open session.
-    ///
-    /// `@unchecked Sendable`: the semaphore is thread-safe and `closed` is behind a mutex.
-    final class Session: @unchecked Sendable {
+    final class Session: Sendable {
         let id = Session.nextID()
         private let release = DispatchSemaphore(value: 0)
         private let closed = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))

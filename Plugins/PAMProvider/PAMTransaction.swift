@@ -9,9 +9,7 @@ import Synchronization
 #endif
 
 /// One PAM transaction, run on a thread of its own and bridged to the caller's task.
-///
-/// `@unchecked Sendable`: the mutable state is in `state`, behind a mutex; the rest is set in `init`.
-final class PAMTransaction: @unchecked Sendable {
+final class PAMTransaction: Sendable {
     private let request: AuthRequest
     private let configuration: PAMAuthProvider.Configuration
     private let sessions: PAMSessions

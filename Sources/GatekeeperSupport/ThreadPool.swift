@@ -162,9 +162,7 @@ private final class Bridge<T: Sendable>: Sendable {
 }
 
 /// One pool thread.
-///
-/// `@unchecked Sendable`: `assigned` is behind a mutex; the semaphore is thread-safe.
-private final class Worker: @unchecked Sendable {
+private final class Worker: Sendable {
     private let pool: ThreadPool
     private let wakeup = Semaphore()
     private let assigned = Mutex<Job?>(nil)
