@@ -175,16 +175,11 @@ struct FileAuthProviderTests {
             "for i in $(seq 1 200); do echo pw | \(gatekeeperPasswd.path) add \(path) \(prefix)$i --password-stdin --scheme sha512 || exit 1; done"
         }
         // Two writer processes at once, each adding 200 users one `add` at a time.
-        let writers = ["a", "b"].map { prefix in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", writer(prefix)]
-            return process
+        let writers = try ["a", "b"].map { prefix in
+            try Spawned(URL(fileURLWithPath: "/bin/sh"), ["-c", writer(prefix)])
         }
-        for process in writers { try process.run() }
         for process in writers {
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
+            #expect(process.finish().status == 0)
         }
         let file = try UsersFileStore(path: path).read()
         #expect(file.entries.count == 401)

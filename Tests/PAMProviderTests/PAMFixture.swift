@@ -1,5 +1,6 @@
 import Foundation
 import PAMProvider
+import TestSupport
 
 /// A PAM configuration directory of the tests' own (used through `pam_start_confdir`): services backed
 /// by pam_wrapper's `pam_matrix.so` and a passdb file, one with a fail delay, and one with a module
@@ -102,12 +103,8 @@ struct PAMFixture: Sendable {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../Fixtures/pam_gatekeeper_fixture.c").standardized.path
         let output = directory + "/pam_gatekeeper_fixture.so"
-        let compiler = Process()
-        compiler.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        compiler.arguments = ["cc", "-shared", "-fPIC", "-O1", "-o", output, source, "-lpam"]
-        try compiler.run()
-        compiler.waitUntilExit()
-        guard compiler.terminationStatus == 0 else { throw FixtureError("cc could not build the fixture module.") }
+        let (status, messages) = try shell("cc -shared -fPIC -O1 -o '\(output)' '\(source)' -lpam")
+        guard status == 0 else { throw FixtureError("cc could not build the fixture module:\n\(messages)") }
         return output
     }
 }

@@ -16,23 +16,14 @@ public func builtExecutable(_ name: String) -> URL {
 }
 
 /// Runs `command` with `/bin/sh`, feeding it `input`; returns its status and its output (standard
-/// output and standard error together).
+/// output and standard error together). Spawned and reaped here, not through Foundation's `Process`,
+/// whose `waitUntilExit` can miss a child's exit under load and wait for ever.
 @discardableResult
 public func shell(_ command: String, input: String = "") throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", command]
-    let stdin = Pipe()
-    let stdout = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    process.standardError = stdout
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    let output = stdout.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    let process = try Spawned(URL(fileURLWithPath: "/bin/sh"), ["-c", command], mergingStandardError: true)
+    process.write(input)
+    let result = process.finish()
+    return (result.status, result.stdout)
 }
 
 /// How a process ended and what it wrote.
@@ -64,7 +55,13 @@ public final class Spawned {
     private var input: Int32
     private let directory: URL
 
-    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// - Parameter mergingStandardError: Send standard error to standard output's file, as `2>&1`.
+    public init(
+        _ executable: URL,
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        mergingStandardError: Bool = false
+    ) throws {
         // A process that exits before reading all its input must not take the test runner down with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-test-\(UUID())")
@@ -82,7 +79,11 @@ public final class Spawned {
             setUp: { actions in
                 posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
                 posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-                posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+                if mergingStandardError {
+                    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+                } else {
+                    posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+                }
             }
         )
     }
