@@ -80,6 +80,7 @@ public final class PAMAuthProvider: AuthProvider {
             && service.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7F && $0 != "/" }
         guard usable else {
             throw PAMConfigurationError(
+                .invalidService,
                 "\(TextSafety.escaped(service).debugDescription) is not the name of a PAM service file")
         }
         self.configuration = configuration
@@ -100,11 +101,25 @@ public final class PAMAuthProvider: AuthProvider {
     }
 }
 
-/// A configuration the PAM provider cannot use; the message says what is wrong.
+/// A configuration the PAM provider cannot use: a ``code`` and a message; equal when the codes are.
 public struct PAMConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What is wrong. Codes may be added; a `switch` needs a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let description: String
+        private init(_ name: String) { description = name }
+
+        /// The service name cannot name a file in the configuration directory.
+        public static let invalidService = Code("invalidService")
+    }
+
+    public let code: Code
     public let description: String
 
-    public init(_ description: String) {
+    public init(_ code: Code, _ description: String) {
+        self.code = code
         self.description = description
     }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

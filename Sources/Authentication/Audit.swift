@@ -2,22 +2,29 @@ public import FoundationEssentials
 
 /// A record of something security-relevant the gatekeeper did. Never holds a secret.
 public struct AuditEvent: Sendable, Hashable {
-    /// What happened.
-    public enum Kind: String, Sendable, Hashable {
+    /// What happened. Kinds may be added (a sink that switches over them needs a `default`), so a new
+    /// kind of event breaks no sink.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        /// The kind's name in records (`signedIn`, `signInFailed` …).
+        public let rawValue: String
+        public var description: String { rawValue }
+
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+
         /// A login succeeded and a session began.
-        case signedIn
+        public static let signedIn = Kind("signedIn")
         /// A login attempt failed; ``AuditEvent/reason`` says why.
-        case signInFailed
+        public static let signInFailed = Kind("signInFailed")
         /// A login was cancelled by the person or the task.
-        case signInCancelled
+        public static let signInCancelled = Kind("signInCancelled")
         /// A user name was refused because of too many failed attempts.
-        case lockedOut
+        public static let lockedOut = Kind("lockedOut")
         /// A session was ended by ``Gatekeeper/signOut()``.
-        case signedOut
+        public static let signedOut = Kind("signedOut")
         /// A session ended because its idle or absolute timeout passed.
-        case sessionExpired
+        public static let sessionExpired = Kind("sessionExpired")
         /// An authenticated identity did not meet a protected action's requirement.
-        case accessDenied
+        public static let accessDenied = Kind("accessDenied")
     }
 
     public var kind: Kind

@@ -54,11 +54,11 @@ public struct CommandLineSyntax: Sendable {
                 name = String(name[..<equals])
             }
             guard argument.hasPrefix("--"), valueOptions.contains(name) else {
-                throw UsageError("Unknown option \(argument).")
+                throw UsageError(.unknownOption, "Unknown option \(argument).")
             }
             if value == nil { value = rest.popFirst() }
-            guard let value else { throw UsageError("--\(name) needs a value.") }
-            guard parsed.values[name] == nil else { throw UsageError("--\(name) is given twice.") }
+            guard let value else { throw UsageError(.missingValue, "--\(name) needs a value.") }
+            guard parsed.values[name] == nil else { throw UsageError(.repeatedOption, "--\(name) is given twice.") }
             parsed.values[name] = value
         }
         return parsed

@@ -56,11 +56,37 @@ public struct ProviderSelection: Sendable {
     }
 }
 
-/// A command line that cannot be followed; the message says what is wrong.
+/// A command line that cannot be followed: a ``code`` and a message saying what is wrong; equal when
+/// the codes are, as every error of the package is.
 public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What is wrong. Codes may be added; a `switch` needs a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let description: String
+        private init(_ name: String) { description = name }
+
+        /// An option the tool does not know.
+        public static let unknownOption = Code("unknownOption")
+        /// An option given without its value.
+        public static let missingValue = Code("missingValue")
+        /// An option given twice.
+        public static let repeatedOption = Code("repeatedOption")
+        /// Any other argument the tool cannot use (a missing command, a stray word, no backend named).
+        public static let badArgument = Code("badArgument")
+    }
+
+    public let code: Code
     public let description: String
 
-    public init(_ description: String) {
+    public init(_ code: Code, _ description: String) {
+        self.code = code
         self.description = description
     }
+
+    /// An argument the tool cannot use (``Code/badArgument``), for the reason given.
+    public init(_ description: String) {
+        self.init(.badArgument, description)
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -31,7 +31,17 @@ struct CommandLineSyntaxTests {
         (["-create"], "Unknown option -create."),
     ])
     func refusesWhatItDoesNotKnow(_ arguments: [String], _ message: String) {
-        #expect(throws: UsageError(message)) { try passwd.parse(arguments) }
+        #expect {
+            try passwd.parse(arguments)
+        } throws: { error in
+            "\(error)" == message && error is UsageError
+        }
+    }
+
+    @Test func usageErrorsHaveCodes() {
+        #expect(throws: UsageError(.unknownOption, "")) { try passwd.parse(["--bogus"]) }
+        #expect(throws: UsageError(.missingValue, "")) { try passwd.parse(["--name"]) }
+        #expect(throws: UsageError(.repeatedOption, "")) { try passwd.parse(["--name=a", "--name=b"]) }
     }
 }
 
