@@ -103,7 +103,14 @@ public struct UsersFileStore: Sendable {
                 "\(path) may be written by group or others; make it private with: chmod go-w \(path)"
             )
         }
+        guard info.st_size <= Self.maxFileBytes else {
+            throw UsersFileError(.unsafe, "\(path) is larger than \(Self.maxFileBytes >> 20) MiB; it is not read.")
+        }
     }
+
+    /// The largest users file read (a million users take about 90 MB): a larger one is refused before any
+    /// of it is read, so a file cannot make the reader allocate without bound.
+    public static let maxFileBytes = 1 << 30
 
     private func symbolicLink() -> UsersFileError {
         UsersFileError(
@@ -126,7 +133,13 @@ public struct UsersFileStore: Sendable {
         var bytes = [UInt8](repeating: 0, count: max(expected, 0) + 1)
         var filled = 0
         while true {
-            if filled == bytes.count { bytes += [UInt8](repeating: 0, count: max(bytes.count, 4096)) }
+            if filled == bytes.count {
+                // The file grew while it was read: not past the limit.
+                guard filled <= Self.maxFileBytes else {
+                    throw UsersFileError(.unsafe, "\(path) grew past \(Self.maxFileBytes >> 20) MiB while it was read.")
+                }
+                bytes += [UInt8](repeating: 0, count: min(max(bytes.count, 4096), Self.maxFileBytes + 1 - filled))
+            }
             let count = bytes[filled...].withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }

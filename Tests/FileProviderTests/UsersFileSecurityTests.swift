@@ -161,6 +161,19 @@ struct UsersFileSecurityTests {
         #expect(try passwd(["set", path, "bob", "--password-stdin"], input: "pw\n").status == 3)
     }
 
+    /// A file larger than the limit is refused before any of it is read (a sparse file: no disk used).
+    @Test func anOversizedFileIsRefusedUnread() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let path = try scratch.write("users", "")
+        #expect(truncate(path, off_t(UsersFileStore.maxFileBytes + 1)) == 0)
+        #expect {
+            try UsersFileStore(path: path).read()
+        } throws: { error in
+            (error as? UsersFileError)?.code == .unsafe && "\(error)".contains("larger than 1024 MiB")
+        }
+    }
+
     // MARK: Work factors and the stand-in
 
     /// yescrypt and scrypt settings are bounded before any hashing, as bcrypt costs and sha-crypt
