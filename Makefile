@@ -6,6 +6,8 @@
 #                  on Linux and reports races inside its critical sections, so it is not used)
 #   make leaks     1,000 PAM logins under LeakSanitizer; fails on any leak
 #   make lint      check formatting with swift-format
+#   make fuzz-stacks  200,000 random provider stacks against libpam (make test runs 10,000 with a fixed
+#                  seed); STACK_SEED=N repeats a run
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/usr/bin/swift-format)
@@ -17,7 +19,7 @@ SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/u
 DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-wrapper pamtester gcc libc6-dev passwd \
 	libcrypt-dev libaprutil1-dev apache2-utils whois time
 
-.PHONY: deps build run test bench sanitize leaks lint
+.PHONY: deps build run test bench sanitize leaks lint fuzz-stacks
 
 deps:
 	@missing=""; \
@@ -60,3 +62,8 @@ leaks: deps
 
 lint:
 	$(SWIFT_FORMAT) lint --strict -r Sources Plugins Examples Tests Benchmarks Package.swift
+
+fuzz-stacks: deps
+	$(SWIFT) build --build-tests
+	GATEKEEPER_STACKS=200000 GATEKEEPER_TEST_SEED=$${STACK_SEED:-$$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')} \
+		$(SWIFT) test --skip-build --filter randomStacksAgreeWithLibpam

@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "TerminalLogin", targets: ["TerminalLogin"]),
         .library(name: "ToolSupport", targets: ["ToolSupport"]),
         .library(name: "MockProvider", targets: ["MockProvider"]),
+        .library(name: "DebugProvider", targets: ["DebugProvider"]),
         .library(name: "PAMProvider", targets: ["PAMProvider"]),
         .library(name: "FileProvider", targets: ["FileProvider"]),
         .executable(name: "gatekeeper-run", targets: ["gatekeeper-run"]),
@@ -41,6 +42,8 @@ let package = Package(
         // Provider plugins: each depends on the core only, never on another provider.
         .target(
             name: "MockProvider", dependencies: ["Authentication", "ProviderPlugins"], path: "Plugins/MockProvider"),
+        .target(
+            name: "DebugProvider", dependencies: ["Authentication", "ProviderPlugins"], path: "Plugins/DebugProvider"),
         .target(
             name: "PAMProvider",
             dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CPAM"],
@@ -120,6 +123,13 @@ let package = Package(
                 "Authentication", "AuthenticationTesting", "FileProvider", "TestSupport", "gatekeeper-passwd",
                 "gatekeeper-run",
             ]
+        ),
+        .testTarget(
+            name: "ProviderChainTests",
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "DebugProvider", "MockProvider", "CPAM", "TestSupport",
+            ],
+            linkerSettings: [.linkedLibrary("pam")]
         ),
         .testTarget(name: "GatekeeperSupportTests", dependencies: ["GatekeeperSupport", "TestSupport"]),
         .testTarget(

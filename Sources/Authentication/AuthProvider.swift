@@ -79,6 +79,7 @@ public struct AuthRequest: Sendable {
 /// | … ``Rejection/refusedByPolicy`` | `PAM_PERM_DENIED` |
 /// | ``notMine`` | `PAM_USER_UNKNOWN` |
 /// | ``unavailable(reason:)`` | `PAM_AUTHINFO_UNAVAIL` |
+/// | ``ignored`` | `PAM_IGNORE` |
 ///
 /// A locked account answers `PAM_AUTH_ERR`, as `pam_faillock` and `pam_unix` do; the unlock time, when
 /// the backend knows it, is only for the person's message.
@@ -96,6 +97,9 @@ public enum AuthOutcome: Sendable, Hashable {
     /// The backend itself failed (down, misconfigured); the reason is for people and logs, and holds no
     /// secret.
     case unavailable(reason: String)
+    /// The provider does not apply to this login (a second factor for a user who has none): a chain
+    /// goes on as if it were not there; alone, it admits nobody.
+    case ignored
 
     /// The PAM return code this answer stands for.
     public var pamResult: PAMResult {
@@ -104,6 +108,7 @@ public enum AuthOutcome: Sendable, Hashable {
         case .rejected(let rejection, _): rejection.pamResult
         case .notMine: .userUnknown
         case .unavailable: .authinfoUnavailable
+        case .ignored: .ignore
         }
     }
 }
@@ -158,4 +163,5 @@ public enum PAMResult: String, Sendable, Hashable, CaseIterable {
     case permissionDenied = "perm_denied"
     case userUnknown = "user_unknown"
     case authinfoUnavailable = "authinfo_unavail"
+    case ignore
 }

@@ -163,15 +163,15 @@ struct AuthOutcomeTests {
             (.rejected(.refusedByPolicy, canonicalUsername: "alice"), .permissionDenied),
             (.notMine, .userUnknown),
             (.unavailable(reason: "down"), .authinfoUnavailable),
+            (.ignored, .ignore),
         ]
         for (answer, code) in answers { #expect(answer.pamResult == code, "\(answer)") }
         // Every code the coming provider chain acts on is reached, and named as Linux-PAM names it.
         #expect(Set(answers.map(\.1)) == Set(PAMResult.allCases))
         #expect(
             PAMResult.allCases.map(\.rawValue).sorted() == [
-                "acct_expired", "auth_err", "authinfo_unavail", "maxtries", "new_authtok_reqd", "perm_denied",
-                "success",
-                "user_unknown",
+                "acct_expired", "auth_err", "authinfo_unavail", "ignore", "maxtries", "new_authtok_reqd",
+                "perm_denied", "success", "user_unknown",
             ])
     }
 

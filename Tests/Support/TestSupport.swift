@@ -62,11 +62,11 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
     public let seed: UInt64
     private var state: UInt64
 
-    /// A generator seeded from `GATEKEEPER_TEST_SEED` if set, at random otherwise; prints the seed with
-    /// `name`, so a failing run says how to repeat it.
-    public init(for name: String) {
+    /// A generator seeded from `GATEKEEPER_TEST_SEED` if set, from `fixedSeed` if given, at random
+    /// otherwise; prints the seed with `name`, so a failing run says how to repeat it.
+    public init(for name: String, fixedSeed: UInt64? = nil) {
         let given = getenv("GATEKEEPER_TEST_SEED").flatMap { UInt64(String(cString: $0)) }
-        seed = given ?? UInt64.random(in: .min ... .max)
+        seed = given ?? fixedSeed ?? UInt64.random(in: .min ... .max)
         state = seed
         print("\(name): random seed \(seed) (GATEKEEPER_TEST_SEED=\(seed) repeats it)")
     }

@@ -189,6 +189,10 @@ extension Gatekeeper {
         case .unavailable(let reason):
             record(.signInFailed, username, .providerUnavailable(reason: reason))
             throw .providerUnavailable(reason: reason)
+        case .ignored:
+            // Nothing applied to this login: as PAM's stack of only ignored modules, it fails.
+            registerFailure(of: username, .refusedByPolicy)
+            throw .refusedByPolicy
         }
     }
 

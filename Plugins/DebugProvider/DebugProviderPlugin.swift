@@ -1,0 +1,22 @@
+public import Authentication
+public import ProviderPlugins
+
+/// Selects ``DebugAuthProvider`` as `--provider debug --result auth_err`.
+public enum DebugProviderPlugin: AuthProviderPlugin {
+    public static let name = "debug"
+    public static let summary = "a fixed answer, for trying stacks (like pam_debug.so)"
+    public static let options = [
+        ProviderOption(
+            "result", valueName: "RESULT",
+            help: "success (default), auth_err, user_unknown, authinfo_unavail, acct_expired, … or ignore")
+    ]
+
+    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+        guard let text = options["result"] else { return DebugAuthProvider() }
+        guard let result = PAMResult(rawValue: text) else {
+            let names = PAMResult.allCases.map(\.rawValue).joined(separator: ", ")
+            throw .invalidValue(option: "result", value: text, expected: "one of \(names)")
+        }
+        return DebugAuthProvider(result: result)
+    }
+}

@@ -1,0 +1,204 @@
+import Synchronization
+
+/// Providers stacked as PAM stacks modules: each entry's answer is one PAM return code
+/// (``AuthOutcome/pamResult``), and its ``ChainControl`` decides, with Linux-PAM's exact rules, whether
+/// the chain goes on, fails, or succeeds. A chain is itself an ``AuthProvider``, so chains nest and
+/// everything that takes a provider takes a chain.
+///
+/// The rules, as `_pam_dispatch_aux` in Linux-PAM's `pam_dispatch.c` applies them (and the tests check
+/// against libpam itself, on random stacks of `pam_debug.so`):
+/// - The first failure (`bad` or `die`) is the one reported; `die` also ends the chain.
+/// - `ok` and `done` count as success only while nothing has failed; `done` ends the chain only then.
+/// - `reset` forgets what was decided so far; a jump `N` skips the next `N` entries (past the end, the
+///   chain simply ends).
+/// - A chain in which nothing counted (every entry ignored) fails with `PAM_PERM_DENIED`, and so does
+///   one that "succeeded" without any success.
+///
+/// The identity is the one of the entry whose success counted last. Cancellation stops the chain at
+/// once: no later entry asks anything, and the login is cancelled, not failed. Every login leaves a
+/// ``Trace`` of which entry answered what and what decided.
+public final class ProviderChain: AuthProvider {
+    /// One provider and how its answer counts.
+    public struct Entry: Sendable {
+        public var control: ChainControl
+        public var provider: any AuthProvider
+
+        public init(_ control: ChainControl, _ provider: any AuthProvider) {
+            self.control = control
+            self.provider = provider
+        }
+    }
+
+    /// What one login went through: an answer per entry that ran, and the decision. Holds no secret.
+    public struct Trace: Sendable, Hashable, CustomStringConvertible {
+        public struct Step: Sendable, Hashable {
+            /// The entry's position in the chain, from 0.
+            public var index: Int
+            public var provider: String
+            public var control: String
+            public var result: PAMResult
+            public var action: ChainControl.Action
+        }
+
+        public var steps: [Step] = []
+        /// The chain's result.
+        public var result: PAMResult = .permissionDenied
+
+        public var description: String {
+            let lines = steps.map { step in
+                "\(step.index + 1). \(step.control) \(step.provider): \(step.result.rawValue) -> \(step.action)"
+            }
+            return (lines + ["result: \(result.rawValue)"]).joined(separator: "\n")
+        }
+    }
+
+    public let name: String
+    public let entries: [Entry]
+    private let traces: TraceLog
+
+    /// - Parameter name: The chain's name in identities it did not make itself and in audit records.
+    public init(name: String = "chain", _ entries: [Entry]) {
+        self.name = name
+        self.entries = entries
+        self.traces = TraceLog()
+    }
+
+    /// The names of the providers an identity from this chain may carry: its entries', nested chains'
+    /// included.
+    public var providerNames: Set<String> {
+        entries.reduce(into: [name]) { names, entry in
+            names.formUnion((entry.provider as? ProviderChain)?.providerNames ?? [entry.provider.name])
+        }
+    }
+
+    /// The trace of the last login that ended (for `explain` and `--explain`).
+    public var lastTrace: Trace? { traces.last }
+
+    public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        var decision = Decision()
+        var trace = Trace()
+        var identity: Identity?
+        var rejection: (Rejection, String?)?
+        var reason: String?
+        var index = 0
+        while index < entries.count {
+            if Task.isCancelled { throw .cancelled }
+            let entry = entries[index]
+            // A cancellation thrown here ends the whole chain: no later entry runs.
+            let outcome = try await entry.provider.authenticate(request)
+            let result = outcome.pamResult
+            let action = entry.control.action(for: result)
+            trace.steps.append(
+                .init(
+                    index: index, provider: entry.provider.name, control: entry.control.description, result: result,
+                    action: action))
+            let counted = decision.apply(action, result)
+            if counted {
+                switch outcome {
+                case .authenticated(let who): identity = who
+                case .rejected(let why, let canonical): rejection = (why, canonical)
+                case .unavailable(let why): reason = why
+                case .notMine, .ignored: break
+                }
+            }
+            switch decision.next {
+            case .continue: index += 1
+            case .stop: index = entries.count
+            case .skip(let count): index += 1 + count
+            }
+        }
+        let result = decision.result
+        trace.result = result
+        traces.record(trace)
+        return outcome(result, identity: identity, rejection: rejection, reason: reason)
+    }
+
+    /// Every entry is told: it may hold something for `identity`.
+    public func signOut(_ identity: Identity) async {
+        for entry in entries { await entry.provider.signOut(identity) }
+    }
+
+    /// The chain's answer for its final result, with the details of the entry that decided it.
+    private func outcome(
+        _ result: PAMResult,
+        identity: Identity?,
+        rejection: (Rejection, String?)?,
+        reason: String?
+    ) -> AuthOutcome {
+        switch result {
+        case .success:
+            guard let identity else { return .rejected(.refusedByPolicy) }
+            return .authenticated(identity)
+        case .userUnknown: return .notMine
+        case .authinfoUnavailable: return .unavailable(reason: reason ?? "every provider of the stack was down")
+        case .ignore: return .ignored
+        case .authenticationError:
+            if let (why, canonical) = rejection, why.pamResult == .authenticationError {
+                return .rejected(why, canonicalUsername: canonical)
+            }
+            return .rejected(.wrongCredentials, canonicalUsername: rejection?.1)
+        case .accountExpired: return .rejected(.expiredAccount, canonicalUsername: rejection?.1)
+        case .newAuthenticationTokenRequired: return .rejected(.passwordChangeRequired, canonicalUsername: rejection?.1)
+        case .maximumTries: return .rejected(.tooManyTries, canonicalUsername: rejection?.1)
+        case .permissionDenied: return .rejected(.refusedByPolicy, canonicalUsername: rejection?.1)
+        }
+    }
+}
+
+/// The state `_pam_dispatch_aux` keeps: an impression (undecided, positive, negative) and a status.
+struct Decision {
+    enum Impression { case undecided, positive, negative }
+    enum Next: Equatable {
+        case `continue`, stop
+        case skip(Int)
+    }
+
+    private(set) var impression = Impression.undecided
+    /// PAM's `PAM_MUST_FAIL_CODE` until something decides.
+    private(set) var status = PAMResult.permissionDenied
+    private(set) var next = Next.continue
+
+    /// Applies one entry's action; returns whether its answer became the chain's status.
+    mutating func apply(_ action: ChainControl.Action, _ result: PAMResult) -> Bool {
+        next = .continue
+        var counted = false
+        switch action {
+        case .reset:
+            impression = .undecided
+            status = .permissionDenied
+        case .ok, .done:
+            if impression == .undecided || (impression == .positive && status == .success) {
+                impression = .positive
+                status = result
+                counted = true
+            }
+            if impression != .negative && action == .done { next = .stop }
+        case .bad, .die:
+            if impression != .negative {
+                impression = .negative
+                status = result == .ignore ? .permissionDenied : result
+                counted = true
+            }
+            if action == .die { next = .stop }
+        case .ignore:
+            break
+        case .jump(let count):
+            next = .skip(count)
+        }
+        return counted
+    }
+
+    /// The chain's result: a success only with a positive impression.
+    var result: PAMResult {
+        status == .success && impression != .positive ? .permissionDenied : status
+    }
+}
+
+/// The last trace, shared between logins.
+private final class TraceLog: Sendable {
+    private let storage = Mutex<ProviderChain.Trace?>(nil)
+
+    var last: ProviderChain.Trace? { storage.withLock { $0 } }
+
+    func record(_ trace: ProviderChain.Trace) { storage.withLock { $0 = trace } }
+}

@@ -1,0 +1,170 @@
+import Authentication
+import AuthenticationTesting
+import DebugProvider
+import MockProvider
+import Synchronization
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite(.timeLimit(.minutes(3)))
+struct ProviderChainTests {
+    private func chain(_ stack: [(ChainControl, PAMResult)]) -> ProviderChain {
+        ProviderChain(stack.map { ProviderChain.Entry($0.0, DebugAuthProvider(result: $0.1)) })
+    }
+
+    private func result(_ stack: [(ChainControl, PAMResult)]) async throws -> PAMResult {
+        try await chain(stack).authenticate(AuthRequest(username: "alice", conversation: ScriptedConversation()))
+            .pamResult
+    }
+
+    /// Every keyword against every result, alone and before a success.
+    @Test(arguments: [ChainControl.required, .requisite, .sufficient, .optional])
+    func everyKeywordAgainstEveryResult(_ control: ChainControl) async throws {
+        for answer in PAMResult.allCases {
+            let alone = try await result([(control, answer)])
+            let before = try await result([(control, answer), (.required, .success)])
+            let expectedAlone: PAMResult
+            let expectedBefore: PAMResult
+            switch (control.keyword, answer) {
+            case (_, .success), (_, .newAuthenticationTokenRequired):
+                expectedAlone = answer
+                expectedBefore = answer
+            case ("required", .ignore), ("requisite", .ignore), ("sufficient", _), ("optional", _):
+                // Ignored: alone nothing counted (fails); before a success, the success decides.
+                expectedAlone = .permissionDenied
+                expectedBefore = .success
+            default:
+                // A failure is reported, whatever follows.
+                expectedAlone = answer
+                expectedBefore = answer
+            }
+            #expect(alone == expectedAlone, "\(control) \(answer.rawValue) alone")
+            #expect(before == expectedBefore, "\(control) \(answer.rawValue) before required success")
+        }
+    }
+
+    @Test func theFirstFailureIsReportedAndDoneEndsOnlyWhenNothingFailed() async throws {
+        #expect(
+            try await result([(.required, .authenticationError), (.required, .maximumTries)]) == .authenticationError)
+        #expect(try await result([(.required, .authenticationError), (.sufficient, .success)]) == .authenticationError)
+        #expect(try await result([(.sufficient, .success), (.required, .authenticationError)]) == .success)
+        #expect(try await result([(.requisite, .userUnknown), (.required, .success)]) == .userUnknown)
+        // reset forgets a failure; a jump skips entries.
+        let resetOnFailure = ChainControl(actions: [.authenticationError: .reset], default: .ok)
+        #expect(
+            try await result([
+                (.required, .authenticationError), (resetOnFailure, .authenticationError), (.required, .success),
+            ]) == .success)
+        let skipOne = ChainControl(actions: [.success: .jump(1)], default: .bad)
+        #expect(
+            try await result([(skipOne, .success), (.required, .authenticationError), (.required, .success)])
+                == .success)
+    }
+
+    /// Cancellation stops the chain at once: no later entry asks anything, and the login is cancelled.
+    @Test func cancellationStopsTheWholeChain() async throws {
+        let asked = Counter()
+        let stack = ProviderChain([
+            .init(.optional, MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .seconds(3600))),
+            .init(.required, AskingProvider(asked: asked)),
+        ])
+        let conversation = ScriptedConversation(.secret("wonderland"), .secret("again"))
+        let login = Task { try await stack.authenticate(AuthRequest(username: "alice", conversation: conversation)) }
+        #expect(await eventually { conversation.questionCount == 1 })
+        login.cancel()
+        await #expect(throws: AuthError.cancelled) { try await login.value }
+        #expect(asked.count == 0)
+    }
+
+    /// A chain is a provider: the conformance suite passes on one (users in the mock, behind a provider
+    /// that knows nobody).
+    @Test(arguments: ProviderConformance.checks)
+    func aChainConforms(_ check: ProviderConformance.Check) async {
+        let suite = ProviderConformance(fixture: .init(username: "bob", password: "builder")) {
+            ProviderChain([
+                .init(
+                    ChainControl(actions: [.success: .done, .userUnknown: .ignore, .authinfoUnavailable: .ignore]),
+                    DebugAuthProvider(result: .userUnknown)),
+                .init(.required, MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .milliseconds(20))),
+            ])
+        }
+        #expect(await suite.run(check) == [])
+    }
+
+    /// The trace says which entry answered what, and the result; the identity is the deciding entry's.
+    @Test func theTraceAndTheIdentityComeFromTheEntryThatDecided() async throws {
+        let stack = ProviderChain([
+            .init(.sufficient, DebugAuthProvider(result: .userUnknown)),
+            .init(.required, MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)),
+        ])
+        let outcome = try await stack.authenticate(
+            AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("builder"))))
+        guard case .authenticated(let identity) = outcome else {
+            Issue.record("expected bob, got \(outcome)")
+            return
+        }
+        #expect(identity.provider == "mock")
+        #expect(
+            stack.lastTrace?.description
+                == "1. sufficient debug: user_unknown -> ignore\n2. required mock: success -> ok\nresult: success")
+    }
+
+    /// The differential oracle: random stacks of random controls (keywords, and brackets with every
+    /// action and jumps) and random results agree with libpam, run on the same stack of pam_debug.so.
+    @Test func randomStacksAgreeWithLibpam() async throws {
+        let oracle = try LibpamOracle()
+        defer { oracle.remove() }
+        // A fixed seed in `make test`, so every run checks the same 10,000 stacks; `make fuzz-stacks` draws one.
+        var generator = SeededGenerator(for: "randomStacksAgreeWithLibpam", fixedSeed: 20_261_130)
+        let count = Int(getenv("GATEKEEPER_STACKS").flatMap { Int(String(cString: $0)) } ?? 10_000)
+        var disagreements: [String] = []
+        for round in 0..<count {
+            let length = Int.random(in: 1...5, using: &generator)
+            var stack: [(ChainControl, PAMResult)] = []
+            var written: [(control: String, result: PAMResult)] = []
+            for position in 0..<length {
+                let control = Self.randomControl(remaining: length - position - 1, using: &generator)
+                let answer = PAMResult.allCases.randomElement(using: &generator)!
+                stack.append((control, answer))
+                written.append((control.description, answer))
+            }
+            let expected = try oracle.result(of: written, service: "stack")
+            let got = try await result(stack)
+            if got != expected {
+                let lines = written.map { "\($0.control) \($0.result.rawValue)" }.joined(separator: " | ")
+                disagreements.append("round \(round): libpam \(expected.rawValue), chain \(got.rawValue): \(lines)")
+                if disagreements.count >= 5 { break }
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
+    }
+
+    static func randomControl(remaining: Int, using generator: inout SeededGenerator) -> ChainControl {
+        let keywords: [ChainControl] = [.required, .requisite, .sufficient, .optional]
+        if Bool.random(using: &generator) { return keywords.randomElement(using: &generator)! }
+        var actions: [ChainControl.Action] = [.ignore, .bad, .die, .ok, .done, .reset]
+        if remaining > 0 { actions += (1...remaining).map { .jump($0) } }
+        var chosen: [PAMResult: ChainControl.Action] = [:]
+        for value in PAMResult.allCases where Int.random(in: 0..<3, using: &generator) == 0 {
+            chosen[value] = actions.randomElement(using: &generator)!
+        }
+        let defaultAction = actions.randomElement(using: &generator)!
+        return ChainControl(actions: chosen, default: defaultAction)
+    }
+}
+
+/// Counts how often it was asked; answers by asking for a password.
+private struct AskingProvider: AuthProvider {
+    let name = "asking"
+    let asked: Counter
+
+    func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        asked.increment()
+        _ = try await request.conversation.askSecret("Code: ")
+        return .ignored
+    }
+}
