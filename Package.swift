@@ -65,8 +65,7 @@ let package = Package(
             name: "gatekeeper-run",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin", "ToolSupport",
-                "MockProvider",
-                "PAMProvider", "FileProvider",
+                "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
             ],
             path: "Examples/gatekeeper-run"
         ),
@@ -74,8 +73,7 @@ let package = Package(
             name: "gatekeeper-repl",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin", "ToolSupport",
-                "MockProvider",
-                "PAMProvider", "FileProvider",
+                "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
             ],
             path: "Examples/gatekeeper-repl"
         ),

@@ -1,6 +1,7 @@
 // gatekeeper-repl: a tabbed terminal app showing protected actions, cancellable logins, fallback to the
 // previous tab, and swappable backends.
 import Authentication
+import DebugProvider
 import FileProvider
 import MockProvider
 import PAMProvider
@@ -14,7 +15,9 @@ import ToolSupport
     import Musl
 #endif
 
-let registry = ProviderRegistry([MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self])
+let registry = ProviderRegistry([
+    MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
+])
 var selection = ProviderSelection(registry: registry)
 
 let usage = "usage: gatekeeper-repl [--provider NAME] [provider options]"

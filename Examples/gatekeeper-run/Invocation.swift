@@ -9,10 +9,15 @@ struct Invocation {
     var user: String?
     var passwordFromStdin = false
     var group: String?
+    /// A stack configuration file (`--config`), instead of `--provider`.
+    var configuration: String?
+    /// Print the trace of the login on standard error (`--explain`).
+    var explains = false
     var command: [String] = []
 
     static let shortUsage =
-        "usage: gatekeeper-run --provider NAME [options] [--user U] [--password-stdin] [--group G] -- COMMAND [ARGS...]"
+        "usage: gatekeeper-run (--provider NAME [options] | --config FILE) [--user U] [--password-stdin] [--group G]\n"
+        + "                      [--explain] -- COMMAND [ARGS...]"
 
     static func usage(registry: ProviderRegistry) -> String {
         """
@@ -25,6 +30,8 @@ struct Invocation {
           --user U            sign in as U instead of asking
           --password-stdin    read the password from the first line of standard input (one attempt)
           --group G           also require membership of group G
+          --config FILE       the providers to stack and the session settings, from FILE
+          --explain           print which provider answered what, and what decided, on standard error
           -h, --help          show this help
 
         \(ProviderSelection(registry: registry).help())
@@ -40,8 +47,8 @@ struct Invocation {
     static func parse(_ arguments: ArraySlice<String>, registry: ProviderRegistry) throws(UsageError) -> Invocation? {
         var selection = ProviderSelection(registry: registry)
         let syntax = CommandLineSyntax(
-            flags: ["-h", "--help", "--password-stdin"],
-            valueOptions: ["user", "group"],
+            flags: ["-h", "--help", "--password-stdin", "--explain"],
+            valueOptions: ["user", "group", "config"],
             commandFollows: true
         ).selectingProviders(from: selection)
         let parsed = try syntax.parse(arguments)
@@ -52,6 +59,13 @@ struct Invocation {
         invocation.user = parsed.values["user"]
         invocation.group = parsed.values["group"]
         invocation.passwordFromStdin = parsed.has("--password-stdin")
+        invocation.explains = parsed.has("--explain")
+        invocation.configuration = parsed.values["config"]
+        if invocation.configuration != nil
+            && !parsed.values.keys.filter({ $0 != "config" && $0 != "user" && $0 != "group" }).isEmpty
+        {
+            throw UsageError("--config names the providers; give it without --provider or provider options.")
+        }
         invocation.command = parsed.trailing
         return invocation
     }

@@ -1,5 +1,6 @@
 // gatekeeper-run: runs a command only after the person signs in (and, with --group, belongs to a group).
 import Authentication
+import DebugProvider
 import FileProvider
 import MockProvider
 import PAMProvider
@@ -17,7 +18,9 @@ import ToolSupport
 // Before anything changes them: what the command will get back before exec.
 LaunchSignals.record()
 
-let registry = ProviderRegistry([MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self])
+let registry = ProviderRegistry([
+    MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
+])
 let arguments = CommandLine.arguments.dropFirst()
 
 let invocation: Invocation
@@ -32,10 +35,27 @@ do {
 }
 
 let provider: any AuthProvider
+var settings = Gatekeeper.Configuration()
 do {
-    provider = try invocation.selection.makeProvider()
+    if let path = invocation.configuration {
+        let stack = try ConfigurationFile.load(path, registry: registry)
+        settings = stack.gatekeeperConfiguration()
+        provider = try stack.makeChain(registry: registry)
+    } else {
+        let single = try invocation.selection.makeProvider()
+        // --explain traces a one-entry stack.
+        provider = invocation.explains ? ProviderChain(name: single.name, [.init(.required, single)]) : single
+    }
+} catch let error as ConfigurationError {
+    fail(.unavailable, "\(error)")
 } catch {
     fail(ExitStatus(configuration: error), "\(error)")
+}
+
+/// The trace of the login, on standard error, when --explain asked for it.
+func explain() {
+    guard invocation.explains, let trace = (provider as? ProviderChain)?.lastTrace else { return }
+    writeStandardError(trace.description + "\n")
 }
 
 // Without a password on standard input, prompts go to the controlling terminal, or — when there is none —
@@ -57,7 +77,11 @@ let conversation = RunConversation(
 let gatekeeper = Gatekeeper(
     provider: provider,
     configuration: .init(
-        maxAttempts: stdinPassword == nil ? 3 : 1,
+        idleTimeout: settings.idleTimeout,
+        absoluteTimeout: settings.absoluteTimeout,
+        maxAttempts: stdinPassword == nil ? settings.maxAttempts : 1,
+        lockoutThreshold: settings.lockoutThreshold,
+        lockoutDuration: settings.lockoutDuration,
         terminal: ControllingTerminal.name(),
         requestingUser: ControllingTerminal.invokingUser()
     )
@@ -77,7 +101,8 @@ let interrupts = InterruptMonitor {
 }
 let run = Task {
     try await RequiresAuthentication<Never>(requirement) { identity in
-        try execute(command, as: identity)
+        explain()
+        return try execute(command, as: identity)
     }.run(through: gatekeeper, conversation: conversation)
 }
 pendingRun.withLock { pending in
@@ -88,6 +113,7 @@ pendingRun.withLock { pending in
 switch await run.result {
 case .success(.dismissed(let reason)):
     interrupts.stop()
+    explain()
     fail(ExitStatus(dismissal: reason), reason.description)
 case .failure(let error as CommandError):
     fail(error.status, error.message)

@@ -125,7 +125,7 @@ struct ScriptedREPLTests {
     @Test func choosesTheProviderByName() throws {
         let unknown = try session("", ["--provider", "nope"])
         #expect(unknown.status == 64)
-        #expect(unknown.stderr.contains("Unknown provider 'nope'; available: mock, pam, file."))
+        #expect(unknown.stderr.contains("Unknown provider 'nope'; available: mock, pam, file, debug."))
         let badOption = try session("", ["--delay", "-1"])
         #expect(badOption.status == 64)
         let help = try session("", ["--help"])

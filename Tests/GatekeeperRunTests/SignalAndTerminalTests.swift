@@ -118,3 +118,54 @@ struct SignalAndTerminalTests {
         #expect(session.localModes & usual == usual)
     }
 }
+
+/// A stack from a configuration file, with the trace of the login.
+@Suite(.timeLimit(.minutes(1)))
+struct ConfiguredStackTests {
+    private func configuration(_ text: String, mode: mode_t = 0o600) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-\(UUID()).conf").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, mode)
+        return path
+    }
+
+    static let stack = """
+        # nobody in the first entry; everybody else in the mock
+        [success=done user_unknown=ignore authinfo_unavail=ignore default=die]  debug result=user_unknown
+        required  mock delay=0
+
+        """
+
+    @Test func runsTheStackOfAFileAndExplainsIt() throws {
+        let path = try configuration(Self.stack)
+        defer { unlink(path) }
+        let result = try run(
+            gatekeeperRun, ["--config", path, "--explain", "--user", "bob", "--password-stdin", "--", "true"],
+            input: "builder\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("debug: user_unknown -> ignore\n2. required mock: success -> ok\nresult: success"))
+        let wrong = try run(
+            gatekeeperRun, ["--config", path, "--explain", "--user", "bob", "--password-stdin", "--", "true"],
+            input: "nope\n")
+        #expect(wrong.status == 77)
+        #expect(wrong.stderr.contains("2. required mock: auth_err -> bad\nresult: auth_err"))
+    }
+
+    @Test func anUnsafeOrBrokenFileIsRefusedAndNothingRuns() throws {
+        let open = try configuration(Self.stack, mode: 0o666)
+        defer { unlink(open) }
+        let unsafe = try run(
+            gatekeeperRun, ["--config", open, "--user", "bob", "--password-stdin", "--", "true"], input: "builder\n")
+        #expect(unsafe.status == 69)
+        #expect(unsafe.stderr.contains("may be written by group or others"))
+        let broken = try configuration("required mock delay=0\nrequird debug\n")
+        defer { unlink(broken) }
+        let refused = try run(
+            gatekeeperRun, ["--config", broken, "--user", "bob", "--password-stdin", "--", "true"], input: "builder\n")
+        #expect(refused.status == 69)
+        #expect(refused.stderr.contains("\(broken):2:1: requird: unknown control"))
+        let both = try run(gatekeeperRun, ["--config", broken, "--provider", "mock", "--", "true"], input: "")
+        #expect(both.status == 64)
+    }
+}

@@ -1,0 +1,51 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Why a file that configures security was not read.
+package enum PrivateFileProblem: Error, Equatable {
+    /// It could not be opened or read (`errno` text).
+    case inaccessible(String)
+    /// A symbolic link, not a regular file, owned by someone else, writable by group or others, or too big.
+    case unsafe(String)
+}
+
+/// Reads a file that decides who gets in (a configuration, like sudoers): opened once without following
+/// a link at its last component, and checked on that descriptor — a regular file, owned by root or the
+/// effective user, that group and others cannot write, at most `maxBytes`.
+package func readPrivateFile(_ path: String, maxBytes: Int = 1 << 20) -> Result<[UInt8], PrivateFileProblem> {
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+    guard descriptor >= 0 else {
+        let code = errno
+        return .failure(
+            code == ELOOP
+                ? .unsafe("is a symbolic link, which is not followed; name the file it points to")
+                : .inaccessible("cannot be opened: \(errorDescription(code))"))
+    }
+    defer { close(descriptor) }
+    var info = stat()
+    guard fstat(descriptor, &info) == 0 else { return .failure(.inaccessible("cannot be examined")) }
+    guard info.st_mode & S_IFMT == S_IFREG else { return .failure(.unsafe("is not a regular file")) }
+    guard info.st_uid == 0 || info.st_uid == geteuid() else {
+        return .failure(.unsafe("is owned by uid \(info.st_uid), neither root nor the user running this program"))
+    }
+    guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+        return .failure(.unsafe("may be written by group or others; make it private with chmod go-w"))
+    }
+    guard info.st_size <= maxBytes else { return .failure(.unsafe("is larger than \(maxBytes) bytes")) }
+    var bytes = [UInt8](repeating: 0, count: maxBytes + 1)
+    var filled = 0
+    while filled < bytes.count {
+        let count = bytes[filled...].withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count < 0 {
+            if errno == EINTR { continue }
+            return .failure(.inaccessible("cannot be read: \(errorDescription())"))
+        }
+        if count == 0 { break }
+        filled += count
+    }
+    guard filled <= maxBytes else { return .failure(.unsafe("grew past \(maxBytes) bytes while it was read")) }
+    return .success(Array(bytes[..<filled]))
+}
