@@ -13,6 +13,8 @@ struct Invocation {
     var configuration: String?
     /// Print the trace of the login on standard error (`--explain`).
     var explains = false
+    /// Only check this configuration file (`--check-config`), and run nothing.
+    var checksConfiguration: String?
     var command: [String] = []
 
     static let shortUsage =
@@ -32,6 +34,8 @@ struct Invocation {
           --group G           also require membership of group G
           --config FILE       the providers to stack and the session settings, from FILE
           --explain           print which provider answered what, and what decided, on standard error
+          --check-config FILE check FILE, print its stack and what to worry about; run nothing
+                              (exit 0 valid, 1 invalid)
           -h, --help          show this help
 
         \(ProviderSelection(registry: registry).help())
@@ -48,14 +52,18 @@ struct Invocation {
         var selection = ProviderSelection(registry: registry)
         let syntax = CommandLineSyntax(
             flags: ["-h", "--help", "--password-stdin", "--explain"],
-            valueOptions: ["user", "group", "config"],
+            valueOptions: ["user", "group", "config", "check-config"],
             commandFollows: true
         ).selectingProviders(from: selection)
         let parsed = try syntax.parse(arguments)
         if parsed.has("-h", "--help") { return nil }
         selection.take(from: parsed)
-        guard !parsed.trailing.isEmpty else { throw UsageError("No command given.") }
         var invocation = Invocation(selection: selection)
+        if let path = parsed.values["check-config"] {
+            invocation.checksConfiguration = path
+            return invocation
+        }
+        guard !parsed.trailing.isEmpty else { throw UsageError("No command given.") }
         invocation.user = parsed.values["user"]
         invocation.group = parsed.values["group"]
         invocation.passwordFromStdin = parsed.has("--password-stdin")

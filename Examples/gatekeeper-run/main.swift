@@ -34,6 +34,20 @@ do {
     fail(.usage, "\(error)\n\(Invocation.shortUsage)")
 }
 
+if let path = invocation.checksConfiguration {
+    do {
+        let stack = try ConfigurationFile.load(path, registry: registry)
+        _ = try stack.makeChain(registry: registry)  // Every provider can be built with its options.
+        let check = StackCheck(stack, registry: registry)
+        print(check.resolved.joined(separator: "\n"))
+        for warning in check.warnings { writeStandardError("gatekeeper-run: warning: \(warning)\n") }
+        exit(0)
+    } catch {
+        writeStandardError("gatekeeper-run: \(error)\n")
+        exit(1)
+    }
+}
+
 let provider: any AuthProvider
 var settings = Gatekeeper.Configuration()
 do {

@@ -5,6 +5,8 @@ public import ProviderPlugins
 public enum DebugProviderPlugin: AuthProviderPlugin {
     public static let name = "debug"
     public static let summary = "a fixed answer, for trying stacks (like pam_debug.so)"
+    /// It asks nothing: a stack that succeeds through it alone checks nobody.
+    public static let checksCredentials = false
     public static let options = [
         ProviderOption(
             "result", valueName: "RESULT",

@@ -11,9 +11,17 @@ public protocol AuthProviderPlugin: Sendable {
     static var summary: String { get }
     /// The options this backend accepts.
     static var options: [ProviderOption] { get }
+    /// Whether the backend checks something the person knows or has (a password, a code); `false` for
+    /// one that answers without asking (`debug`). `--check-config` warns about stacks that can succeed
+    /// without any such check.
+    static var checksCredentials: Bool { get }
     /// Builds the provider from checked options.
     /// - Throws: ``ProviderConfigurationError`` when an option's value is unusable or a resource is missing.
     static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider
+}
+
+extension AuthProviderPlugin {
+    public static var checksCredentials: Bool { true }
 }
 
 /// An option a backend accepts, such as `--delay SECONDS`.

@@ -403,5 +403,8 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    public var description: String { "\(location): \(word): \(message)" }
+    /// `FILE:LINE:COLUMN: WORD: message`, or `FILE: message` for the file as a whole.
+    public var description: String {
+        location.line == 0 ? "\(location.file): \(message)" : "\(location): \(word): \(message)"
+    }
 }

@@ -169,3 +169,43 @@ struct ConfiguredStackTests {
         #expect(both.status == 64)
     }
 }
+
+/// `--check-config`: the resolved stack, and warnings about stacks an admin would not want.
+@Suite(.timeLimit(.minutes(1)))
+struct CheckConfigTests {
+    private func check(_ text: String) throws -> RunResult {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-\(UUID()).conf").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+        defer { unlink(path) }
+        return try run(gatekeeperRun, ["--check-config", path], input: "")
+    }
+
+    @Test func printsTheStackAndWarnsAboutStacksThatCheckNobody() throws {
+        let result = try check("sufficient debug result=success\nrequired mock delay=0\n")
+        #expect(result.status == 0)
+        #expect(
+            result.stdout == """
+                1. sufficient [new_authtok_reqd=done success=done default=ignore] debug result=success
+                2. required [ignore=ignore new_authtok_reqd=ok success=ok default=bad] mock delay=0
+
+                """)
+        #expect(result.stderr.contains("warning: the stack can succeed before any required or requisite entry runs"))
+        #expect(result.stderr.contains("warning: the stack can succeed without any entry that checks a password"))
+    }
+
+    @Test func aSoundStackHasNoWarningAndAHopelessOneSaysSo() throws {
+        let sound = try check("requisite mock delay=0\n[success=ok default=bad] mock\n")
+        #expect(sound.status == 0 && sound.stderr.isEmpty, "\(sound.stderr)")
+        // An entry that can end the stack with success before the required one runs is worth knowing.
+        let early = try check("[success=done user_unknown=ignore default=die] mock delay=0\nrequired mock\n")
+        #expect(early.stderr.contains("can succeed before any required or requisite entry runs"))
+        #expect(!early.stderr.contains("checks a password"))
+        let hopeless = try check("[default=die] mock\n")
+        #expect(hopeless.status == 0)
+        #expect(hopeless.stderr.contains("no combination of answers makes this stack succeed"))
+        let broken = try check("required nothing\n")
+        #expect(broken.status == 1)
+        #expect(broken.stderr.contains(":1:10: nothing: unknown provider"))
+    }
+}

@@ -117,7 +117,7 @@ struct StackConfigurationTests {
         ("attempts 0", "test.conf:1:10: 0: attempts takes a number from 1 to 10"),
         ("lockout threshold=many", "test.conf:1:9: many: threshold takes a number from 0 (off) to 1000"),
         ("include", "test.conf:1:1: include: include takes one file name"),
-        ("include missing.conf", "missing.conf:0:0: missing.conf: cannot be read"),
+        ("include missing.conf", "missing.conf: cannot be read"),
         ("required mock\u{1B}[2J", "test.conf:1:10: mock\\u{1B}[2J: holds invalid UTF-8 or a control character"),
     ])
     func refusesBrokenFilesNamingWhereAndWhat(_ text: String, _ message: String) {

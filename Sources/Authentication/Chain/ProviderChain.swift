@@ -145,6 +145,28 @@ public final class ProviderChain: AuthProvider {
     }
 }
 
+extension ProviderChain {
+    /// What a stack of `controls` gives when its entries answer `answers` in turn (an entry that does
+    /// not run ignores its answer): the result, and which entries ran. The rules of ``authenticate(_:)``,
+    /// without the providers, for checking a stack before it is used.
+    public static func dispatch(_ controls: [ChainControl], answers: [PAMResult]) -> (result: PAMResult, ran: [Int]) {
+        precondition(controls.count == answers.count, "one answer per entry")
+        var decision = Decision()
+        var ran: [Int] = []
+        var index = 0
+        while index < controls.count {
+            ran.append(index)
+            _ = decision.apply(controls[index].action(for: answers[index]), answers[index])
+            switch decision.next {
+            case .continue: index += 1
+            case .stop: index = controls.count
+            case .skip(let count): index += 1 + count
+            }
+        }
+        return (decision.result, ran)
+    }
+}
+
 /// The state `_pam_dispatch_aux` keeps: an impression (undecided, positive, negative) and a status.
 struct Decision {
     enum Impression { case undecided, positive, negative }
