@@ -67,6 +67,12 @@ final class REPL: Sendable {
             await logout()
         case "whoami":
             screen.say(gatekeeper.identity.map { shown("\($0.username) (\($0.displayName))") } ?? "Not signed in.")
+        case "why":
+            guard let stack = gatekeeper.provider as? ProviderChain else {
+                screen.say("The provider is not a stack; start with --config FILE to stack providers.")
+                break
+            }
+            screen.say(stack.lastTrace.map { shown($0.description) } ?? "No login yet.")
         case "status":
             status()
         case "tabs":
@@ -193,7 +199,7 @@ final class REPL: Sendable {
         }
     }
 
-    static let commands = ["open", "login", "logout", "whoami", "status", "tabs", "help", "quit"]
+    static let commands = ["open", "login", "logout", "whoami", "status", "why", "tabs", "help", "quit"]
 
     /// Tab completion: commands and tab names first, tab names after `open`.
     static let complete: @Sendable (String) -> [String] = { before in
@@ -213,6 +219,7 @@ final class REPL: Sendable {
           logout     sign out; on a protected tab you are asked to sign in again
           whoami     who is signed in
           status     session state, provider and expiry
+          why        which provider of the stack answered what at the last login, and what decided
           tabs       the tabs and what each needs
           help       this list
           quit       leave (Ctrl-D does too)

@@ -20,9 +20,11 @@ let registry = ProviderRegistry([
 ])
 var selection = ProviderSelection(registry: registry)
 
-let usage = "usage: gatekeeper-repl [--provider NAME] [provider options]"
+let usage = "usage: gatekeeper-repl [--provider NAME [provider options] | --config FILE]"
+var configurationPath: String?
 do {
-    let parsed = try CommandLineSyntax(flags: ["-h", "--help"]).selectingProviders(from: selection)
+    let parsed = try CommandLineSyntax(flags: ["-h", "--help"], valueOptions: ["config"])
+        .selectingProviders(from: selection)
         .parse(CommandLine.arguments.dropFirst())
     if parsed.has("-h", "--help") {
         print(
@@ -32,14 +34,28 @@ do {
     }
     if let stray = (parsed.positionals + parsed.trailing).first { throw UsageError("Unexpected argument \(stray).") }
     selection.take(from: parsed)
+    configurationPath = parsed.values["config"]
+    if configurationPath != nil && parsed.values.count > 1 {
+        throw UsageError("--config names the providers; give it without --provider or provider options.")
+    }
 } catch {
     writeStandardError("gatekeeper-repl: \(error)\n\(usage)\n")
     exit(ExitStatus.usage.code)
 }
 
 let provider: any AuthProvider
+var settings = Gatekeeper.Configuration()
 do {
-    provider = try selection.makeProvider(defaultsToFirst: true)  // A demo: the mock backend by default.
+    if let configurationPath {
+        let stack = try ConfigurationFile.load(configurationPath, registry: registry)
+        settings = stack.gatekeeperConfiguration()
+        provider = try stack.makeChain(registry: registry)
+    } else {
+        provider = try selection.makeProvider(defaultsToFirst: true)  // A demo: the mock backend by default.
+    }
+} catch let error as ConfigurationError {
+    writeStandardError("gatekeeper-repl: \(error)\n")
+    exit(ExitStatus.unavailable.code)
 } catch {
     writeStandardError("gatekeeper-repl: \(error)\n")
     exit(ExitStatus(configuration: error).code)
@@ -47,7 +63,7 @@ do {
 
 let console = TerminalConversation(input: 0, output: 1)
 let screen = Screen(console: console, environment: ProcessEnvironment.environment)
-let gatekeeper = Gatekeeper(provider: provider)
+let gatekeeper = Gatekeeper(provider: provider, configuration: settings)
 let repl = REPL(gatekeeper: gatekeeper, screen: screen)
 
 // Ctrl-C outside a prompt cancels the command in progress; with no command in progress it is ignored

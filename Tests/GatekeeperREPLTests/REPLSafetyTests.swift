@@ -51,3 +51,23 @@ struct REPLSafetyTests {
         #expect(!result.stdout.contains("\u{202E}"))
     }
 }
+
+/// The REPL over a stack from a configuration file: who answered, and why.
+struct StackedREPLTests {
+    @Test func whyShowsWhichEntryAnsweredAndStatusTheAdmittingOne() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-\(UUID()).conf").path
+        try """
+        [success=done user_unknown=ignore authinfo_unavail=ignore default=die]  debug result=user_unknown
+        required  mock delay=0
+
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+        defer { unlink(path) }
+        let result = try run(gatekeeperREPL, ["--config", path], input: "why\nlogin\nbob\nbuilder\nwhy\nstatus\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("No login yet."))
+        #expect(
+            result.stdout.contains("debug: user_unknown -> ignore\n2. required mock: success -> ok\nresult: success"))
+        #expect(result.stdout.contains("Signed in as bob via mock."))
+    }
+}
