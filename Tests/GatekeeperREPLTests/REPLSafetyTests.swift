@@ -71,3 +71,42 @@ struct StackedREPLTests {
         #expect(result.stdout.contains("Signed in as bob via mock."))
     }
 }
+
+/// The shipped fallback tour: the users file over the mock backend.
+struct FallbackTourTests {
+    @Test func eachUserIsAnsweredByTheRightEntryAndAnUnusableFileIsPassedOver() throws {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Examples/stacks").standardized
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-tour-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // The configuration names its users file relative to the repository; here it is beside it.
+        let text = try String(contentsOf: source.appendingPathComponent("fallback-tour.conf"), encoding: .utf8)
+            .replacingOccurrences(of: "users=Examples/stacks/users", with: "users=\(directory.path)/users")
+            .replacingOccurrences(of: "delay=0.5", with: "delay=0")
+        let configuration = directory.appendingPathComponent("tour.conf").path
+        try text.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let users = directory.appendingPathComponent("users").path
+        try FileManager.default.copyItem(atPath: source.appendingPathComponent("users").path, toPath: users)
+        chmod(configuration, 0o600)
+        chmod(users, 0o600)
+
+        let first = try run(
+            gatekeeperREPL, ["--config", configuration],
+            input: "login\nerin\nerin-2026\nwhy\nlogin\nbob\nbuilder\nwhy\n")
+        #expect(first.stdout.contains("Signed in as Erin Example (erin)."), "\(first.stdout)")
+        #expect(first.stdout.contains("file: success -> done\nresult: success"))
+        #expect(first.stdout.contains("file: user_unknown -> ignore\n2. required mock: success -> ok"))
+
+        // While the REPL runs, others may now write the file: it is refused, the entry answers
+        // authinfo_unavail, and the mock still admits bob.
+        let repl = try Spawned(gatekeeperREPL, ["--config", configuration])
+        #expect(eventually { repl.stdout.contains("Type 'help'.") })
+        chmod(users, 0o666)
+        repl.write("login\nbob\nbuilder\nwhy\n")
+        let second = repl.finish()
+        #expect(
+            second.stdout.contains("file: authinfo_unavail -> ignore\n2. required mock: success -> ok"),
+            "\(second.stdout)")
+    }
+}

@@ -80,6 +80,24 @@ struct ProviderChainTests {
         #expect(asked.count == 0)
     }
 
+    /// The password is asked once per login, whatever the stack: a later entry asking the same hidden
+    /// question gets the same answer (as PAM modules share PAM_AUTHTOK).
+    @Test func theSameQuestionIsAskedOncePerLogin() async throws {
+        let stack = ProviderChain([
+            .init(.optional, MockAuthProvider(users: [], delay: .zero)),
+            .init(.required, MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)),
+        ])
+        let conversation = ScriptedConversation(.secret("builder"))
+        guard
+            case .authenticated = try await stack.authenticate(
+                AuthRequest(username: "bob", conversation: conversation))
+        else {
+            Issue.record("bob was not admitted")
+            return
+        }
+        #expect(conversation.questionCount == 1)
+    }
+
     /// A chain is a provider: the conformance suite passes on one (users in the mock, behind a provider
     /// that knows nobody).
     @Test(arguments: ProviderConformance.checks)

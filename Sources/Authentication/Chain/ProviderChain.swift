@@ -81,11 +81,15 @@ public final class ProviderChain: AuthProvider {
         var rejection: (Rejection, String?)?
         var reason: String?
         var index = 0
+        // The person answers each question once per login, as PAM modules share PAM_AUTHTOK
+        // (`use_first_pass`): a later entry asking the same question gets the same answer.
+        var shared = request
+        shared.conversation = SharingConversation(request.conversation)
         while index < entries.count {
             if Task.isCancelled { throw .cancelled }
             let entry = entries[index]
             // A cancellation thrown here ends the whole chain: no later entry runs.
-            let outcome = try await entry.provider.authenticate(request)
+            let outcome = try await entry.provider.authenticate(shared)
             let result = outcome.pamResult
             let action = entry.control.action(for: result)
             trace.steps.append(
@@ -213,6 +217,34 @@ struct Decision {
     /// The chain's result: a success only with a positive impression.
     var result: PAMResult {
         status == .success && impression != .positive ? .permissionDenied : status
+    }
+}
+
+/// A conversation that asks each hidden question once: the answer is kept for this login only (a
+/// `Secret`, wiped when the login ends) and given again to a later entry asking the same prompt.
+private final class SharingConversation: Conversation {
+    private let base: any Conversation
+    private let answers = Mutex<[String: Secret]>([:])
+
+    init(_ base: any Conversation) { self.base = base }
+
+    func askUsername(_ prompt: String) async throws(AuthError) -> String {
+        try await base.askUsername(prompt)
+    }
+
+    func ask(_ prompt: String) async throws(AuthError) -> String {
+        try await base.ask(prompt)
+    }
+
+    func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
+        if let known = answers.withLock({ $0[prompt] }) { return known }
+        let answer = try await base.askSecret(prompt)
+        answers.withLock { $0[prompt] = answer }
+        return answer
+    }
+
+    func show(_ message: String, as kind: MessageKind) async {
+        await base.show(message, as: kind)
     }
 }
 
