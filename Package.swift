@@ -112,7 +112,7 @@ let package = Package(
             name: "PAMProviderTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "PAMProvider", "ProviderPlugins", "TestSupport",
-                "gatekeeper-run",
+                "gatekeeper-run", "FileProvider", "MockProvider",
             ]
         ),
         .testTarget(

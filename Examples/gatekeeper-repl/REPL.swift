@@ -160,6 +160,12 @@ final class REPL: Sendable {
             }
             screen.say(line)
         }
+        if let stack = gatekeeper.provider as? ProviderChain {
+            let entries = stack.entries.enumerated().map {
+                "\($0.offset + 1). \($0.element.control) \($0.element.provider.name)"
+            }
+            screen.say(shown("Stack: " + entries.joined(separator: " · ")))
+        }
     }
 
     // MARK: Helpers

@@ -69,6 +69,10 @@ struct StackedREPLTests {
         #expect(
             result.stdout.contains("debug: user_unknown -> ignore\n2. required mock: success -> ok\nresult: success"))
         #expect(result.stdout.contains("Signed in as bob via mock."))
+        #expect(
+            result.stdout.contains(
+                "Stack: 1. [authinfo_unavail=ignore success=done user_unknown=ignore default=die] debug · 2. required mock"
+            ))
     }
 }
 

@@ -34,6 +34,7 @@ struct PAMFixture: Sendable {
         let module = try Self.compileFixtureModule(into: directory)
         let (plain, delayed, session) = (try passdb("gk-matrix"), try passdb("gk-delay"), try passdb("gk-session"))
         let (cancel, casefold, items) = (try passdb("gk-cancel"), try passdb("gk-casefold"), try passdb("gk-items"))
+        let known = try passdb("gk-known")
         let services = [
             "gk-matrix": "auth required \(matrix) passdb=\(plain)\naccount required \(matrix) passdb=\(plain)\n",
             "gk-delay": """
@@ -64,6 +65,15 @@ struct PAMFixture: Sendable {
             auth required \(module) casefold
             auth required \(matrix) passdb=\(casefold)
             account required \(matrix) passdb=\(casefold)
+
+            """,
+            // Users the service does not know are reported as such (user_unknown), as pam_unix does;
+            // pam_matrix alone answers auth_err for them.
+            "gk-known": """
+            auth [success=1 default=ignore] pam_succeed_if.so quiet user in alice:bob:root
+            auth requisite pam_debug.so auth=user_unknown
+            auth required \(matrix) passdb=\(known)
+            account required \(matrix) passdb=\(known)
 
             """,
             // The items a login sets, logged, and a pam_access rule on the terminal.

@@ -1,6 +1,8 @@
 import Authentication
 import AuthenticationTesting
+import FileProvider
 import Foundation
+import MockProvider
 import TestSupport
 import Testing
 
@@ -135,5 +137,45 @@ private struct NoticeConversation: Conversation {
 
     func show(_ message: String, as kind: MessageKind) async {
         if message == "Checking the account." { onNotice() }
+    }
+}
+
+/// A stack of the users file over PAM over the mock: each user is answered by the entry that knows them.
+@Suite(.timeLimit(.minutes(1)))
+struct FileOverPAMOverMockTests {
+    @Test func eachUserIsAnsweredByTheRightEntry() async throws {
+        let fixture = try PAMFixture.shared.get()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-stack-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let users = directory + "/users"
+        let erin = try PasswordHash.make(Secret(copying: "erin-pw".utf8), scheme: .sha512)
+        try "erin:\(erin.text)\n".write(toFile: users, atomically: true, encoding: .utf8)
+        chmod(users, 0o600)
+        let passOn = ChainControl(
+            actions: [.success: .done, .userUnknown: .ignore, .authinfoUnavailable: .ignore], default: .die)
+        let stack = ProviderChain([
+            .init(passOn, try FileAuthProvider(.init(path: users))),
+            .init(passOn, try fixture.provider("gk-known")),
+            .init(
+                .required,
+                MockAuthProvider(
+                    users: [.init(username: "mia", password: Secret(copying: "mia-pw".utf8))], delay: .zero)),
+        ])
+        for (user, password, entry) in [
+            ("erin", "erin-pw", "file"), ("alice", "secret", "pam"), ("mia", "mia-pw", "mock"),
+        ] {
+            let outcome = try await stack.authenticate(
+                AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
+            guard case .authenticated(let identity) = outcome else {
+                Issue.record("\(user): \(outcome)\n\(stack.lastTrace.map(String.init(describing:)) ?? "")")
+                continue
+            }
+            #expect(identity.provider == entry, "\(stack.lastTrace?.description ?? "")")
+        }
+        // A wrong password where the user is known ends the stack there (die), whatever comes after.
+        let wrong = try await stack.authenticate(
+            AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("nope"))))
+        #expect(wrong == .rejected(.wrongCredentials), "\(stack.lastTrace?.description ?? "")")
     }
 }
