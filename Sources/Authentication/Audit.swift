@@ -25,6 +25,8 @@ public struct AuditEvent: Sendable, Hashable {
         public static let sessionExpired = Kind("sessionExpired")
         /// An authenticated identity did not meet a protected action's requirement.
         public static let accessDenied = Kind("accessDenied")
+        /// How a stack of providers decided a login; ``AuditEvent/detail`` holds the trace.
+        public static let stackDecision = Kind("stackDecision")
     }
 
     public var kind: Kind
@@ -36,13 +38,23 @@ public struct AuditEvent: Sendable, Hashable {
     public var reason: AuthError?
     /// Wall-clock time, for people reading the record; session timing never uses it.
     public var time: Date
+    /// More about the event when there is more (a stack's trace); never a secret.
+    public var detail: String?
 
-    public init(kind: Kind, username: String?, provider: String, reason: AuthError? = nil, time: Date = Date()) {
+    public init(
+        kind: Kind,
+        username: String?,
+        provider: String,
+        reason: AuthError? = nil,
+        time: Date = Date(),
+        detail: String? = nil
+    ) {
         self.kind = kind
         self.username = username
         self.provider = provider
         self.reason = reason
         self.time = time
+        self.detail = detail
     }
 }
 
@@ -51,6 +63,7 @@ extension AuditEvent: CustomStringConvertible {
         var line = "\(time.formatted(.iso8601)) \(kind.rawValue) provider=\(provider)"
         if let username { line += " user=\(username.debugDescription)" }
         if let reason { line += " reason=\(reason.description.debugDescription)" }
+        if let detail { line += " detail=\(detail.debugDescription)" }
         return line
     }
 }

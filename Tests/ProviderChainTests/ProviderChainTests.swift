@@ -131,6 +131,23 @@ struct ProviderChainTests {
                 == "1. sufficient debug: user_unknown -> ignore\n2. required mock: success -> ok\nresult: success")
     }
 
+    /// The audit sink gets each login's trace, and no secret in it.
+    @Test func theAuditGetsTheTrace() async throws {
+        let audit = RecordingAuditSink()
+        let stack = ProviderChain([
+            .init(.sufficient, DebugAuthProvider(result: .userUnknown)),
+            .init(.required, MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)),
+        ])
+        let gatekeeper = Gatekeeper(provider: stack, audit: audit)
+        _ = try await gatekeeper.signIn(try credentials("bob", "builder"))
+        let decision = try #require(audit.events.first { $0.kind == .stackDecision })
+        #expect(decision.username == "bob")
+        #expect(
+            decision.detail
+                == "1. sufficient debug: user_unknown -> ignore\n2. required mock: success -> ok\nresult: success")
+        #expect(!audit.events.map(\.description).joined().contains("builder"))
+    }
+
     /// The differential oracle: random stacks of random controls (keywords, and brackets with every
     /// action and jumps) and random results agree with libpam, run on the same stack of pam_debug.so.
     @Test func randomStacksAgreeWithLibpam() async throws {

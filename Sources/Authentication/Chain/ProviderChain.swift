@@ -114,6 +114,8 @@ public final class ProviderChain: AuthProvider {
         let result = decision.result
         trace.result = result
         traces.record(trace)
+        // The gatekeeper running this login collects the trace for its audit; an outer chain's comes last.
+        ProviderChain.collector?.record(trace)
         return outcome(result, identity: identity, rejection: rejection, reason: reason)
     }
 
@@ -218,6 +220,20 @@ struct Decision {
     var result: PAMResult {
         status == .success && impression != .positive ? .permissionDenied : status
     }
+}
+
+extension ProviderChain {
+    /// Where the trace of the login running in this task goes, for the gatekeeper's audit.
+    @TaskLocal static var collector: TraceCollector?
+}
+
+/// Receives the trace of one login.
+final class TraceCollector: Sendable {
+    private let storage = Mutex<ProviderChain.Trace?>(nil)
+
+    var trace: ProviderChain.Trace? { storage.withLock { $0 } }
+
+    func record(_ trace: ProviderChain.Trace) { storage.withLock { $0 = trace } }
 }
 
 /// A conversation that asks each hidden question once: the answer is kept for this login only (a

@@ -166,7 +166,16 @@ extension Gatekeeper {
             remoteHost: configuration.remoteHost,
             requestingUser: configuration.requestingUser
         )
-        let outcome = try await provider.authenticate(request)
+        let collector = TraceCollector()
+        let answer = await ProviderChain.$collector.withValue(collector) { () async -> Result<AuthOutcome, AuthError> in
+            do throws(AuthError) {
+                return .success(try await provider.authenticate(request))
+            } catch {
+                return .failure(error)
+            }
+        }
+        if let trace = collector.trace { record(.stackDecision, username, detail: trace.description) }
+        let outcome = try answer.get()
         switch outcome {
         case .authenticated(let identity):
             // Another spelling of a locked-out account is still locked out.

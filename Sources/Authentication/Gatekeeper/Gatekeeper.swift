@@ -167,8 +167,9 @@ public final class Gatekeeper: Sendable {
         await provider.signOut(ended)
     }
 
-    func record(_ kind: AuditEvent.Kind, _ username: String?, _ reason: AuthError? = nil) {
-        audit.record(AuditEvent(kind: kind, username: username, provider: provider.name, reason: reason))
+    func record(_ kind: AuditEvent.Kind, _ username: String?, _ reason: AuthError? = nil, detail: String? = nil) {
+        audit.record(
+            AuditEvent(kind: kind, username: username, provider: provider.name, reason: reason, detail: detail))
     }
 }
 
