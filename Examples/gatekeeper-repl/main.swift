@@ -35,7 +35,7 @@ do {
     if let stray = (parsed.positionals + parsed.trailing).first { throw UsageError("Unexpected argument \(stray).") }
     selection.take(from: parsed)
     configurationPath = parsed.values["config"]
-    if configurationPath != nil && parsed.values.count > 1 {
+    if configurationPath != nil && (selection.name != nil || !selection.options.isEmpty) {
         throw UsageError("--config names the providers; give it without --provider or provider options.")
     }
 } catch {

@@ -69,9 +69,7 @@ struct Invocation {
         invocation.passwordFromStdin = parsed.has("--password-stdin")
         invocation.explains = parsed.has("--explain")
         invocation.configuration = parsed.values["config"]
-        if invocation.configuration != nil
-            && !parsed.values.keys.filter({ $0 != "config" && $0 != "user" && $0 != "group" }).isEmpty
-        {
+        if invocation.configuration != nil && (selection.name != nil || !selection.options.isEmpty) {
             throw UsageError("--config names the providers; give it without --provider or provider options.")
         }
         invocation.command = parsed.trailing

@@ -85,9 +85,8 @@ public final class FileAuthProvider: AuthProvider {
         case .success(let current): file = current
         case .failure(let error): return .unavailable(reason: error.description)
         }
-        let standIn = file.representativeHash ?? fallbackStandIn
         guard let entry = file[request.username] else {
-            _ = try await verifyOffPool(password, standIn)
+            _ = try await verifyOffPool(password, standIn(for: file))
             return .notMine
         }
         switch entry.password {
@@ -95,7 +94,7 @@ public final class FileAuthProvider: AuthProvider {
             // "Locked" is told only to someone who knows the password; one check either way, so timing
             // does not tell locked accounts apart.
             let inner = entry.password.lockedHash
-            let matches = try await verifyOffPool(password, inner ?? standIn)
+            let matches = try await verifyOffPool(password, inner ?? standIn(for: file))
             return inner != nil && matches ? .rejected(.locked(until: nil)) : .rejected(.wrongCredentials)
         case .hash(let hash):
             guard try await verifyOffPool(password, hash) else { return .rejected(.wrongCredentials) }
@@ -113,6 +112,11 @@ public final class FileAuthProvider: AuthProvider {
                 )
             )
         }
+    }
+
+    /// What an unknown user's password is checked against: a hash as costly as the file's own.
+    private func standIn(for file: UsersFile) -> PasswordHash {
+        file.representativeHash ?? fallbackStandIn
     }
 
     /// The version of the file to use now, loading a changed file first. Blocking file work: call it off

@@ -1,4 +1,5 @@
 import Authentication
+import GatekeeperSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -7,10 +8,8 @@ import Authentication
 /// What the system's user database says about an account: for the identity of a PAM login.
 enum SystemAccount {
     /// The first buffer size for `getpwnam_r` and `getgrgid_r`; doubled on `ERANGE` (a group with
-    /// thousands of members needs more) up to ``maxBufferBytes``.
+    /// thousands of members needs more).
     static let initialBufferBytes = 16 * 1024
-    /// Past this, a record is treated as missing rather than growing the buffer further.
-    static let maxBufferBytes = 16 * 1024 * 1024
 
     /// The identity of `user`: display name from GECOS, uid, gid, home, shell, and group names. A user
     /// PAM knows but the user database does not (a module with its own accounts) gets a bare identity.
@@ -59,28 +58,5 @@ enum SystemAccount {
             names.insert((name ?? nil) ?? String(id))
         }
         return names
-    }
-
-    /// Calls a `get…_r` function with a buffer that doubles while it answers `ERANGE`, and reads the
-    /// record it found. `nil` when there is no record (or it needs more than ``maxBufferBytes``).
-    private static func withGrowingBuffer<Record, Value>(
-        from initial: Int,
-        _ lookUp: (UnsafeMutableBufferPointer<CChar>, inout UnsafeMutablePointer<Record>?) -> Int32,
-        read: (UnsafeMutablePointer<Record>) -> Value
-    ) -> Value? {
-        var size = max(initial, 1)
-        while size <= maxBufferBytes {
-            let buffer = UnsafeMutableBufferPointer<CChar>.allocate(capacity: size)
-            defer { buffer.deallocate() }
-            var result: UnsafeMutablePointer<Record>?
-            let status = lookUp(buffer, &result)
-            if status == ERANGE {
-                size *= 2
-                continue
-            }
-            guard status == 0, let result else { return nil }
-            return read(result)
-        }
-        return nil
     }
 }

@@ -39,3 +39,28 @@ extension String {
         count >= width ? self + " " : self + String(repeating: " ", count: width - count)
     }
 }
+
+/// Calls a `get…_r` lookup (`getpwnam_r`, `getgrgid_r`, `getpwuid_r`) with a buffer that doubles while
+/// it answers `ERANGE` (a group of thousands of members needs more than the first), and reads the record
+/// it found. `nil` when there is no record, or when it would need more than `maxBytes`.
+package func withGrowingBuffer<Record, Value>(
+    from initial: Int = 16 * 1024,
+    maxBytes: Int = 16 * 1024 * 1024,
+    _ lookUp: (UnsafeMutableBufferPointer<CChar>, inout UnsafeMutablePointer<Record>?) -> Int32,
+    read: (UnsafeMutablePointer<Record>) -> Value
+) -> Value? {
+    var size = max(initial, 1)
+    while size <= maxBytes {
+        let buffer = UnsafeMutableBufferPointer<CChar>.allocate(capacity: size)
+        defer { buffer.deallocate() }
+        var result: UnsafeMutablePointer<Record>?
+        let status = lookUp(buffer, &result)
+        if status == ERANGE {
+            size *= 2
+            continue
+        }
+        guard status == 0, let result else { return nil }
+        return read(result)
+    }
+    return nil
+}

@@ -62,18 +62,11 @@ public enum ControllingTerminal {
     /// database does not know it.
     public static func invokingUser() -> String? {
         var entry = passwd()
-        var found: UnsafeMutablePointer<passwd>?
-        var size = 16 * 1024
-        while size <= 1 << 20 {
-            var buffer = [CChar](repeating: 0, count: size)
-            let status = getpwuid_r(getuid(), &entry, &buffer, buffer.count, &found)
-            if status == ERANGE {
-                size *= 2
-                continue
-            }
-            guard status == 0, found != nil, let name = entry.pw_name else { return nil }
-            return String(cString: name)
+        let name = withGrowingBuffer { buffer, result in
+            getpwuid_r(getuid(), &entry, buffer.baseAddress!, buffer.count, &result)
+        } read: { (_: UnsafeMutablePointer<passwd>) in
+            entry.pw_name.map { String(cString: $0) }
         }
-        return nil
+        return name ?? nil
     }
 }
