@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "AuthenticationTesting", targets: ["AuthenticationTesting"]),
         .library(name: "TerminalLogin", targets: ["TerminalLogin"]),
         .library(name: "ToolSupport", targets: ["ToolSupport"]),
+        .library(name: "HostProtection", targets: ["HostProtection"]),
         .library(name: "MockProvider", targets: ["MockProvider"]),
         .library(name: "DebugProvider", targets: ["DebugProvider"]),
         .library(name: "PAMProvider", targets: ["PAMProvider"]),
@@ -19,7 +20,7 @@ let package = Package(
     ],
     targets: [
         // The core: AuthProvider, Conversation, Secret, Identity, AuthError, Gatekeeper, RequiresAuthentication.
-        .target(name: "Authentication"),
+        .target(name: "Authentication", dependencies: ["GatekeeperSupport"]),
         // What several modules share without making it public API (`package` access): the bounded pool of
         // threads for blocking C work. In no product of its own.
         .target(name: "GatekeeperSupport"),
@@ -32,11 +33,14 @@ let package = Package(
         // A Conversation on the controlling terminal (echo off, Ctrl-C / Ctrl-D cancel) and the shared
         // command-line handling of provider options, used by the example executables.
         .target(name: "TerminalLogin", dependencies: ["Authentication", "GatekeeperSupport"]),
+        // What a host tool needs around every login: failed logins counted in pam_faillock's files, logins
+        // remembered for a terminal session, and audit sinks (syslog, a hash-chained JSON log).
+        .target(name: "HostProtection", dependencies: ["Authentication", "GatekeeperSupport"]),
         // What the command-line tools share: provider selection by option, usage errors, exit statuses,
         // messages on standard error, the signal state a command gets back before exec.
         .target(
             name: "ToolSupport",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin"]
+            dependencies: ["Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin"]
         ),
 
         // Provider plugins: each depends on the core only, never on another provider.
@@ -64,16 +68,16 @@ let package = Package(
         .executableTarget(
             name: "gatekeeper-run",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin", "ToolSupport",
-                "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
+                "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
+                "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
             ],
             path: "Examples/gatekeeper-run"
         ),
         .executableTarget(
             name: "gatekeeper-repl",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin", "ToolSupport",
-                "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
+                "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
+                "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
             ],
             path: "Examples/gatekeeper-repl"
         ),

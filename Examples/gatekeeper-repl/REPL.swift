@@ -1,5 +1,6 @@
 import Authentication
 import GatekeeperSupport
+import HostProtection
 import Synchronization
 import TerminalLogin
 import ToolSupport
@@ -14,10 +15,14 @@ final class REPL: Sendable {
     /// Cancels the command in progress (Ctrl-C while a provider works); `nil` between commands.
     private let interruption = Mutex<(@Sendable () -> Void)?>(nil)
 
-    init(gatekeeper: Gatekeeper, screen: Screen) {
+    /// Logins remembered for this terminal session by host tools (`gatekeeper-run`), shown by `status`.
+    let cache: LoginCache?
+
+    init(gatekeeper: Gatekeeper, screen: Screen, cache: LoginCache? = nil) {
         self.gatekeeper = gatekeeper
         self.screen = screen
         self.conversation = LoginConversation(screen: screen)
+        self.cache = cache
     }
 
     var currentTab: Tab { selection.withLock { $0 } }
@@ -74,7 +79,11 @@ final class REPL: Sendable {
             }
             screen.say(stack.lastTrace.map { shown($0.description) } ?? "No login yet.")
         case "status":
-            status()
+            guard words.count <= 2 else {
+                screen.error("Usage: status [USER]")
+                return true
+            }
+            status(words.dropFirst().first)
         case "tabs":
             for tab in Tab.allCases {
                 let marker = tab == currentTab ? "*" : " "
@@ -145,7 +154,7 @@ final class REPL: Sendable {
         }
     }
 
-    private func status() {
+    private func status(_ account: String?) {
         switch gatekeeper.state {
         case .signedOut:
             screen.say("Signed out. Provider: \(gatekeeper.provider.name).")
@@ -166,6 +175,43 @@ final class REPL: Sendable {
             }
             screen.say(shown("Stack: " + entries.joined(separator: " · ")))
         }
+        if let account = account ?? gatekeeper.identity?.username { lockoutStatus(of: account) }
+        rememberedLogin()
+    }
+
+    /// `account`'s failed logins under the lockout policy.
+    private func lockoutStatus(of account: String) {
+        guard let policy = gatekeeper.configuration.lockout else {
+            screen.say("Lockout: off.")
+            return
+        }
+        let name = shown(account)
+        do throws(AuthError) {
+            switch try gatekeeper.lockout.status(of: account, policy: policy) {
+            case .open(let failures):
+                screen.say("Lockout: \(name) has \(failures) of \(policy.deny) failed logins counted.")
+            case .locked(let failures, let remaining):
+                let until = remaining.map { "for \(Self.describe($0))" } ?? "until an administrator unlocks it"
+                screen.say("Lockout: \(name) is locked after \(failures) failed logins, \(until).")
+            case .unlockedByTime:
+                screen.say("Lockout: \(name) was locked; the lock has expired.")
+            }
+        } catch {
+            screen.error("Lockout: \(error.description)")
+        }
+    }
+
+    /// The login a host tool remembers for this terminal session, if any.
+    private func rememberedLogin() {
+        guard let cache else { return }
+        guard let session = TerminalSession.current(), let login = cache.lookup(nil, in: session) else {
+            screen.say("Remembered login: none for this terminal session.")
+            return
+        }
+        screen.say(
+            shown(
+                "Remembered login: \(login.username) via \(login.provider), \(Self.describe(login.age)) ago"
+                    + " (forgotten in \(Self.describe(cache.timeout - login.age)))."))
     }
 
     // MARK: Helpers
@@ -224,7 +270,8 @@ final class REPL: Sendable {
           login      sign in, or switch user
           logout     sign out; on a protected tab you are asked to sign in again
           whoami     who is signed in
-          status     session state, provider and expiry
+          status     session state, provider and expiry; failed logins of you (or: status USER);
+                     the login gatekeeper-run remembers for this terminal
           why        which provider of the stack answered what at the last login, and what decided
           tabs       the tabs and what each needs
           help       this list

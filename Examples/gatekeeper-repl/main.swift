@@ -44,12 +44,11 @@ do {
 }
 
 let provider: any AuthProvider
-var settings = Gatekeeper.Configuration()
+var stack: StackConfiguration?
 do {
     if let configurationPath {
-        let stack = try ConfigurationFile.load(configurationPath, registry: registry)
-        settings = stack.gatekeeperConfiguration()
-        provider = try stack.makeChain(registry: registry)
+        stack = try ConfigurationFile.load(configurationPath, registry: registry)
+        provider = try stack!.makeChain(registry: registry)
     } else {
         provider = try selection.makeProvider(defaultsToFirst: true)  // A demo: the mock backend by default.
     }
@@ -63,8 +62,24 @@ do {
 
 let console = TerminalConversation(input: 0, output: 1)
 let screen = Screen(console: console, environment: ProcessEnvironment.environment)
-let gatekeeper = Gatekeeper(provider: provider, configuration: settings)
-let repl = REPL(gatekeeper: gatekeeper, screen: screen)
+// The configuration's protections: failed logins counted in its lockout directory (in memory when it
+// names none), its audit sinks, and the logins gatekeeper-run remembers, shown by `status`.
+let host = HostSettings(stack)
+let warnings: @Sendable (String) -> Void = { writeStandardError("gatekeeper-repl: warning: \($0)\n") }
+let lockout: any LockoutStore
+do throws(AuthError) {
+    lockout = stack?.lockoutDirectory == nil ? MemoryLockoutStore() : try host.lockoutStore()
+} catch {
+    writeStandardError("gatekeeper-repl: \(error.reason ?? error.description)\n")
+    exit(ExitStatus.unavailable.code)
+}
+var settings = host.gatekeeper
+settings.terminal = ControllingTerminal.name()
+settings.service = "gatekeeper-repl"
+let gatekeeper = Gatekeeper(
+    provider: provider, configuration: settings, audit: host.auditSink(tool: "gatekeeper-repl", report: warnings),
+    lockout: lockout)
+let repl = REPL(gatekeeper: gatekeeper, screen: screen, cache: host.loginCache(report: { _ in }))
 
 // Ctrl-C outside a prompt cancels the command in progress; with no command in progress it is ignored
 // on a terminal (the prompt handles its own Ctrl-C) and ends a scripted session.

@@ -1,5 +1,6 @@
 import Authentication
 import GatekeeperSupport
+import HostProtection
 import ProviderPlugins
 import TerminalLogin
 import ToolSupport
@@ -37,4 +38,35 @@ func execute(_ command: [String], as identity: Identity) throws -> Never {
 struct CommandError: Error {
     let status: ExitStatus
     let message: String
+}
+
+/// A login remembered for this terminal session, accepted only if the account may still sign in.
+enum RememberedLogin {
+    /// The identity to run the command for, or `nil` when the login must be made again: the backend no
+    /// longer vouches for the account (deleted, locked, expired, or it cannot tell), or the account is
+    /// locked out. Accepting it is audited.
+    static func accept(
+        _ remembered: LoginCache.Login,
+        provider: any AuthProvider,
+        lockout: any LockoutStore,
+        policy: LockoutPolicy?,
+        audit: any AuditSink,
+        settings: Gatekeeper.Configuration
+    ) async -> Identity? {
+        guard
+            case .valid(let identity) = await provider.recheck(
+                Identity(username: remembered.username, provider: remembered.provider))
+        else { return nil }
+        if let policy {
+            guard let status = try? lockout.status(of: identity.username, policy: policy), !status.isLocked else {
+                return nil
+            }
+        }
+        audit.record(
+            AuditEvent(
+                kind: .cachedLogin, username: identity.username, provider: identity.provider,
+                detail: "remembered \(remembered.age.components.seconds) s ago", terminal: settings.terminal,
+                remoteHost: settings.remoteHost))
+        return identity
+    }
 }

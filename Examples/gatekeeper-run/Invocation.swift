@@ -15,11 +15,22 @@ struct Invocation {
     var explains = false
     /// Only check this configuration file (`--check-config`), and run nothing.
     var checksConfiguration: String?
+    /// Where failed logins and remembered logins are kept, where the configuration does not say.
+    var stateDirectory: String?
+    /// Unlock this account (`--unlock`), and run nothing.
+    var unlocks: String?
+    /// Forget this session's remembered logins (`-k`), or all of them (`-K`).
+    var forgetsSession = false
+    var forgetsAll = false
+    /// Only verify this audit log's chain (`--verify-audit`), and run nothing.
+    var verifiesAudit: String?
     var command: [String] = []
 
     static let shortUsage =
         "usage: gatekeeper-run (--provider NAME [options] | --config FILE) [--user U] [--password-stdin] [--group G]\n"
-        + "                      [--explain] -- COMMAND [ARGS...]"
+        + "                      [--explain] [--state-dir DIR] [-k | -K] -- COMMAND [ARGS...]\n"
+        + "       gatekeeper-run [--config FILE | --state-dir DIR] (--unlock USER | -k | -K [--user U])\n"
+        + "       gatekeeper-run (--check-config FILE | --verify-audit FILE)"
 
     static func usage(registry: ProviderRegistry) -> String {
         """
@@ -36,7 +47,19 @@ struct Invocation {
           --explain           print which provider answered what, and what decided, on standard error
           --check-config FILE check FILE, print its stack and what to worry about; run nothing
                               (exit 0 valid, 1 invalid)
+          --state-dir DIR     keep failed logins (DIR/faillock) and remembered logins (DIR/cache)
+                              here, where the configuration file does not say
+          --unlock USER       forget USER's failed logins (as faillock --reset); run nothing
+          -k                  forget the login remembered for this terminal session
+          -K                  forget every remembered login (with --user, only that user's)
+          --verify-audit FILE check the hash chain of a JSON audit log; print the first record
+                              edited, removed or moved (exit 0 intact, 1 broken)
           -h, --help          show this help
+
+        After a login, further runs from the same terminal session within 5 minutes (cache timeout= in
+        the configuration) do not ask again, unless --password-stdin gives a password to check.
+        Failed logins wait 2 s (delay) and are counted in pam_faillock's format; after 5 within 15
+        minutes the account is locked for 10 minutes (lockout deny= interval= unlock=).
 
         \(ProviderSelection(registry: registry).help())
 
@@ -51,8 +74,8 @@ struct Invocation {
     static func parse(_ arguments: ArraySlice<String>, registry: ProviderRegistry) throws(UsageError) -> Invocation? {
         var selection = ProviderSelection(registry: registry)
         let syntax = CommandLineSyntax(
-            flags: ["-h", "--help", "--password-stdin", "--explain"],
-            valueOptions: ["user", "group", "config", "check-config"],
+            flags: ["-h", "--help", "--password-stdin", "--explain", "-k", "-K"],
+            valueOptions: ["user", "group", "config", "check-config", "state-dir", "unlock", "verify-audit"],
             commandFollows: true
         ).selectingProviders(from: selection)
         let parsed = try syntax.parse(arguments)
@@ -63,12 +86,26 @@ struct Invocation {
             invocation.checksConfiguration = path
             return invocation
         }
-        guard !parsed.trailing.isEmpty else { throw UsageError("No command given.") }
+        if let path = parsed.values["verify-audit"] {
+            invocation.verifiesAudit = path
+            return invocation
+        }
+        invocation.stateDirectory = parsed.values["state-dir"]
+        if let directory = invocation.stateDirectory, !directory.hasPrefix("/") {
+            throw UsageError("--state-dir needs an absolute path.")
+        }
+        invocation.unlocks = parsed.values["unlock"]
+        invocation.forgetsSession = parsed.has("-k")
+        invocation.forgetsAll = parsed.has("-K")
+        invocation.configuration = parsed.values["config"]
         invocation.user = parsed.values["user"]
+        if invocation.forgetsSession && invocation.forgetsAll { throw UsageError("Give -k or -K, not both.") }
+        let administers = invocation.unlocks != nil || invocation.forgetsSession || invocation.forgetsAll
+        if invocation.unlocks != nil || (administers && parsed.trailing.isEmpty) { return invocation }
+        guard !parsed.trailing.isEmpty else { throw UsageError("No command given.") }
         invocation.group = parsed.values["group"]
         invocation.passwordFromStdin = parsed.has("--password-stdin")
         invocation.explains = parsed.has("--explain")
-        invocation.configuration = parsed.values["config"]
         if invocation.configuration != nil && (selection.name != nil || !selection.options.isEmpty) {
             throw UsageError("--config names the providers; give it without --provider or provider options.")
         }

@@ -2,6 +2,7 @@
 import Authentication
 import DebugProvider
 import FileProvider
+import HostProtection
 import MockProvider
 import PAMProvider
 import ProviderPlugins
@@ -48,12 +49,58 @@ if let path = invocation.checksConfiguration {
     }
 }
 
+if let path = invocation.verifiesAudit {
+    do {
+        let verification = try JSONAuditLog.verify(path)
+        print("\(path): \(verification)")
+        exit(verification.problem == nil ? 0 : 1)
+    } catch {
+        fail(.unavailable, "\(error)")
+    }
+}
+
+/// A problem that does not stop the login (an audit log that cannot be written), said once.
+@Sendable func warn(_ message: String) {
+    writeStandardError("gatekeeper-run: warning: \(message)\n")
+}
+
+var stack: StackConfiguration?
+if let path = invocation.configuration {
+    do {
+        stack = try ConfigurationFile.load(path, registry: registry)
+    } catch {
+        // Nothing of a refused file is used, its audit lines included: syslog hears of it.
+        SyslogAuditSink(identifier: "gatekeeper-run").record(
+            AuditEvent(kind: .configurationRefused, username: nil, provider: "gatekeeper-run", detail: "\(error)"))
+        fail(.unavailable, "\(error)")
+    }
+}
+let host = HostSettings(stack, stateDirectory: invocation.stateDirectory)
+let audit = host.auditSink(tool: "gatekeeper-run", report: warn)
+
+if let account = invocation.unlocks {
+    do throws(AuthError) {
+        try host.lockoutStore().unlock(account)
+    } catch {
+        fail(.unavailable, error.reason ?? error.description)
+    }
+    audit.record(
+        AuditEvent(
+            kind: .unlocked, username: account, provider: "gatekeeper-run",
+            detail: ControllingTerminal.invokingUser().map { "by \($0)" }))
+    print("\(TextSafety.escaped(account)): failed logins forgotten in \(host.lockoutDirectory)")
+    exit(0)
+}
+
+let session = TerminalSession.current()
+let cache = host.loginCache(report: warn)
+if invocation.forgetsSession, let session { cache?.forget(session) }
+if invocation.forgetsAll { cache?.forgetAll(of: invocation.user) }
+if invocation.command.isEmpty { exit(0) }
+
 let provider: any AuthProvider
-var settings = Gatekeeper.Configuration()
 do {
-    if let path = invocation.configuration {
-        let stack = try ConfigurationFile.load(path, registry: registry)
-        settings = stack.gatekeeperConfiguration()
+    if let stack {
         provider = try stack.makeChain(registry: registry)
     } else {
         let single = try invocation.selection.makeProvider()
@@ -64,6 +111,14 @@ do {
     fail(.unavailable, "\(error)")
 } catch {
     fail(ExitStatus(configuration: error), "\(error)")
+}
+
+// Failed logins are counted where every run sees them; without that, nobody signs in.
+let lockout: any LockoutStore
+do throws(AuthError) {
+    lockout = try host.lockoutStore()
+} catch {
+    fail(.unavailable, error.reason ?? error.description)
 }
 
 /// The trace of the login, on standard error, when --explain asked for it.
@@ -88,20 +143,36 @@ let conversation = RunConversation(
     prompter: terminal ?? TerminalConversation(input: 0, output: 2)
 )
 
-let gatekeeper = Gatekeeper(
-    provider: provider,
-    configuration: .init(
-        idleTimeout: settings.idleTimeout,
-        absoluteTimeout: settings.absoluteTimeout,
-        maxAttempts: stdinPassword == nil ? settings.maxAttempts : 1,
-        lockoutThreshold: settings.lockoutThreshold,
-        lockoutDuration: settings.lockoutDuration,
-        terminal: ControllingTerminal.name(),
-        requestingUser: ControllingTerminal.invokingUser()
-    )
-)
+var settings = host.gatekeeper
+settings.maxAttempts = stdinPassword == nil ? settings.maxAttempts : 1
+settings.terminal = ControllingTerminal.name()
+settings.requestingUser = ControllingTerminal.invokingUser()
+settings.service = "gatekeeper-run"
+let gatekeeper = Gatekeeper(provider: provider, configuration: settings, audit: audit, lockout: lockout)
 let requirement: Requirement = invocation.group.map { .member(of: $0) } ?? .signedIn
 let command = invocation.command
+
+// A login remembered for this terminal session runs the command without asking, once the backend and
+// the lockout agree the account may still sign in. A password given on standard input is always checked.
+if stdinPassword == nil, let cache, let session, let remembered = cache.lookup(invocation.user, in: session) {
+    if let identity = await RememberedLogin.accept(
+        remembered, provider: provider, lockout: lockout, policy: settings.lockout, audit: audit, settings: settings)
+    {
+        guard requirement.isSatisfied(by: identity) else {
+            let refusal = AuthError.notAuthorized(requirement: requirement.description)
+            audit.record(
+                AuditEvent(
+                    kind: .accessDenied, username: identity.username, provider: provider.name, reason: refusal,
+                    terminal: settings.terminal))
+            fail(.denied, refusal.description)
+        }
+        do {
+            try execute(command, as: identity)
+        } catch let error as CommandError {
+            fail(error.status, error.message)
+        }
+    }
+}
 
 // Ctrl-C while the provider works cancels the login (exit 130) instead of killing the process mid-way.
 let pendingRun = Mutex<(task: Task<Access<Never>, any Error>?, interrupted: Bool)>((nil, false))
@@ -116,6 +187,11 @@ let interrupts = InterruptMonitor {
 let run = Task {
     try await RequiresAuthentication<Never>(requirement) { identity in
         explain()
+        if let cache, let session {
+            do throws(AuthError) { try cache.remember(identity, in: session) } catch {
+                warn(error.reason ?? "\(error)")
+            }
+        }
         return try execute(command, as: identity)
     }.run(through: gatekeeper, conversation: conversation)
 }

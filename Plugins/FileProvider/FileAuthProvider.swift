@@ -114,6 +114,27 @@ public final class FileAuthProvider: AuthProvider {
         }
     }
 
+    /// The account as the file has it now: gone, locked, or valid with its current groups.
+    public func recheck(_ identity: Identity) async -> Recheck {
+        let current: Result<UsersFile, UsersFileError>
+        do throws(AuthError) {
+            current = try await offPool({ self.refresh() })
+        } catch {
+            return .unavailable(reason: error.description)
+        }
+        switch current {
+        case .failure(let error): return .unavailable(reason: error.description)
+        case .success(let file):
+            guard let entry = file[identity.username] else { return .refused(.userNotFound) }
+            guard case .hash(let hash) = entry.password else { return .refused(.accountLocked(until: nil)) }
+            return .valid(
+                Identity(
+                    username: entry.username, displayName: entry.displayName, groups: Set(entry.groups),
+                    provider: name,
+                    attributes: hash.scheme.isWeak ? ["hash": "\(hash.scheme.rawValue) (weak)"] : [:]))
+        }
+    }
+
     /// What an unknown user's password is checked against: a hash as costly as the file's own.
     private func standIn(for file: UsersFile) -> PasswordHash {
         file.representativeHash ?? fallbackStandIn

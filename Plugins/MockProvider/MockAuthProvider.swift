@@ -141,6 +141,20 @@ public final class MockAuthProvider: AuthProvider {
         state.withLock { $0.signOuts += 1 }
     }
 
+    /// The account as the table has it: gone, or refused as a login would be, or valid.
+    public func recheck(_ identity: Identity) async -> Recheck {
+        guard let user = users[identity.username] else { return .refused(.userNotFound) }
+        switch user.status {
+        case .active:
+            return .valid(
+                Identity(username: user.username, displayName: user.displayName, groups: user.groups, provider: name))
+        case .activationRequired: return .refused(.refusedByPolicy)
+        case .locked: return .refused(.accountLocked(until: nil))
+        case .expired: return .refused(.accountExpired)
+        case .passwordChangeRequired: return .refused(.passwordChangeRequired)
+        }
+    }
+
     private func sleep(_ duration: Duration) async throws(AuthError) {
         guard duration > .zero else {
             if Task.isCancelled { throw .cancelled }

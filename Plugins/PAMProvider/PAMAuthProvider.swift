@@ -1,5 +1,6 @@
 public import Authentication
 import CPAM
+import GatekeeperSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -94,6 +95,15 @@ public final class PAMAuthProvider: AuthProvider {
         }
         return try await PAMTransaction(request: request, configuration: configuration, sessions: sessions).run().get()
     }
+
+    /// Whether the system account still exists, and — where this process may read the shadow file — is
+    /// neither locked (`passwd -l`) nor expired.
+    public func recheck(_ identity: Identity) async -> Recheck {
+        await Self.lookups.run { SystemAccount.recheck(identity.username, provider: self.name) }
+            ?? .unavailable(reason: "the account check was cancelled")
+    }
+
+    private static let lookups = ThreadPool(name: "gatekeeper.recheck", maxThreads: 4, maxIdle: 1)
 
     /// Closes the PAM session and deletes the credentials of `identity`, if this provider opened them.
     public func signOut(_ identity: Identity) async {

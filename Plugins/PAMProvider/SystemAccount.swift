@@ -1,4 +1,5 @@
 import Authentication
+import CPAM
 import GatekeeperSupport
 
 #if canImport(Glibc)
@@ -10,6 +11,24 @@ enum SystemAccount {
     /// The first buffer size for `getpwnam_r` and `getgrgid_r`; doubled on `ERANGE` (a group with
     /// thousands of members needs more).
     static let initialBufferBytes = 16 * 1024
+
+    /// Whether `user` is still an account that may sign in: present in the user database, and, when the
+    /// shadow entry can be read, its password not locked (`!`) and the account not expired.
+    static func recheck(_ user: String, provider: String) -> Recheck {
+        guard SystemAccounts.uid(of: user) != nil else { return .refused(.userNotFound) }
+        var entry = spwd()
+        let shadow = withGrowingBuffer { buffer, result in
+            getspnam_r(user, &entry, buffer.baseAddress!, buffer.count, &result)
+        } read: { (_: UnsafeMutablePointer<spwd>) in
+            (locked: entry.sp_pwdp.map { $0.pointee == CChar(UInt8(ascii: "!")) } ?? false, expires: entry.sp_expire)
+        }
+        if let shadow {
+            if shadow.locked { return .refused(.accountLocked(until: nil)) }
+            let today = Int(time(nil) / 86_400)
+            if shadow.expires > 0 && today >= shadow.expires { return .refused(.accountExpired) }
+        }
+        return .valid(identity(of: user, provider: provider))
+    }
 
     /// The identity of `user`: display name from GECOS, uid, gid, home, shell, and group names. A user
     /// PAM knows but the user database does not (a module with its own accounts) gets a bare identity.

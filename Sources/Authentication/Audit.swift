@@ -1,6 +1,18 @@
 public import FoundationEssentials
+import GatekeeperSupport
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// A record of something security-relevant the gatekeeper did. Never holds a secret.
+///
+/// A user name appears as ``username`` only once a backend has confirmed that it names an account. Until
+/// then — at each attempt, for a name no backend knows, for a name refused before any backend is asked
+/// — the event carries only ``userDigest``, a keyed hash of the name: a name that matches no account is
+/// often a password typed into the wrong field.
 public struct AuditEvent: Sendable, Hashable {
     /// What happened. Kinds may be added (a sink that switches over them needs a `default`), so a new
     /// kind of event breaks no sink.
@@ -11,6 +23,8 @@ public struct AuditEvent: Sendable, Hashable {
 
         private init(_ rawValue: String) { self.rawValue = rawValue }
 
+        /// A login attempt began (the name is not yet known to match an account: ``AuditEvent/userDigest``).
+        public static let attempt = Kind("attempt")
         /// A login succeeded and a session began.
         public static let signedIn = Kind("signedIn")
         /// A login attempt failed; ``AuditEvent/reason`` says why.
@@ -27,50 +41,115 @@ public struct AuditEvent: Sendable, Hashable {
         public static let accessDenied = Kind("accessDenied")
         /// How a stack of providers decided a login; ``AuditEvent/detail`` holds the trace.
         public static let stackDecision = Kind("stackDecision")
+        /// A backend could not answer; ``AuditEvent/reason`` says why.
+        public static let providerUnavailable = Kind("providerUnavailable")
+        /// An administrator unlocked an account.
+        public static let unlocked = Kind("unlocked")
+        /// A login was accepted from the cache of recent logins, without asking for a password.
+        public static let cachedLogin = Kind("cachedLogin")
+        /// A configuration file was refused; ``AuditEvent/detail`` says where and why.
+        public static let configurationRefused = Kind("configurationRefused")
+        /// The lockout or the cache could not record something, so a login's record may be incomplete.
+        public static let stateUnavailable = Kind("stateUnavailable")
     }
 
     public var kind: Kind
-    /// The user name concerned, when one is known.
+    /// The user name concerned, once a backend has confirmed that it names an account.
     public var username: String?
+    /// A keyed hash of a name not (yet) known to name an account (``AuditSink/digest(ofUnverifiedName:)``).
+    public var userDigest: String?
     /// The provider's name.
     public var provider: String
+    /// The entry of a stack that decided, as `N:provider` (1 for the first), when a stack decided.
+    public var stackEntry: String?
     /// Why a login failed or access was denied.
     public var reason: AuthError?
     /// Wall-clock time, for people reading the record; session timing never uses it.
     public var time: Date
     /// More about the event when there is more (a stack's trace); never a secret.
     public var detail: String?
+    /// The terminal of the login (``Gatekeeper/Configuration/terminal``).
+    public var terminal: String?
+    /// The remote host of the login (``Gatekeeper/Configuration/remoteHost``).
+    public var remoteHost: String?
+    /// The process that recorded the event.
+    public var processID: Int32
 
     public init(
         kind: Kind,
         username: String?,
+        userDigest: String? = nil,
         provider: String,
+        stackEntry: String? = nil,
         reason: AuthError? = nil,
         time: Date = Date(),
-        detail: String? = nil
+        detail: String? = nil,
+        terminal: String? = nil,
+        remoteHost: String? = nil,
+        processID: Int32? = nil
     ) {
         self.kind = kind
         self.username = username
+        self.userDigest = userDigest
         self.provider = provider
+        self.stackEntry = stackEntry
         self.reason = reason
         self.time = time
         self.detail = detail
+        self.terminal = terminal
+        self.remoteHost = remoteHost
+        self.processID = processID ?? getpid()
     }
 }
 
 extension AuditEvent: CustomStringConvertible {
     public var description: String {
         var line = "\(time.formatted(.iso8601)) \(kind.rawValue) provider=\(provider)"
-        if let username { line += " user=\(username.debugDescription)" }
+        if let username { line += " user=\"\(TextSafety.escaped(username))\"" }
+        if let userDigest { line += " user-digest=\(userDigest)" }
+        if let stackEntry { line += " entry=\"\(TextSafety.escaped(stackEntry))\"" }
         if let reason { line += " reason=\(reason.description.debugDescription)" }
         if let detail { line += " detail=\(detail.debugDescription)" }
         return line
     }
 }
 
-/// Where audit events go: syslog, a file, a test's array. Called from any task; must not block for long.
+/// Where audit events go: syslog, a file, a test's array. Called from any task; must not block a login
+/// for long, and must never fail one.
 public protocol AuditSink: Sendable {
     func record(_ event: AuditEvent)
+
+    /// A keyed hash of a name not known to name an account, recorded instead of the name. The default
+    /// uses a key drawn at random for this process, so digests match only within one run; a sink that
+    /// keeps records across runs uses a key it keeps.
+    func digest(ofUnverifiedName name: String) -> String
+}
+
+extension AuditSink {
+    public func digest(ofUnverifiedName name: String) -> String {
+        AuditDigest.processKey.digest(of: name)
+    }
+}
+
+/// A keyed hash of user names (HMAC-SHA-256, the first 16 bytes in hexadecimal).
+public struct AuditDigest: Sendable {
+    private let key: [UInt8]
+
+    /// - Parameter key: At least 16 bytes of secret.
+    public init(key: [UInt8]) {
+        precondition(key.count >= 16, "an audit digest key needs at least 16 bytes")
+        self.key = key
+    }
+
+    /// A key drawn at random when first used, for this process.
+    public static let processKey: AuditDigest = {
+        var generator = SystemRandomNumberGenerator()
+        return AuditDigest(key: (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }()
+
+    public func digest(of name: String) -> String {
+        "hmac-sha256:" + SHA256.authenticationCode(Array(name.utf8), key: key).prefix(16).hexadecimal
+    }
 }
 
 /// Drops every event.

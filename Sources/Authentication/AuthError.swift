@@ -99,8 +99,12 @@ public struct AuthError: Error, Hashable, Sendable {
         AuthError(.notAuthorized, requirement: requirement)
     }
     public static func tooManyAttempts(retryAfter: Duration?) -> AuthError {
-        AuthError(.tooManyAttempts, retryAfter: retryAfter)
+        AuthError(
+            .tooManyAttempts, lockedUntil: retryAfter.map { Date.now.addingTimeInterval(Double(Self.seconds($0))) },
+            retryAfter: retryAfter)
     }
+    /// Too many failed logins, and the account stays locked until an administrator unlocks it.
+    public static let lockedUntilUnlocked = AuthError(.tooManyAttempts, reason: "until an administrator unlocks it")
     public static let cancelled = AuthError(.cancelled)
     public static func providerUnavailable(reason: String) -> AuthError {
         AuthError(.providerUnavailable, reason: reason)
@@ -147,8 +151,10 @@ extension AuthError: CustomStringConvertible {
         case .notAuthorized:
             return "You are signed in but not allowed to do this (requires \(requirement ?? "more rights"))."
         case .tooManyAttempts:
+            if let reason { return "Too many failed attempts: the account is locked \(reason)." }
             guard let retryAfter else { return "Too many failed attempts; try again later." }
-            return "Too many failed attempts; try again in \(Self.seconds(retryAfter)) seconds."
+            let until = lockedUntil.map { " (locked until \($0.formatted(.iso8601)))" } ?? ""
+            return "Too many failed attempts; try again in \(Self.seconds(retryAfter)) seconds\(until)."
         case .cancelled: return "The login was cancelled."
         case .providerUnavailable: return "The login service is unavailable: \(reason ?? "no reason given")"
         default: return "The login failed (\(code))."

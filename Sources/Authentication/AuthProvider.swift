@@ -31,10 +31,31 @@ public protocol AuthProvider: Sendable {
     /// Ends whatever the backend keeps for `identity` (a session, a token). Best effort: failures are
     /// the provider's to log, and signing out locally always succeeds.
     func signOut(_ identity: Identity) async
+
+    /// Whether `identity`, signed in earlier through this backend, still names an account that may sign
+    /// in — asked without a password, before a remembered login is accepted. An account deleted, locked
+    /// or expired since is refused. The default cannot tell, and so refuses every remembered login.
+    func recheck(_ identity: Identity) async -> Recheck
 }
 
 extension AuthProvider {
     public func signOut(_ identity: Identity) async {}
+
+    public func recheck(_ identity: Identity) async -> Recheck {
+        .unverifiable
+    }
+}
+
+/// The answer of ``AuthProvider/recheck(_:)``.
+public enum Recheck: Sendable, Hashable {
+    /// The account may still sign in; the identity as the backend sees it now (its groups may differ).
+    case valid(Identity)
+    /// The account may not: deleted (``AuthError/userNotFound``), locked, expired.
+    case refused(AuthError)
+    /// The backend could not answer now.
+    case unavailable(reason: String)
+    /// The backend cannot check an account without a password.
+    case unverifiable
 }
 
 /// What a provider is asked to check. A struct, so fields can be added without breaking providers.

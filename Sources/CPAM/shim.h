@@ -1,1 +1,3 @@
 #include <security/pam_appl.h>
+// The shadow database, to recheck an account (locked, expired) without a password.
+#include <shadow.h>

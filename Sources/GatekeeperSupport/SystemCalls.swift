@@ -64,3 +64,16 @@ package func withGrowingBuffer<Record, Value>(
     }
     return nil
 }
+
+/// The system's accounts, looked up by name.
+package enum SystemAccounts {
+    /// The uid of the system account `name`, if there is one.
+    package static func uid(of name: String) -> UInt32? {
+        var entry = passwd()
+        return withGrowingBuffer { buffer, result in
+            getpwnam_r(name, &entry, buffer.baseAddress!, buffer.count, &result)
+        } read: {
+            $0.pointee.pw_uid
+        }
+    }
+}

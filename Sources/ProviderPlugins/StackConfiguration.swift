@@ -6,13 +6,18 @@ public import Authentication
 /// # /etc/gatekeeper/admin-tools.conf
 /// session idle=15m absolute=8h
 /// attempts 3
+/// lockout deny=5 interval=15m unlock=10m dir=/var/lib/gatekeeper/faillock
+/// delay 2s
+/// cache timeout=5m
+/// audit syslog
+/// audit json path=/var/log/gatekeeper/audit.jsonl
 /// sufficient  file users=/etc/gatekeeper/users
 /// [success=done user_unknown=ignore authinfo_unavail=ignore default=die]  pam service=login
 /// required    mock delay=0.5
 /// ```
 ///
-/// One directive a line, `#` starts a comment. Settings (`session`, `attempts`, `lockout`) come first,
-/// each at most once; then the stack, one entry a line: a control (a keyword or PAM's bracket form), a
+/// One directive a line, `#` starts a comment. Settings (`session`, `attempts`, `lockout`, `delay`,
+/// `cache`, and any number of `audit` lines) come first, each at most once; then the stack, one entry a line: a control (a keyword or PAM's bracket form), a
 /// provider's name, and its options as `name=value` — the same names as its command-line options, so any
 /// plugin a tool registers is configurable. `include FILE` reads another file in its place (loops are
 /// refused). The text is read as bytes; errors name the file, line, column and word at fault.
@@ -42,9 +47,28 @@ public struct StackConfiguration: Sendable {
     public private(set) var idleTimeout: Duration??
     public private(set) var absoluteTimeout: Duration??
     public private(set) var attempts: Int?
-    public private(set) var lockoutThreshold: Int??
-    public private(set) var lockoutDuration: Duration?
+    /// `lockout …`: the policy, or `.some(nil)` for `deny=0` (off).
+    public private(set) var lockout: LockoutPolicy??
+    /// `lockout dir=…`: where failed logins are kept, in pam_faillock's format, across processes.
+    public private(set) var lockoutDirectory: String?
+    /// `delay …`: the fail delay.
+    public private(set) var failDelay: Duration?
+    /// `cache timeout=…`: how long a login is remembered for the terminal session; zero for never.
+    public private(set) var cacheTimeout: Duration?
+    /// `cache dir=…`: where remembered logins are kept.
+    public private(set) var cacheDirectory: String?
+    /// `audit …` lines, in order.
+    public private(set) var audit: [AuditDestination] = []
     public private(set) var entries: [Entry] = []
+
+    /// Where an `audit` line sends events.
+    public enum AuditDestination: Sendable, Hashable {
+        /// `audit syslog [socket=PATH]`: to syslog with the authpriv facility, through `/dev/log` unless
+        /// another socket is named.
+        case syslog(socket: String)
+        /// `audit json path=PATH`: JSON lines appended to PATH, each chained to the one before.
+        case json(path: String)
+    }
 
     /// The gatekeeper configuration these settings make, from `base` for what the file does not set.
     public func gatekeeperConfiguration(_ base: Gatekeeper.Configuration = .init()) -> Gatekeeper.Configuration {
@@ -52,8 +76,8 @@ public struct StackConfiguration: Sendable {
         if let idleTimeout { configuration.idleTimeout = idleTimeout }
         if let absoluteTimeout { configuration.absoluteTimeout = absoluteTimeout }
         if let attempts { configuration.maxAttempts = attempts }
-        if let lockoutThreshold { configuration.lockoutThreshold = lockoutThreshold }
-        if let lockoutDuration { configuration.lockoutDuration = lockoutDuration }
+        if let lockout { configuration.lockout = lockout }
+        if let failDelay { configuration.failDelay = failDelay }
         return configuration
     }
 
@@ -137,7 +161,7 @@ public struct StackConfiguration: Sendable {
                             "includes itself: \((chain + [path]).joined(separator: " -> "))")
                     }
                     try parse(try read(path), file: path, into: &configuration, including: chain + [path])
-                case "session", "attempts", "lockout":
+                case "session", "attempts", "lockout", "delay", "cache", "audit":
                     guard !stackStarted else {
                         throw ConfigurationError(
                             .syntax, at: at, word: first.text, "settings come before the stack; move this line up")
@@ -234,31 +258,148 @@ public struct StackConfiguration: Sendable {
                         .value, at: location(word), word: word.text, "attempts takes a number from 1 to 10")
                 }
                 configuration.attempts = count
-            default:  // lockout
-                guard configuration.lockoutThreshold == nil && configuration.lockoutDuration == nil else {
-                    throw ConfigurationError(.duplicate, at: at, word: "lockout", "lockout is set twice")
+            case "delay":
+                guard configuration.failDelay == nil else {
+                    throw ConfigurationError(.duplicate, at: at, word: "delay", "delay is set twice")
+                }
+                guard words.count == 2 else {
+                    throw ConfigurationError(
+                        .syntax, at: at, word: "delay", "delay takes one duration, such as 2s or 0")
+                }
+                configuration.failDelay = try Self.delay(words[1].text, at: location(words[1]))
+            case "cache":
+                guard configuration.cacheTimeout == nil && configuration.cacheDirectory == nil else {
+                    throw ConfigurationError(.duplicate, at: at, word: "cache", "cache is set twice")
                 }
                 for (name, value, word) in try pairs() {
                     switch name {
-                    case "threshold":
-                        guard let count = Int(value), (0...1000).contains(count) else {
+                    case "timeout":
+                        configuration.cacheTimeout = value == "0" ? .zero : try Self.duration(value, at: location(word))
+                        if configuration.cacheTimeout == nil {
                             throw ConfigurationError(
-                                .value, at: location(word), word: value, "threshold takes a number from 0 (off) to 1000"
+                                .value, at: location(word), word: value, "a cache timeout is a duration, or 0 for never"
                             )
                         }
-                        configuration.lockoutThreshold = .some(count == 0 ? nil : count)
-                    case "duration":
-                        guard let duration = try Self.duration(value, at: location(word)) else {
-                            throw ConfigurationError(
-                                .value, at: location(word), word: value, "a lockout needs a duration")
-                        }
-                        configuration.lockoutDuration = duration
+                    case "dir": configuration.cacheDirectory = try Self.absolutePath(value, at: location(word))
                     default:
                         throw ConfigurationError(
-                            .syntax, at: location(word), word: name, "lockout takes threshold= and duration=")
+                            .syntax, at: location(word), word: name, "cache takes timeout= and dir=")
                     }
                 }
+            case "audit":
+                guard words.count >= 2 else {
+                    throw ConfigurationError(.syntax, at: at, word: "audit", "audit takes syslog or json path=FILE")
+                }
+                let options = Array(words.dropFirst(2))
+                var values: [String: String] = [:]
+                for word in options {
+                    guard let equals = word.text.firstIndex(of: "="), equals != word.text.startIndex else {
+                        throw ConfigurationError(.syntax, at: location(word), word: word.text, "expected name=value")
+                    }
+                    let name = String(word.text[..<equals])
+                    let accepted = words[1].text == "syslog" ? "socket" : "path"
+                    guard name == accepted, values[name] == nil else {
+                        throw ConfigurationError(
+                            .syntax, at: location(word), word: name, "audit \(words[1].text) takes \(accepted)= once")
+                    }
+                    values[name] = try Self.absolutePath(
+                        String(word.text[word.text.index(after: equals)...]), at: location(word))
+                }
+                let destination: AuditDestination
+                switch words[1].text {
+                case "syslog": destination = .syslog(socket: values["socket"] ?? "/dev/log")
+                case "json":
+                    guard let path = values["path"] else {
+                        throw ConfigurationError(
+                            .syntax, at: location(words[1]), word: "json", "audit json needs path=FILE")
+                    }
+                    destination = .json(path: path)
+                default:
+                    throw ConfigurationError(
+                        .value, at: location(words[1]), word: words[1].text, "audit takes syslog or json path=FILE")
+                }
+                guard !configuration.audit.contains(destination) else {
+                    throw ConfigurationError(
+                        .duplicate, at: at, word: words[1].text, "this audit destination is set twice")
+                }
+                configuration.audit.append(destination)
+            default:  // lockout
+                guard configuration.lockout == nil && configuration.lockoutDirectory == nil else {
+                    throw ConfigurationError(.duplicate, at: at, word: "lockout", "lockout is set twice")
+                }
+                var policy = LockoutPolicy()
+                var rootUnlock: Duration??
+                var off = false
+                if words.dropFirst().contains(where: { $0.text == "even_deny_root" }) { policy.evenDenyRoot = true }
+                let named = Array(words.dropFirst().filter { $0.text != "even_deny_root" })
+                for word in named {
+                    guard let equals = word.text.firstIndex(of: "="), equals != word.text.startIndex else {
+                        throw ConfigurationError(.syntax, at: location(word), word: word.text, "expected name=value")
+                    }
+                    let name = String(word.text[..<equals])
+                    let value = String(word.text[word.text.index(after: equals)...])
+                    switch name {
+                    case "deny", "threshold":
+                        guard let count = Int(value), (0...1000).contains(count) else {
+                            throw ConfigurationError(
+                                .value, at: location(word), word: value, "deny takes a number from 0 (off) to 1000")
+                        }
+                        policy.deny = count
+                        off = count == 0
+                    case "interval":
+                        guard let interval = try Self.duration(value, at: location(word)), interval > .zero else {
+                            throw ConfigurationError(
+                                .value, at: location(word), word: value, "an interval is a duration such as 15m")
+                        }
+                        policy.interval = interval
+                    case "unlock", "duration":
+                        policy.unlockAfter = try Self.unlockTime(value, at: location(word))
+                    case "root_unlock":
+                        rootUnlock = .some(try Self.unlockTime(value, at: location(word)))
+                    case "dir":
+                        configuration.lockoutDirectory = try Self.absolutePath(value, at: location(word))
+                    default:
+                        throw ConfigurationError(
+                            .syntax, at: location(word), word: name,
+                            "lockout takes deny=, interval=, unlock=, root_unlock=, dir= and even_deny_root")
+                    }
+                }
+                policy.rootUnlockAfter = rootUnlock ?? policy.unlockAfter
+                configuration.lockout = .some(off ? nil : policy)
             }
+        }
+
+        /// An unlock time: a duration, or `0` (or `never`) for only when an administrator unlocks.
+        static func unlockTime(_ text: String, at location: Location) throws(ConfigurationError) -> Duration? {
+            if text == "0" || text == "never" { return nil }
+            guard let duration = try duration(text, at: location), duration > .zero else { return nil }
+            return duration
+        }
+
+        /// A fail delay: a duration of at most a minute, `0` for none; `1.5s` and `500ms` are allowed.
+        static func delay(_ text: String, at location: Location) throws(ConfigurationError) -> Duration {
+            if text == "0" { return .zero }
+            let milliseconds: Double?
+            if text.hasSuffix("ms") {
+                milliseconds = Double(text.dropLast(2))
+            } else if text.hasSuffix("s") {
+                milliseconds = Double(text.dropLast()).map { $0 * 1000 }
+            } else {
+                milliseconds = nil
+            }
+            guard let milliseconds, milliseconds.isFinite, (0...60_000).contains(milliseconds) else {
+                throw ConfigurationError(
+                    .value, at: location, word: text, "expected a delay such as 2s, 1.5s or 500ms (at most 60s), or 0")
+            }
+            return .milliseconds(Int64(milliseconds.rounded()))
+        }
+
+        /// A path the tool will write to: absolute, so it does not depend on where the tool is started.
+        static func absolutePath(_ text: String, at location: Location) throws(ConfigurationError) -> String {
+            guard text.hasPrefix("/"), !text.split(separator: "/").contains("..") else {
+                throw ConfigurationError(.value, at: location, word: text, "expected an absolute path without ..")
+            }
+            return text
         }
 
         /// `90s`, `15m`, `8h`, `2d`, or `none`; at most 30 days.

@@ -8,7 +8,7 @@ import Testing
 struct GatekeeperTests {
     @Test func signsInWithCredentialsAndOut() async throws {
         let provider = accountsProvider()
-        let gatekeeper = Gatekeeper(provider: provider)
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         let identity = try await gatekeeper.signIn(credentials("alice", "wonderland"))
         #expect(identity.username == "alice")
         #expect(gatekeeper.identity == identity)
@@ -24,7 +24,7 @@ struct GatekeeperTests {
     }
 
     @Test func wrongPasswordLeavesTheStateSignedOut() async throws {
-        let gatekeeper = Gatekeeper(provider: accountsProvider())
+        let gatekeeper = Gatekeeper(provider: accountsProvider(), configuration: .init(failDelay: .zero))
         await #expect(throws: AuthError.invalidCredentials) {
             try await gatekeeper.signIn(credentials("alice", "WONDERLAND"))
         }
@@ -32,18 +32,18 @@ struct GatekeeperTests {
     }
 
     @Test func unknownUsersLookLikeWrongPasswordsUnlessRevealed() async throws {
-        let hidden = Gatekeeper(provider: accountsProvider())
+        let hidden = Gatekeeper(provider: accountsProvider(), configuration: .init(failDelay: .zero))
         await #expect(throws: AuthError.invalidCredentials) { try await hidden.signIn(credentials("zed", "x")) }
         let revealing = Gatekeeper(
             provider: accountsProvider(),
-            configuration: .init(revealsUnknownUsers: true)
+            configuration: .init(failDelay: .zero, revealsUnknownUsers: true)
         )
         await #expect(throws: AuthError.userNotFound) { try await revealing.signIn(credentials("zed", "x")) }
     }
 
     @Test func providerFailuresAreTyped() async throws {
         let provider = StubAuthProvider { _ throws(AuthError) in .unavailable(reason: "directory offline") }
-        let gatekeeper = Gatekeeper(provider: provider)
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         await #expect(throws: AuthError.providerUnavailable(reason: "directory offline")) {
             try await gatekeeper.signIn(credentials("alice", "wonderland"))
         }
@@ -54,7 +54,7 @@ struct GatekeeperTests {
     @Test(arguments: CredentialsTests.badUsernames.filter { !$0.0.isEmpty })
     func badUsernamesNeverReachTheProvider(_ name: String, _ expected: AuthError) async throws {
         let provider = accountsProvider()
-        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(maxAttempts: 1))
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(maxAttempts: 1, failDelay: .zero))
         try await gatekeeper.signIn(credentials("bob", "builder"))
         let before = gatekeeper.state
         let conversation = ScriptedConversation(.text(name), .secret("pw"))
@@ -71,7 +71,7 @@ struct GatekeeperTests {
             received.add(1, ordering: .relaxed)
             return .rejected(.wrongCredentials)
         }
-        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(maxAttempts: 1))
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(maxAttempts: 1, failDelay: .zero))
         await #expect(throws: password.expected) {
             try await gatekeeper.signIn(conversation: ScriptedConversation(.text("alice"), .bytes(password.bytes)))
         }
@@ -80,7 +80,7 @@ struct GatekeeperTests {
     }
 
     @Test func anInteractiveLoginExplainsAndRetriesUpToTheLimit() async throws {
-        let gatekeeper = Gatekeeper(provider: accountsProvider())
+        let gatekeeper = Gatekeeper(provider: accountsProvider(), configuration: .init(failDelay: .zero))
         let conversation = ScriptedConversation(
             .text("alice"), .secret("one"),
             .text("alice"), .secret(""),
@@ -98,7 +98,7 @@ struct GatekeeperTests {
 
     @Test func anEmptyUsernameCancels() async throws {
         let provider = accountsProvider()
-        let gatekeeper = Gatekeeper(provider: provider)
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         await #expect(throws: AuthError.cancelled) {
             try await gatekeeper.signIn(conversation: ScriptedConversation(.text("")))
         }
@@ -111,7 +111,7 @@ struct GatekeeperTests {
         let audit = RecordingAuditSink()
         let gatekeeper = Gatekeeper(
             provider: provider,
-            configuration: .init(lockoutThreshold: 3, lockoutDuration: .seconds(60)),
+            configuration: .init(lockout: .init(deny: 3, unlockAfter: .seconds(60)), failDelay: .zero),
             audit: audit,
             now: clock.now
         )
@@ -133,7 +133,7 @@ struct GatekeeperTests {
     }
 
     @Test func broadcastsStatesToEveryObserver() async throws {
-        let gatekeeper = Gatekeeper(provider: accountsProvider())
+        let gatekeeper = Gatekeeper(provider: accountsProvider(), configuration: .init(failDelay: .zero))
         let first = await StateRecorder(gatekeeper)
         let second = await StateRecorder(gatekeeper)
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
@@ -145,22 +145,32 @@ struct GatekeeperTests {
 
     @Test func auditsWithoutSecrets() async throws {
         let audit = RecordingAuditSink()
-        let gatekeeper = Gatekeeper(provider: accountsProvider(), audit: audit)
+        let gatekeeper = Gatekeeper(provider: accountsProvider(), configuration: .init(failDelay: .zero), audit: audit)
         _ = try? await gatekeeper.signIn(credentials("alice", "hunter2-wrong"))
+        // A password typed into the name field: the name matches no account, so only its digest is kept.
+        _ = try? await gatekeeper.signIn(credentials("wonderland", "alice"))
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
         await gatekeeper.signOut()
-        #expect(audit.events.map(\.kind) == [.signInFailed, .signedIn, .signedOut])
-        #expect(audit.events.first?.reason == .invalidCredentials)
+        #expect(
+            audit.events.map(\.kind) == [
+                .attempt, .signInFailed, .attempt, .signInFailed, .attempt, .signedIn, .signedOut,
+            ])
+        #expect(audit.events[1].reason == .invalidCredentials && audit.events[1].username == "alice")
+        #expect(audit.events[3].username == nil && audit.events[3].userDigest != nil)
+        #expect(audit.events[2].userDigest == audit.events[3].userDigest)
+        #expect(audit.events[0].userDigest == audit.events[4].userDigest)
         for event in audit.events {
             #expect(!event.description.contains("hunter2"))
             #expect(!event.description.contains("wonderland"))
-            #expect(event.description.contains("user=\"alice\""))
+            // A confirmed name is written; one not yet confirmed is only a keyed digest.
+            #expect(
+                event.description.contains("user=\"alice\"") || event.description.contains("user-digest=hmac-sha256:"))
         }
     }
 
     @Test func signingInAgainReplacesTheSession() async throws {
         let provider = accountsProvider()
-        let gatekeeper = Gatekeeper(provider: provider)
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
         try await gatekeeper.signIn(credentials("bob", "builder"))
         #expect(gatekeeper.identity?.username == "bob")
@@ -178,24 +188,31 @@ struct LockoutStoreTests {
 
         init(locked: Set<String>) { self.locked = locked }
 
-        func remainingLockout(of username: String) -> Duration? {
-            locked.contains(username) ? .seconds(42) : nil
+        func status(of account: String, policy: LockoutPolicy) -> LockoutStatus {
+            locked.contains(account) ? .locked(failures: policy.deny, remaining: .seconds(42)) : .open(failures: 0)
         }
 
-        func recordFailure(of username: String, threshold: Int, duration: Duration) -> Bool {
-            events.withLock { $0.append("failure \(username) \(threshold)") }
-            return false
+        func recordFailure(of account: String, known: Bool, source: LoginSource, policy: LockoutPolicy)
+            -> LockoutStatus
+        {
+            events.withLock { $0.append("failure \(account) \(known) \(policy.deny)") }
+            return .open(failures: 1)
         }
 
-        func recordSuccess(of username: String) {
-            events.withLock { $0.append("success \(username)") }
+        func recordSuccess(of account: String) {
+            events.withLock { $0.append("success \(account)") }
+        }
+
+        func unlock(_ account: String) {
+            events.withLock { $0.append("unlock \(account)") }
         }
     }
 
     @Test func aGatekeeperUsesTheStoreItIsGiven() async throws {
         let store = RecordingStore(locked: ["bob"])
         let provider = accountsProvider()
-        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(lockoutThreshold: 4), lockout: store)
+        let gatekeeper = Gatekeeper(
+            provider: provider, configuration: .init(lockout: .init(deny: 4), failDelay: .zero), lockout: store)
         await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(credentials("alice", "no")) }
         _ = try await gatekeeper.signIn(credentials("alice", "wonderland"))
         await #expect {
@@ -203,6 +220,8 @@ struct LockoutStoreTests {
         } throws: { error in
             (error as? AuthError)?.retryAfter == .seconds(42)
         }
-        #expect(store.events.withLock { $0 } == ["failure alice 4", "success alice"])
+        await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(credentials("nobody", "no")) }
+        #expect(
+            store.events.withLock { $0 } == ["failure alice true 4", "success alice", "failure nobody false 4"])
     }
 }

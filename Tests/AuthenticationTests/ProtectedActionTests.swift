@@ -8,7 +8,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct ProtectedActionTests {
     @Test func runsTheContentAfterALogin() async throws {
-        let gatekeeper = Gatekeeper(provider: accountsProvider())
+        let gatekeeper = Gatekeeper(provider: accountsProvider(), configuration: .init(failDelay: .zero))
         let dismissed = Counter()
         let courses = RequiresAuthentication(.signedIn) { _ in
             dismissed.increment()
@@ -46,7 +46,7 @@ struct ProtectedActionTests {
         _ answers: [ScriptedConversation.Answer],
         _ expected: AuthError
     ) async throws {
-        let gatekeeper = Gatekeeper(provider: accountsProvider())
+        let gatekeeper = Gatekeeper(provider: accountsProvider(), configuration: .init(failDelay: .zero))
         let ran = Counter()
         let dismissed = Locked<[AuthError]>([])
         let admin = RequiresAuthentication(.member(of: "admin")) { reason in
@@ -66,7 +66,7 @@ struct ProtectedActionTests {
     }
 
     @Test func theModifierFormProtectsAnExistingAction() async throws {
-        let gatekeeper = Gatekeeper(provider: accountsProvider())
+        let gatekeeper = Gatekeeper(provider: accountsProvider(), configuration: .init(failDelay: .zero))
         let ran = Counter()
         let deploy = gatekeeper.requiresAuthentication(
             .member(of: "admin"),
@@ -89,7 +89,7 @@ struct ProtectedActionTests {
 
     @Test func contentErrorsReachTheCaller() async throws {
         struct Boom: Error {}
-        let gatekeeper = Gatekeeper(provider: accountsProvider())
+        let gatekeeper = Gatekeeper(provider: accountsProvider(), configuration: .init(failDelay: .zero))
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
         let failing = RequiresAuthentication { _ in throw Boom() }
         await #expect(throws: Boom.self) {
@@ -99,7 +99,7 @@ struct ProtectedActionTests {
 
     @Test func concurrentActionsShareOneLogin() async throws {
         let provider = BlockingProvider()
-        let gatekeeper = Gatekeeper(provider: provider)
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         let conversation = ScriptedConversation(.text("alice"), .secret("pw"))
         let ran = Counter()
         let action = RequiresAuthentication { _ in ran.increment() }
@@ -115,7 +115,7 @@ struct ProtectedActionTests {
 
     @Test func manyConcurrentActionsShareOneLogin() async throws {
         let provider = StubAuthProvider(accounts: ["alice": ("wonderland", [])])
-        let gatekeeper = Gatekeeper(provider: provider)
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         let conversation = ScriptedConversation(.text("alice"), .secret("wonderland"))
         let action = RequiresAuthentication { identity in identity.username }
         try await withThrowingTaskGroup(of: String?.self) { group in
@@ -133,7 +133,7 @@ struct ProtectedActionTests {
         let audit = RecordingAuditSink()
         let gatekeeper = Gatekeeper(
             provider: accountsProvider(),
-            configuration: .init(idleTimeout: .seconds(60), absoluteTimeout: nil),
+            configuration: .init(idleTimeout: .seconds(60), absoluteTimeout: nil, failDelay: .zero),
             audit: audit,
             now: clock.now
         )
@@ -158,7 +158,7 @@ struct ProtectedActionTests {
         let clock = ManualClock()
         let gatekeeper = Gatekeeper(
             provider: accountsProvider(),
-            configuration: .init(idleTimeout: .seconds(60), absoluteTimeout: .seconds(100)),
+            configuration: .init(idleTimeout: .seconds(60), absoluteTimeout: .seconds(100), failDelay: .zero),
             now: clock.now
         )
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
@@ -183,7 +183,7 @@ struct ProtectedActionTests {
         let clock = ManualClock()
         let gatekeeper = Gatekeeper(
             provider: accountsProvider(),
-            configuration: .init(idleTimeout: nil, absoluteTimeout: nil),
+            configuration: .init(idleTimeout: nil, absoluteTimeout: nil, failDelay: .zero),
             now: clock.now
         )
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
@@ -198,7 +198,7 @@ struct ProtectedActionTests {
     }
 
     @Test func signingOutMakesTheNextActionAsk() async throws {
-        let gatekeeper = Gatekeeper(provider: accountsProvider())
+        let gatekeeper = Gatekeeper(provider: accountsProvider(), configuration: .init(failDelay: .zero))
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
         await gatekeeper.signOut()
         let conversation = ScriptedConversation(.cancel)
@@ -212,7 +212,7 @@ struct ProtectedActionTests {
 
     @Test func signingOutDuringALoginCancelsIt() async throws {
         let provider = BlockingProvider()
-        let gatekeeper = Gatekeeper(provider: provider)
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         let ran = Counter()
         let pending = Task {
             try await RequiresAuthentication { _ in ran.increment() }
@@ -239,7 +239,7 @@ struct ProtectedActionTests {
     @Test func cancellingTheTaskReturnsWhileTheProviderIsStuck() async throws {
         let provider = BlockingProvider()
         let audit = RecordingAuditSink()
-        let gatekeeper = Gatekeeper(provider: provider, audit: audit)
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero), audit: audit)
         let dismissed = Counter()
         let ran = Counter()
         let action = RequiresAuthentication(.signedIn) { _ in
@@ -258,7 +258,8 @@ struct ProtectedActionTests {
         }
         #expect(gatekeeper.state == .signedOut)
         #expect(dismissed.count == 1)
-        #expect(audit.events.map(\.kind) == [.signInCancelled])
+        // The attempt began; cancelled, it counts as no failure.
+        #expect(audit.events.map(\.kind) == [.attempt, .signInCancelled])
         provider.release()
         #expect(await eventually { provider.signOutCount > 0 })
         #expect(gatekeeper.state == .signedOut)
@@ -268,7 +269,7 @@ struct ProtectedActionTests {
     /// One of two waiters is cancelled: the login goes on for the other.
     @Test func aCancelledWaiterDoesNotCancelTheSharedLogin() async throws {
         let provider = BlockingProvider()
-        let gatekeeper = Gatekeeper(provider: provider)
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         let conversation = ScriptedConversation(.text("alice"), .secret("pw"))
         let action = RequiresAuthentication { identity in identity.username }
         let first = Task { try await action.run(through: gatekeeper, conversation: conversation) }
@@ -299,7 +300,7 @@ struct ProtectedActionTests {
                     username: request.username, groups: groups, provider: "stress", attributes: ["serial": "\(number)"])
             )
         }
-        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(lockoutThreshold: nil))
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(lockout: nil, failDelay: .zero))
         let endedSessions = Locked<Set<String>>([])
         let violations = Locked<[String]>([])
         let runs = Counter()

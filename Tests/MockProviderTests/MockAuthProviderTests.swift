@@ -70,7 +70,7 @@ struct MockAuthProviderTests {
     func aHangingBackendEndsWhenTheTaskIsCancelled() async throws {
         let provider = MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)
         provider.inject(.hang)
-        let gatekeeper = Gatekeeper(provider: provider)
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         let login = Task { try await gatekeeper.signIn(credentials("alice", "wonderland")) }
         #expect(await eventually { provider.authenticationCount > 0 })
         login.cancel()
@@ -83,7 +83,7 @@ struct MockAuthProviderTests {
     @Test(.timeLimit(.minutes(1)))
     func cancellingDuringTheDelayDismissesAtOnce() async throws {
         let provider = MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .seconds(3600))
-        let gatekeeper = Gatekeeper(provider: provider)
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         let ran = Locked(false)
         let dismissals = Locked(0)
         let action = RequiresAuthentication(.signedIn) { _ in

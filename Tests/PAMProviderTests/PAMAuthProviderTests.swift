@@ -19,7 +19,8 @@ struct PAMAuthProviderTests {
     }
 
     @Test func signsInThroughAGatekeeper() async throws {
-        let gatekeeper = Gatekeeper(provider: try PAMFixture.shared.get().provider())
+        let gatekeeper = Gatekeeper(
+            provider: try PAMFixture.shared.get().provider(), configuration: .init(failDelay: .zero))
         let identity = try await gatekeeper.signIn(credentials("bob", "builder"))
         #expect(identity.username == "bob")
         #expect(identity.provider == "pam")
@@ -112,7 +113,8 @@ struct PAMAuthProviderTests {
     /// An opt-in session is opened after the checks and closed at sign-out, on the same handle.
     @Test func aSessionLastsUntilSignOut() async throws {
         let fixture = try PAMFixture.shared.get()
-        let gatekeeper = Gatekeeper(provider: try fixture.provider("gk-session", opensSession: true))
+        let gatekeeper = Gatekeeper(
+            provider: try fixture.provider("gk-session", opensSession: true), configuration: .init(failDelay: .zero))
         let identity = try await gatekeeper.signIn(credentials("bob", "builder"))
         #expect(identity.attributes["pam.session"] != nil)
         #expect(fixture.sessionLog.contains("open bob\n"))

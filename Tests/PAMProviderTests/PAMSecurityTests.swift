@@ -101,7 +101,7 @@ struct PAMSecurityTests {
     @Test func spellingsOfOneAccountShareALockout() async throws {
         let fixture = try PAMFixture.shared.get()
         let provider = try PAMAuthProvider(.init(service: "gk-casefold", configurationDirectory: fixture.directory))
-        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(lockoutThreshold: 3))
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(lockout: .init(deny: 3), failDelay: .zero))
         #expect(try await gatekeeper.signIn(credentials("ALICE", "secret")).username == "alice")
         for spelling in ["Alice", "ALICE", "alIce"] {
             await #expect(throws: AuthError.invalidCredentials) {

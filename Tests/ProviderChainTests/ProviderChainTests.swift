@@ -138,7 +138,7 @@ struct ProviderChainTests {
             .init(.sufficient, DebugAuthProvider(result: .userUnknown)),
             .init(.required, MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)),
         ])
-        let gatekeeper = Gatekeeper(provider: stack, audit: audit)
+        let gatekeeper = Gatekeeper(provider: stack, configuration: .init(failDelay: .zero), audit: audit)
         _ = try await gatekeeper.signIn(try credentials("bob", "builder"))
         let decision = try #require(audit.events.first { $0.kind == .stackDecision })
         #expect(decision.username == "bob")

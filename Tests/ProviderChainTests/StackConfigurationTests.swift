@@ -27,7 +27,11 @@ struct StackConfigurationTests {
             # admin tools
             session idle=15m absolute=8h
             attempts 2
-            lockout threshold=4 duration=90s
+            lockout deny=4 interval=5m unlock=90s dir=/var/lib/gatekeeper/faillock even_deny_root
+            delay 500ms
+            cache timeout=2m
+            audit syslog
+            audit json path=/var/log/gatekeeper/audit.jsonl
 
             sufficient  debug result=user_unknown   # nobody here
             [success=done user_unknown=ignore authinfo_unavail=ignore default=die]  debug result=authinfo_unavail
@@ -35,13 +39,19 @@ struct StackConfigurationTests {
             """)
         let gatekeeper = configuration.gatekeeperConfiguration()
         #expect(gatekeeper.idleTimeout == .seconds(15 * 60) && gatekeeper.absoluteTimeout == .seconds(8 * 3600))
+        #expect(gatekeeper.maxAttempts == 2)
         #expect(
-            gatekeeper.maxAttempts == 2 && gatekeeper.lockoutThreshold == 4
-                && gatekeeper.lockoutDuration == .seconds(90))
+            gatekeeper.lockout
+                == LockoutPolicy(deny: 4, interval: .seconds(300), unlockAfter: .seconds(90), evenDenyRoot: true))
+        #expect(gatekeeper.failDelay == .milliseconds(500))
+        #expect(configuration.lockoutDirectory == "/var/lib/gatekeeper/faillock")
+        #expect(configuration.cacheTimeout == .seconds(120))
+        #expect(
+            configuration.audit == [.syslog(socket: "/dev/log"), .json(path: "/var/log/gatekeeper/audit.jsonl")])
         #expect(configuration.entries.map(\.provider) == ["debug", "debug", "mock"])
         #expect(configuration.entries[1].control.action(for: .success) == .done)
         #expect(configuration.entries[1].control.action(for: .authenticationError) == .die)
-        #expect(configuration.entries[2].location.description == "test.conf:8:1")
+        #expect(configuration.entries[2].location.description == "test.conf:12:1")
     }
 
     /// bob exists only in the mock: the entries before it do not know him or are down, and are ignored.
@@ -115,7 +125,42 @@ struct StackConfigurationTests {
         ),
         ("session ttl=1m", "test.conf:1:9: ttl: session takes idle= and absolute="),
         ("attempts 0", "test.conf:1:10: 0: attempts takes a number from 1 to 10"),
-        ("lockout threshold=many", "test.conf:1:9: many: threshold takes a number from 0 (off) to 1000"),
+        ("lockout deny=many", "test.conf:1:9: many: deny takes a number from 0 (off) to 1000"),
+        ("lockout threshold=-1", "test.conf:1:9: -1: deny takes a number from 0 (off) to 1000"),
+        ("lockout deny=3\nlockout deny=4", "test.conf:2:1: lockout: lockout is set twice"),
+        ("lockout interval=0s", "test.conf:1:9: 0s: an interval is a duration such as 15m"),
+        (
+            "lockout dir=faillock",
+            "test.conf:1:9: faillock: expected an absolute path without .."
+        ),
+        ("lockout dir=/var/../tmp", "test.conf:1:9: /var/../tmp: expected an absolute path without .."),
+        (
+            "lockout tries=3",
+            "test.conf:1:9: tries: lockout takes deny=, interval=, unlock=, root_unlock=, dir= and even_deny_root"
+        ),
+        ("delay", "test.conf:1:1: delay: delay takes one duration, such as 2s or 0"),
+        (
+            "delay 2 seconds",
+            "test.conf:1:1: delay: delay takes one duration, such as 2s or 0"
+        ),
+        (
+            "delay 61s",
+            "test.conf:1:7: 61s: expected a delay such as 2s, 1.5s or 500ms (at most 60s), or 0"
+        ),
+        ("delay nans", "test.conf:1:7: nans: expected a delay such as 2s, 1.5s or 500ms (at most 60s), or 0"),
+        (
+            "cache timeout=forever",
+            "test.conf:1:7: forever: expected a duration such as 90s, 15m, 8h or 2d (at most 30d), or none"
+        ),
+        ("cache timeout=none", "test.conf:1:7: none: a cache timeout is a duration, or 0 for never"),
+        ("cache ttl=1m", "test.conf:1:7: ttl: cache takes timeout= and dir="),
+        ("audit", "test.conf:1:1: audit: audit takes syslog or json path=FILE"),
+        ("audit email", "test.conf:1:7: email: audit takes syslog or json path=FILE"),
+        ("audit json", "test.conf:1:7: json: audit json needs path=FILE"),
+        ("audit json file=/x", "test.conf:1:12: file: audit json takes path= once"),
+        ("audit syslog path=/x", "test.conf:1:14: path: audit syslog takes socket= once"),
+        ("audit json path=log.jsonl", "test.conf:1:12: log.jsonl: expected an absolute path without .."),
+        ("audit syslog\naudit syslog", "test.conf:2:1: syslog: this audit destination is set twice"),
         ("include", "test.conf:1:1: include: include takes one file name"),
         ("include missing.conf", "missing.conf: cannot be read"),
         ("required mock\u{1B}[2J", "test.conf:1:10: mock\\u{1B}[2J: holds invalid UTF-8 or a control character"),

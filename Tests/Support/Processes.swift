@@ -274,7 +274,7 @@ private func spawn(
     // POSIX_SPAWN_SETSID (glibc): a new session, without a controlling terminal until it opens one.
     posix_spawnattr_setflags(&attributes, Int16(0x80 | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+    let argv = ([executable.path] + isolated(executable, arguments)).map { strdup($0) } + [nil]
     let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer {
         argv.forEach { free($0) }
@@ -284,6 +284,23 @@ private func spawn(
     let result = posix_spawn(&child, executable.path, &actions, &attributes, argv, envp)
     guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .ENOENT) }
     return child
+}
+
+/// gatekeeper-run keeps failed and remembered logins across runs; each run a test starts gets a state
+/// directory of its own (so one test's failures or logins never reach another), unless the test names one
+/// to see that state carried from run to run.
+private func isolated(_ executable: URL, _ arguments: [String]) -> [String] {
+    guard executable.lastPathComponent == "gatekeeper-run", !arguments.contains(where: { $0.hasPrefix("--state-dir") })
+    else { return arguments }
+    return ["--state-dir", temporaryDirectory("gatekeeper-run-state")] + arguments
+}
+
+/// A new empty directory under the system's temporary directory, private to this user.
+public func temporaryDirectory(_ prefix: String) -> String {
+    var template = Array("/tmp/\(prefix).XXXXXX".utf8CString)
+    return template.withUnsafeMutableBufferPointer { buffer in
+        String(cString: mkdtemp(buffer.baseAddress!)!)
+    }
 }
 
 private func waitForExit(_ pid: pid_t) -> Int32 {

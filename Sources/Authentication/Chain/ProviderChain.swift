@@ -44,6 +44,13 @@ public final class ProviderChain: AuthProvider {
         /// The chain's result.
         public var result: PAMResult = .permissionDenied
 
+        /// The entry whose answer became the chain's, as `N:provider` (1 for the first): the last one that
+        /// answered with the chain's result.
+        public var decidingEntry: String? {
+            guard let step = steps.last(where: { $0.result == result }) ?? steps.last else { return nil }
+            return "\(step.index + 1):\(step.provider)"
+        }
+
         public var description: String {
             let lines = steps.map { step in
                 "\(step.index + 1). \(step.control) \(step.provider): \(step.result.rawValue) -> \(step.action)"
@@ -73,6 +80,17 @@ public final class ProviderChain: AuthProvider {
 
     /// The trace of the last login that ended (for `explain` and `--explain`).
     public var lastTrace: Trace? { traces.last }
+
+    /// Asks the entry that signed `identity` in (by its provider's name), searching nested stacks.
+    public func recheck(_ identity: Identity) async -> Recheck {
+        for entry in entries {
+            if let chain = entry.provider as? ProviderChain, chain.providerNames.contains(identity.provider) {
+                return await chain.recheck(identity)
+            }
+            if entry.provider.name == identity.provider { return await entry.provider.recheck(identity) }
+        }
+        return .unverifiable
+    }
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
         var decision = Decision()

@@ -140,9 +140,10 @@ extension Gatekeeper {
             if Task.isCancelled { throw .cancelled }
             let answer = try await conversation.askUsername(configuration.usernamePrompt)
             if answer.isEmpty { throw .cancelled }
-            do {
+            do throws(AuthError) {
                 return try await check(answer, conversation: conversation)
             } catch {
+                if error.code != .cancelled { try await waitAfterFailure() }
                 switch error.code {
                 case .cancelled, .providerUnavailable, .tooManyAttempts:
                     throw error
@@ -155,10 +156,26 @@ extension Gatekeeper {
         preconditionFailure("the loop returns or throws")
     }
 
+    /// The fail delay: ``Configuration/failDelay`` times 1 ± up to 25 %, spread as libpam spreads its
+    /// delay (the mean of three uniform draws, so most waits are near the middle). Cancelling the login
+    /// ends the wait at once.
+    private func waitAfterFailure() async throws(AuthError) {
+        guard configuration.failDelay > .zero else { return }
+        var generator = SystemRandomNumberGenerator()
+        let mean = (0..<3).reduce(0.0) { sum, _ in sum + Double.random(in: 0..<1, using: &generator) } / 3
+        do {
+            try await Task.sleep(for: configuration.failDelay * (1 + (mean - 0.5) / 2))
+        } catch {
+            throw .cancelled
+        }
+    }
+
     /// One attempt: validate, check the lockout, ask the provider, count the outcome.
     private func check(_ answer: String, conversation: any Conversation) async throws(AuthError) -> Identity {
         let username = try Username.validate(answer)
-        if let lockedOut = lockoutError(for: username) { throw lockedOut }
+        record(.attempt, unverified: username)
+        // A locked-out name is refused before any provider is asked or any password hashed.
+        if let lockedOut = lockoutError(for: username, confirmed: false) { throw lockedOut }
         let request = AuthRequest(
             username: username,
             conversation: ValidatingConversation(conversation),
@@ -174,50 +191,86 @@ extension Gatekeeper {
                 return .failure(error)
             }
         }
-        if let trace = collector.trace { record(.stackDecision, username, detail: trace.description) }
+        let trace = collector.trace
         let outcome = try answer.get()
+        let entry = trace?.decidingEntry
         switch outcome {
         case .authenticated(let identity):
+            if let trace { record(.stackDecision, identity.username, detail: trace.description, stackEntry: entry) }
             // Another spelling of a locked-out account is still locked out.
-            if identity.username != username, let lockedOut = lockoutError(for: identity.username) {
+            if identity.username != username, let lockedOut = lockoutError(for: identity.username, confirmed: true) {
                 await provider.signOut(identity)
                 throw lockedOut
             }
-            lockout.recordSuccess(of: username)
-            if identity.username != username { lockout.recordSuccess(of: identity.username) }
+            recordSuccess(of: username)
+            if identity.username != username { recordSuccess(of: identity.username) }
             return identity
         case .rejected(let rejection, let canonical):
             // Failures count against the backend's spelling of the account, if it has its own.
             let account = canonical ?? username
-            if account != username, let lockedOut = lockoutError(for: account) { throw lockedOut }
-            registerFailure(of: account, rejection.error)
+            if let trace { record(.stackDecision, account, detail: trace.description, stackEntry: entry) }
+            if account != username, let lockedOut = lockoutError(for: account, confirmed: true) { throw lockedOut }
+            registerFailure(of: account, known: true, rejection.error, stackEntry: entry)
             throw rejection.error
         case .notMine:
-            registerFailure(of: username, .userNotFound)
+            if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
+            registerFailure(of: username, known: false, .userNotFound, stackEntry: entry)
             throw configuration.revealsUnknownUsers ? .userNotFound : .invalidCredentials
         case .unavailable(let reason):
-            record(.signInFailed, username, .providerUnavailable(reason: reason))
+            if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
+            record(.providerUnavailable, unverified: username, .providerUnavailable(reason: reason))
             throw .providerUnavailable(reason: reason)
         case .ignored:
             // Nothing applied to this login: as PAM's stack of only ignored modules, it fails.
-            registerFailure(of: username, .refusedByPolicy)
+            if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
+            registerFailure(of: username, known: false, .refusedByPolicy, stackEntry: entry)
             throw .refusedByPolicy
         }
     }
 
-    /// The error for a user name that is locked out now (recorded in the audit), or `nil`.
-    private func lockoutError(for username: String) -> AuthError? {
-        guard let threshold = configuration.lockoutThreshold, threshold > 0 else { return nil }
-        guard let remaining = lockout.remainingLockout(of: username) else { return nil }
-        record(.lockedOut, username, .tooManyAttempts(retryAfter: remaining))
-        return .tooManyAttempts(retryAfter: remaining)
+    /// The error for an account that is locked out now (recorded in the audit), or `nil`. A store that
+    /// cannot tell fails closed: its error refuses the login.
+    private func lockoutError(for account: String, confirmed: Bool) -> AuthError? {
+        guard let policy = configuration.lockout, policy.deny > 0 else { return nil }
+        let status: LockoutStatus
+        do throws(AuthError) {
+            status = try lockout.status(of: account, policy: policy)
+        } catch {
+            record(.stateUnavailable, nil, error)
+            return error
+        }
+        guard case .locked(_, let remaining) = status else { return nil }
+        let error = remaining.map { AuthError.tooManyAttempts(retryAfter: $0) } ?? .lockedUntilUnlocked
+        if confirmed { record(.lockedOut, account, error) } else { record(.lockedOut, unverified: account, error) }
+        return error
     }
 
-    private func registerFailure(of username: String, _ reason: AuthError) {
-        record(.signInFailed, username, reason)
-        guard let threshold = configuration.lockoutThreshold, threshold > 0 else { return }
-        let locked = lockout.recordFailure(of: username, threshold: threshold, duration: configuration.lockoutDuration)
-        if locked { record(.lockedOut, username, .tooManyAttempts(retryAfter: configuration.lockoutDuration)) }
+    private func registerFailure(of account: String, known: Bool, _ reason: AuthError, stackEntry: String?) {
+        if known {
+            record(.signInFailed, account, reason, stackEntry: stackEntry)
+        } else {
+            record(.signInFailed, unverified: account, reason)
+        }
+        guard let policy = configuration.lockout, policy.deny > 0 else { return }
+        let source = LoginSource(
+            remoteHost: configuration.remoteHost, terminal: configuration.terminal, service: configuration.service)
+        do throws(AuthError) {
+            let status = try lockout.recordFailure(of: account, known: known, source: source, policy: policy)
+            guard case .locked(_, let remaining) = status else { return }
+            let error = remaining.map { AuthError.tooManyAttempts(retryAfter: $0) } ?? .lockedUntilUnlocked
+            if known { record(.lockedOut, account, error) } else { record(.lockedOut, unverified: account, error) }
+        } catch {
+            record(.stateUnavailable, nil, error, detail: "a failed login could not be counted")
+        }
+    }
+
+    private func recordSuccess(of account: String) {
+        guard configuration.lockout != nil else { return }
+        do throws(AuthError) {
+            try lockout.recordSuccess(of: account)
+        } catch {
+            record(.stateUnavailable, account, error, detail: "the count of failed logins could not be reset")
+        }
     }
 }
 

@@ -21,9 +21,10 @@ public final class Gatekeeper: Sendable {
     public let provider: any AuthProvider
     /// Timeouts, attempts and lockout.
     public let configuration: Configuration
+    /// Where failed logins are counted.
+    public let lockout: any LockoutStore
 
     let audit: any AuditSink
-    let lockout: any LockoutStore
     let clock: SessionClock
     let timeouts: Timeouts
     /// Everything that changes, behind one lock.
@@ -167,9 +168,35 @@ public final class Gatekeeper: Sendable {
         await provider.signOut(ended)
     }
 
-    func record(_ kind: AuditEvent.Kind, _ username: String?, _ reason: AuthError? = nil, detail: String? = nil) {
-        audit.record(
-            AuditEvent(kind: kind, username: username, provider: provider.name, reason: reason, detail: detail))
+    /// Records an event about `username`, a name a backend has confirmed, or about no one.
+    func record(
+        _ kind: AuditEvent.Kind,
+        _ username: String?,
+        _ reason: AuthError? = nil,
+        detail: String? = nil,
+        stackEntry: String? = nil
+    ) {
+        audit.record(event(kind, reason, detail: detail, stackEntry: stackEntry) { $0.username = username })
+    }
+
+    /// Records an event about a name no backend has confirmed: only its keyed digest is kept.
+    func record(_ kind: AuditEvent.Kind, unverified name: String, _ reason: AuthError? = nil, detail: String? = nil) {
+        let digest = audit.digest(ofUnverifiedName: name)
+        audit.record(event(kind, reason, detail: detail, stackEntry: nil) { $0.userDigest = digest })
+    }
+
+    private func event(
+        _ kind: AuditEvent.Kind,
+        _ reason: AuthError?,
+        detail: String?,
+        stackEntry: String?,
+        naming: (inout AuditEvent) -> Void
+    ) -> AuditEvent {
+        var event = AuditEvent(
+            kind: kind, username: nil, provider: provider.name, stackEntry: stackEntry, reason: reason,
+            detail: detail, terminal: configuration.terminal, remoteHost: configuration.remoteHost)
+        naming(&event)
+        return event
     }
 }
 
@@ -182,11 +209,12 @@ extension Gatekeeper {
         public var absoluteTimeout: Duration?
         /// How many tries an interactive login gets before it gives up.
         public var maxAttempts: Int
-        /// After this many consecutive failures for one user name, further logins for it are refused for
-        /// ``lockoutDuration``; `nil` disables the lockout.
-        public var lockoutThreshold: Int?
-        /// How long a user name stays locked out.
-        public var lockoutDuration: Duration
+        /// When failed logins lock an account, under pam_faillock's rules; `nil` disables the lockout.
+        public var lockout: LockoutPolicy?
+        /// How long a failed login waits before it answers, randomised by up to ±25 % as pam_faildelay's
+        /// is (so the wait does not tell one failure from another); zero for none. The wait is an async
+        /// sleep: it holds no thread, and cancelling the login ends it.
+        public var failDelay: Duration
         /// Whether to tell the person that a user name is unknown. Off by default: unknown users get
         /// ``AuthError/invalidCredentials``, like a wrong password, so names cannot be probed.
         public var revealsUnknownUsers: Bool
@@ -198,29 +226,34 @@ extension Gatekeeper {
         public var remoteHost: String?
         /// Passed to providers as ``AuthRequest/requestingUser``.
         public var requestingUser: String?
+        /// The service's name, recorded as a failure's source when there is neither a remote host nor a
+        /// terminal (as PAM's service name is).
+        public var service: String
 
         public init(
             idleTimeout: Duration? = .seconds(15 * 60),
             absoluteTimeout: Duration? = .seconds(8 * 60 * 60),
             maxAttempts: Int = 3,
-            lockoutThreshold: Int? = 5,
-            lockoutDuration: Duration = .seconds(60),
+            lockout: LockoutPolicy? = LockoutPolicy(),
+            failDelay: Duration = .seconds(2),
             revealsUnknownUsers: Bool = false,
             usernamePrompt: String = "Username: ",
             terminal: String? = nil,
             remoteHost: String? = nil,
-            requestingUser: String? = nil
+            requestingUser: String? = nil,
+            service: String = "gatekeeper"
         ) {
             self.idleTimeout = idleTimeout
             self.absoluteTimeout = absoluteTimeout
             self.maxAttempts = maxAttempts
-            self.lockoutThreshold = lockoutThreshold
-            self.lockoutDuration = lockoutDuration
+            self.lockout = lockout
+            self.failDelay = failDelay
             self.revealsUnknownUsers = revealsUnknownUsers
             self.usernamePrompt = usernamePrompt
             self.terminal = terminal
             self.remoteHost = remoteHost
             self.requestingUser = requestingUser
+            self.service = service
         }
     }
 }

@@ -1,7 +1,10 @@
 import Synchronization
 
-/// Failed logins counted in memory, for this process's life; at most 10,000 accounts are tracked, so
-/// trying many names cannot grow it without bound (accounts not locked out are forgotten first).
+/// Failed logins counted in memory, for this process's life, under pam_faillock's rules
+/// (``LockoutPolicy``). At most 10,000 names are tracked, so trying many names cannot grow it without
+/// bound (names not locked out are forgotten first); names that match no account are counted like any
+/// other, so the answers do not tell which names exist. It knows no system accounts, so no name gets
+/// uid 0's exemption.
 public final class MemoryLockoutStore: LockoutStore {
     private let table = Mutex(FailureTable())
     private let clock: SessionClock
@@ -11,59 +14,62 @@ public final class MemoryLockoutStore: LockoutStore {
         clock = SessionClock(now)
     }
 
-    public func remainingLockout(of username: String) -> Duration? {
+    public func status(of account: String, policy: LockoutPolicy) -> LockoutStatus {
         let now = clock.now()
-        return table.withLock { $0.lockout(of: username, at: now) }
+        return table.withLock { $0.status(of: account, at: now, policy) }
     }
 
-    public func recordFailure(of username: String, threshold: Int, duration: Duration) -> Bool {
+    public func recordFailure(of account: String, known: Bool, source: LoginSource, policy: LockoutPolicy)
+        -> LockoutStatus
+    {
         let now = clock.now()
-        return table.withLock { $0.registerFailure(of: username, at: now, threshold: threshold, duration: duration) }
+        return table.withLock { $0.registerFailure(of: account, at: now, policy) }
     }
 
-    public func recordSuccess(of username: String) {
-        table.withLock { $0.clear(username) }
+    public func recordSuccess(of account: String) {
+        table.withLock { $0.clear(account) }
+    }
+
+    public func unlock(_ account: String) {
+        table.withLock { $0.clear(account) }
     }
 }
 
-/// Consecutive failed logins per user name, and until when each is locked out.
+/// The times of recent failed logins per user name, in nanoseconds of a ``SessionClock``.
 struct FailureTable {
-    private struct Record {
-        var count = 0
-        var lockedUntil: Int64?
-    }
-
     /// Bounds the memory an attacker can make the table use by trying many names.
     private static let capacity = 10_000
-    private var records: [String: Record] = [:]
+    private static let unit = Duration.nanoseconds(1)
+    private var failures: [String: [Int64]] = [:]
 
-    /// How long `username` is still locked out, if it is.
-    func lockout(of username: String, at now: Int64) -> Duration? {
-        guard let until = records[username]?.lockedUntil, until > now else { return nil }
-        return .nanoseconds(until - now)
+    func status(of username: String, at now: Int64, _ policy: LockoutPolicy) -> LockoutStatus {
+        policy.status(failures: failures[username] ?? [], now: now, unit: Self.unit)
     }
 
-    /// Counts a failure; returns `true` if it locked the user name out.
-    mutating func registerFailure(of username: String, at now: Int64, threshold: Int, duration: Duration) -> Bool {
-        if records.count >= Self.capacity, records[username] == nil { prune(at: now) }
-        var record = records[username] ?? Record()
-        if let until = record.lockedUntil, until <= now { record = Record() }
-        record.count += 1
-        let locked = record.count >= threshold
-        if locked {
-            record.count = 0
-            record.lockedUntil = SessionClock.adding(now, SessionClock.nanoseconds(duration))
+    /// Counts a failure, as pam_faillock's `write_tally`: failures outside the interval, or from before an
+    /// unlock by time, stop counting; at most `deny` are kept, which is all the rules look at.
+    mutating func registerFailure(of username: String, at now: Int64, _ policy: LockoutPolicy) -> LockoutStatus {
+        if failures.count >= Self.capacity, failures[username] == nil { prune(at: now, policy) }
+        var times = failures[username] ?? []
+        let window = LockoutPolicy.count(policy.interval, Self.unit)
+        if policy.status(failures: times, now: now, unit: Self.unit) == .unlockedByTime {
+            times.removeAll()
         }
-        records[username] = record
-        return locked
+        times.removeAll { now &- $0 >= window }
+        times.append(now)
+        if times.count > max(policy.deny, 1) { times.removeFirst(times.count - max(policy.deny, 1)) }
+        failures[username] = times
+        return policy.status(failures: times, now: now, unit: Self.unit)
     }
 
     mutating func clear(_ username: String) {
-        records[username] = nil
+        failures[username] = nil
     }
 
-    private mutating func prune(at now: Int64) {
-        records = records.filter { _, record in record.lockedUntil.map { $0 > now } ?? false }
-        if records.count >= Self.capacity { records.removeAll(keepingCapacity: true) }
+    private mutating func prune(at now: Int64, _ policy: LockoutPolicy) {
+        failures = failures.filter { _, times in
+            policy.status(failures: times, now: now, unit: Self.unit).isLocked
+        }
+        if failures.count >= Self.capacity { failures.removeAll(keepingCapacity: true) }
     }
 }

@@ -1,0 +1,295 @@
+public import Authentication
+import GatekeeperSupport
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Failed logins kept in files, in pam_faillock's own tally format, so that every process of every tool
+/// counts them together — and with `pam_faillock.so` and the `faillock` tool, given the same directory.
+///
+/// One file per account, named by it: 64-byte records (52 bytes of source, 2 reserved, a 16-bit status,
+/// a 64-bit time in seconds since the epoch, in the machine's byte order), as `modules/pam_faillock`
+/// of Linux-PAM writes them, with its rules (``LockoutPolicy``): each update reads, changes and rewrites
+/// the file under its exclusive lock, keeping at most 1,024 records. A success empties the account's
+/// file (creating it, so the account has one from then on); ``unlock(_:)`` empties it, as
+/// `faillock --reset` does.
+///
+/// Damage is never an unlock: a trailing partial record is dropped as pam_faillock drops it; a file
+/// that cannot be opened, read or trusted (a link, not a regular file, another owner, writable by
+/// others) is an error, and the login is refused.
+///
+/// **Names that match no account** get no file of their own — so nobody can fill the disk by trying
+/// names, and a name that is a password typed in the wrong field is never written down. They are
+/// counted in one of 1,024 bucket files chosen by a keyed hash of the name, in the sibling directory
+/// `<dir>.unknown` (where `faillock` does not look), each capped at 64 records: at most 4 MiB. Before a
+/// login, a name with a file of its own is judged by it, any other by its bucket, so an unknown name is
+/// locked after `deny` failures as an account is, and the answers do not tell which names exist. (A
+/// bucket is shared by about one in a thousand unknown names, which may then lock a little sooner; an
+/// account that has never signed in, and so has no file yet, is judged by its bucket until its first
+/// success — `gatekeeper-run --unlock USER` gives it a file at once.)
+public final class FaillockStore: LockoutStore {
+    /// Where the tally files are.
+    public let directory: String
+    private let tallies: StateDirectory
+    private let unknown: StateDirectory
+    private let digest: AuditDigest
+
+    /// The record format, as `struct tally` of pam_faillock.
+    static let recordSize = 64
+    static let sourceSize = 52
+    static let maxRecords = 1024
+    static let bucketCount = 1024
+    static let bucketRecords = 64
+    static let statusValid: UInt16 = 0x1
+    static let statusRemoteHost: UInt16 = 0x2
+    static let statusTerminal: UInt16 = 0x4
+
+    /// Opens (creating, mode 0755 as pam_faillock does) the tally directory and its sibling for names
+    /// that match no account (mode 0700).
+    /// - Throws: ``AuthError/providerUnavailable(reason:)`` when either cannot be used safely.
+    public init(directory: String) throws(AuthError) {
+        do {
+            self.directory = directory
+            tallies = try StateDirectory(directory, creatingWith: 0o755)
+            unknown = try StateDirectory(directory + ".unknown", creatingWith: 0o700)
+            digest = AuditDigest(key: try Self.key(in: unknown))
+        } catch {
+            throw .providerUnavailable(reason: "the lockout directory cannot be used: \(error)")
+        }
+    }
+
+    /// The secret that spreads unknown names over buckets: 32 random bytes, made once.
+    private static func key(in directory: StateDirectory) throws(StateFileError) -> [UInt8] {
+        let file = try directory.openFile("key", creatingWith: 0o600)
+        defer { close(file) }
+        try StateDirectory.lock(file)
+        let bytes = try StateDirectory.readAll(file, limit: 64)
+        if bytes.count == 32 { return bytes }
+        guard bytes.isEmpty else { throw StateFileError("\(directory.path)/key: is damaged; remove it") }
+        var generator = SystemRandomNumberGenerator()
+        let key = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        try StateDirectory.overwrite(file, with: key)
+        return key
+    }
+
+    public func status(of account: String, policy: LockoutPolicy) throws(AuthError) -> LockoutStatus {
+        try withTally(of: account, known: nil, create: false) { (records, now, admin) throws(StateFileError) in
+            guard let records else { return .open(failures: 0) }
+            return policy.status(
+                failures: Self.validTimes(records), now: now, unit: .seconds(1), isAdministrator: admin)
+        }
+    }
+
+    public func recordFailure(of account: String, known: Bool, source: LoginSource, policy: LockoutPolicy)
+        throws(AuthError) -> LockoutStatus
+    {
+        let cap = known ? Self.maxRecords : Self.bucketRecords
+        return try withTally(of: account, known: known, create: true) {
+            (records: inout [Record]?, now: Int64, admin: Bool) throws(StateFileError) -> LockoutStatus in
+            var list = records ?? []
+            let before = policy.status(
+                failures: Self.validTimes(list), now: now, unit: .seconds(1), isAdministrator: admin)
+            // As pam_faillock's write_tally: records outside the interval, or all after an unlock by
+            // time, become invalid, and the oldest invalid one is reused.
+            let window = LockoutPolicy.count(policy.interval, .seconds(1))
+            for index in list.indices
+            where before == .unlockedByTime || now &- Int64(clamping: list[index].time) >= window {
+                list[index].status &= ~Self.statusValid
+            }
+            let record = Record(source: source, time: UInt64(bitPattern: now))
+            if let oldest = list.indices.min(by: { list[$0].time < list[$1].time }),
+                list[oldest].status & Self.statusValid == 0
+            {
+                list[oldest] = record
+            } else {
+                list.append(record)
+            }
+            if list.count > cap { list.removeFirst(list.count - cap) }
+            records = list
+            return policy.status(failures: Self.validTimes(list), now: now, unit: .seconds(1), isAdministrator: admin)
+        }
+    }
+
+    public func recordSuccess(of account: String) throws(AuthError) {
+        try reset(account)
+    }
+
+    public func unlock(_ account: String) throws(AuthError) {
+        try reset(account)
+    }
+
+    /// Empties the account's own file, creating it if it has none; its bucket is left alone.
+    private func reset(_ account: String) throws(AuthError) {
+        guard StateDirectory.isPlainName(account), !account.hasPrefix(".") else { return }
+        do {
+            let file = try tallies.openFile(account, creatingWith: 0o600, owners: Self.owners(account))
+            defer { close(file) }
+            try StateDirectory.lock(file)
+            try StateDirectory.overwrite(file, with: [])
+        } catch {
+            throw .providerUnavailable(reason: "the failed logins of an account cannot be reset: \(error)")
+        }
+    }
+
+    /// The failures recorded for `account` (`nil` when it has no file and no bucket file): an account's
+    /// own file when it has one — or, for a failure, when a backend knows it — else its bucket.
+    /// `body` may change them; they are written back under the same lock.
+    private func withTally<T>(
+        of account: String,
+        known: Bool?,
+        create: Bool,
+        _ body: (inout [Record]?, Int64, Bool) throws(StateFileError) -> T
+    ) throws(AuthError) -> T {
+        do {
+            let ownFile = StateDirectory.isPlainName(account) && !account.hasPrefix(".")
+            var file: Int32 = -1
+            var admin = false
+            if ownFile && known != false {
+                do {
+                    file = try tallies.openFile(
+                        account, creatingWith: create && known == true ? 0o600 : nil, owners: Self.owners(account))
+                    admin = Self.isAdministrator(account)
+                } catch  where error.isMissing {
+                    file = -1
+                }
+            }
+            if file < 0 {
+                file = try openBucket(of: account, create: create)
+            }
+            guard file >= 0 else {
+                var none: [Record]? = nil
+                return try body(&none, Self.now(), false)
+            }
+            defer { close(file) }
+            try StateDirectory.lock(file)
+            let bytes = try StateDirectory.readAll(file, limit: Self.maxRecords * Self.recordSize)
+            var records: [Record]? = stride(from: 0, to: bytes.count - Self.recordSize + 1, by: Self.recordSize).map {
+                Record(bytes[$0..<$0 + Self.recordSize])
+            }
+            let original = records
+            let result = try body(&records, Self.now(), admin)
+            if let records, records != original {
+                try StateDirectory.overwrite(file, with: records.flatMap(\.bytes))
+            }
+            return result
+        } catch {
+            throw .providerUnavailable(reason: "the failed logins cannot be read or counted: \(error)")
+        }
+    }
+
+    private func openBucket(of account: String, create: Bool) throws(StateFileError) -> Int32 {
+        let hash = digest.digest(of: account).utf8.suffix(8)
+        let index = Int(String(decoding: hash, as: UTF8.self), radix: 16)! % Self.bucketCount
+        let name = "bucket-\(String(index, radix: 16))"
+        do {
+            return try unknown.openFile(name, creatingWith: create ? 0o600 : nil)
+        } catch  where error.isMissing {
+            return -1
+        }
+    }
+
+    private static func validTimes(_ records: [Record]) -> [Int64] {
+        records.filter { $0.status & statusValid != 0 }.map { Int64(clamping: $0.time) }
+    }
+
+    private static func now() -> Int64 { Int64(time(nil)) }
+
+    /// pam_faillock gives each tally file to its account; such a file is accepted too.
+    private static func owners(_ account: String) -> Set<UInt32> {
+        SystemAccounts.uid(of: account).map { [$0] } ?? []
+    }
+
+    /// Whether `account` is the system's uid 0 (pam_faillock's `is_admin`).
+    private static func isAdministrator(_ account: String) -> Bool {
+        SystemAccounts.uid(of: account) == 0
+    }
+
+    /// One 64-byte record.
+    struct Record: Equatable {
+        var source: [UInt8]
+        var reserved: UInt16 = 0
+        var status: UInt16
+        var time: UInt64
+
+        init(source: LoginSource, time: UInt64) {
+            let (text, flag): (String, UInt16) =
+                switch source {
+                case .remoteHost(let host): (host, FaillockStore.statusRemoteHost)
+                case .terminal(let terminal): (terminal, FaillockStore.statusTerminal)
+                case .service(let service): (service, 0)
+                }
+            // As strncpy: at most 52 bytes, not necessarily terminated.
+            let bytes = Array(text.utf8.prefix(FaillockStore.sourceSize))
+            self.source = bytes + [UInt8](repeating: 0, count: FaillockStore.sourceSize - bytes.count)
+            self.status = FaillockStore.statusValid | flag
+            self.time = time
+        }
+
+        init(_ bytes: ArraySlice<UInt8>) {
+            let base = bytes.startIndex
+            source = Array(bytes[base..<base + FaillockStore.sourceSize])
+            reserved = Self.integer(bytes, at: base + 52, size: 2)
+            status = Self.integer(bytes, at: base + 54, size: 2)
+            time = Self.integer(bytes, at: base + 56, size: 8)
+        }
+
+        var bytes: [UInt8] {
+            source + Self.encode(reserved) + Self.encode(status) + Self.encode(time)
+        }
+
+        /// The source as text, for display.
+        var sourceText: String {
+            String(decoding: source.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+
+        private static func integer<T: FixedWidthInteger>(_ bytes: ArraySlice<UInt8>, at offset: Int, size: Int) -> T {
+            var value = T.zero
+            withUnsafeMutableBytes(of: &value) { raw in
+                for index in 0..<size { raw[index] = bytes[offset + index] }
+            }
+            return value
+        }
+
+        private static func encode<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+            withUnsafeBytes(of: value) { Array($0) }
+        }
+    }
+}
+
+extension FaillockStore {
+    /// One recorded failure, as `faillock` lists it.
+    public struct Failure: Sendable, Hashable {
+        /// Seconds since the epoch.
+        public var time: Int64
+        /// `RHOST`, `TTY` or `SVC`, as `faillock` prints it.
+        public var type: String
+        public var source: String
+        public var valid: Bool
+    }
+
+    /// The failures recorded in `account`'s own file (none when it has none).
+    public func failures(of account: String) throws(AuthError) -> [Failure] {
+        guard StateDirectory.isPlainName(account), !account.hasPrefix(".") else { return [] }
+        do {
+            let file = try tallies.openFile(account, creatingWith: nil, owners: Self.owners(account))
+            defer { close(file) }
+            try StateDirectory.lock(file)
+            let bytes = try StateDirectory.readAll(file, limit: Self.maxRecords * Self.recordSize)
+            return stride(from: 0, to: bytes.count - Self.recordSize + 1, by: Self.recordSize).map {
+                let record = Record(bytes[$0..<$0 + Self.recordSize])
+                return Failure(
+                    time: Int64(clamping: record.time),
+                    type: record.status & Self.statusRemoteHost != 0
+                        ? "RHOST" : record.status & Self.statusTerminal != 0 ? "TTY" : "SVC",
+                    source: TextSafety.escaped(record.sourceText), valid: record.status & Self.statusValid != 0)
+            }
+        } catch  where error.isMissing {
+            return []
+        } catch {
+            throw .providerUnavailable(reason: "the failed logins cannot be read: \(error)")
+        }
+    }
+}

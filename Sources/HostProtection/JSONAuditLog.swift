@@ -1,0 +1,225 @@
+public import Authentication
+import FoundationEssentials
+import GatekeeperSupport
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Audit events appended to a file as JSON lines, each chained to the one before, so that an edited,
+/// removed or reordered record is found by ``verify(_:)``.
+///
+/// ```json
+/// {"seq":7,"time":"2026-11-30T10:21:23Z","event":"signInFailed","user":"alice","provider":"file",…,"prev":"9f…","hash":"c4…"}
+/// ```
+///
+/// `hash` is the SHA-256 of the line up to (not including) `,"hash":`, which holds `prev`, the hash of
+/// the record before (64 zeros for the first). Processes append under the file's lock, reading the last
+/// record's hash and number first, so records from several tools at once form one chain.
+///
+/// The chain shows edits to a log; it cannot stop someone who may write the file from writing a whole
+/// new chain, or from cutting records off its end. Send the same events to syslog (``SyslogAuditSink``)
+/// or off the machine for that.
+///
+/// Names no backend has confirmed are written as a keyed hash (`user_digest`), with a key kept beside
+/// the log (`<path>.key`, mode 0600), so the digests of one name match across runs.
+///
+/// Writing never fails a login: a failure is reported once, through `onFailure`, and the next event
+/// tries again.
+public final class JSONAuditLog: AuditSink {
+    public let path: String
+    private let directory: StateDirectory
+    private let name: String
+    private let digester: AuditDigest
+    private let onFailure: @Sendable (String) -> Void
+    private let failing = Mutex(false)
+
+    static let genesis = String(repeating: "0", count: 64)
+
+    /// Opens (creating, mode 0700) the log's directory and the digest key.
+    /// - Parameter onFailure: Told once when writing starts failing (and again after it worked since).
+    /// - Throws: ``AuditLogError`` when the directory or key cannot be used safely.
+    public init(path: String, onFailure: @escaping @Sendable (String) -> Void = { _ in }) throws(AuditLogError) {
+        guard let slash = path.lastIndex(of: "/"), path.hasPrefix("/"), path.index(after: slash) < path.endIndex else {
+            throw AuditLogError("\(path): the audit log needs an absolute file path")
+        }
+        self.path = path
+        name = String(path[path.index(after: slash)...])
+        do throws(StateFileError) {
+            directory = try StateDirectory(slash == path.startIndex ? "/" : String(path[..<slash]), creatingWith: 0o700)
+            let keyFile = try directory.openFile(name + ".key", creatingWith: 0o600)
+            defer { close(keyFile) }
+            try StateDirectory.lock(keyFile)
+            var key = try StateDirectory.readAll(keyFile, limit: 64)
+            if key.isEmpty {
+                var generator = SystemRandomNumberGenerator()
+                key = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+                try StateDirectory.overwrite(keyFile, with: key)
+            }
+            guard key.count == 32 else { throw StateFileError("\(path).key: is damaged") }
+            digester = AuditDigest(key: key)
+        } catch {
+            throw AuditLogError(error.description)
+        }
+        self.onFailure = onFailure
+    }
+
+    public func digest(ofUnverifiedName name: String) -> String {
+        digester.digest(of: name)
+    }
+
+    public func record(_ event: AuditEvent) {
+        let result = append(event)
+        let report: String? = failing.withLock { failing in
+            defer { failing = result != nil }
+            return failing ? nil : result
+        }
+        if let report { onFailure("\(path): audit events cannot be written: \(report)") }
+    }
+
+    /// Appends one record; the reason when it could not.
+    private func append(_ event: AuditEvent) -> String? {
+        do throws(StateFileError) {
+            let file = try directory.openFile(name, creatingWith: 0o600)
+            defer { close(file) }
+            try StateDirectory.lock(file)
+            let (sequence, previous) = try Self.lastLink(file)
+            var line = "{\"seq\":\(sequence + 1)"
+            for (key, value) in AuditRecord.fields(event) {
+                line += ",\"\(key)\":" + (key == "pid" ? value : AuditRecord.json(value))
+            }
+            line += ",\"prev\":\"\(previous)\""
+            let hash = SHA256.hash(Array(line.utf8)).hexadecimal
+            line += ",\"hash\":\"\(hash)\"}\n"
+            guard lseek(file, 0, SEEK_END) >= 0, writeAll(file, Array(line.utf8)) else {
+                return errorDescription()
+            }
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    /// The number and hash of the file's last record (0 and zeros for an empty file).
+    private static func lastLink(_ file: Int32) throws(StateFileError) -> (Int, String) {
+        let end = lseek(file, 0, SEEK_END)
+        guard end > 0 else { return (0, genesis) }
+        let span = min(Int(end), 64 * 1024)
+        var tail = [UInt8](repeating: 0, count: span)
+        let count = tail.withUnsafeMutableBytes { pread(file, $0.baseAddress, span, off_t(Int(end) - span)) }
+        guard count == span else { throw StateFileError("cannot be read: \(errorDescription())") }
+        let lines = tail.split(separator: 0x0A)
+        guard let last = lines.last, let link = Self.link(of: Array(last)) else {
+            throw StateFileError("its last record is damaged; verify it, then move it aside")
+        }
+        return (link.sequence, link.hash)
+    }
+
+    struct Link {
+        var sequence: Int
+        var previous: String
+        var hash: String
+        /// The bytes the hash covers.
+        var covered: ArraySlice<UInt8>
+    }
+
+    /// The chain fields of a line: its number, `prev` and `hash`, and the bytes `hash` covers.
+    static func link(of line: [UInt8]) -> Link? {
+        let marker = Array(",\"hash\":\"".utf8)
+        guard line.count > marker.count + 66, line.last == UInt8(ascii: "}"),
+            Array(line[(line.count - 67 - marker.count)..<(line.count - 67)]) == marker
+        else { return nil }
+        let covered = line[..<(line.count - 67 - marker.count)]
+        let hash = String(decoding: line[(line.count - 66)..<(line.count - 2)], as: UTF8.self)
+        guard line[line.count - 2] == UInt8(ascii: "\""),
+            let fields = try? JSONDecoder().decode(ChainFields.self, from: Data(line))
+        else { return nil }
+        guard fields.hash == hash else { return nil }
+        return Link(sequence: fields.seq, previous: fields.prev, hash: hash, covered: covered)
+    }
+
+    private struct ChainFields: Decodable {
+        var seq: Int
+        var prev: String
+        var hash: String
+    }
+}
+
+extension JSONAuditLog {
+    /// What ``verify(_:)`` found.
+    public struct Verification: Sendable, Hashable, CustomStringConvertible {
+        /// How many records were checked and found sound, before the first problem.
+        public var verified: Int
+        /// The first problem: its line number and what is wrong; `nil` when the whole chain holds.
+        public var problem: (line: Int, reason: String)?
+
+        public static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.verified == rhs.verified && lhs.problem?.line == rhs.problem?.line
+                && lhs.problem?.reason == rhs.problem?.reason
+        }
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(verified)
+            hasher.combine(problem?.line)
+        }
+
+        public var description: String {
+            guard let problem else { return "\(verified) records verified; the chain is intact." }
+            return "line \(problem.line): \(problem.reason) (\(verified) records before it verified)"
+        }
+    }
+
+    /// Checks the chain of the log at `path`: each record's hash, each link to the record before, and the
+    /// numbering; reports the first record that was edited, removed or moved.
+    /// - Throws: ``AuditLogError`` when the file cannot be read.
+    public static func verify(_ path: String) throws(AuditLogError) -> Verification {
+        let bytes: [UInt8]
+        switch readPrivateFile(path, maxBytes: 1 << 30) {
+        case .success(let read): bytes = read
+        case .failure(.inaccessible(let why)), .failure(.unsafe(let why)): throw AuditLogError("\(path): \(why)")
+        }
+        var previous: Link?
+        var verified = 0
+        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
+        if lines.last?.isEmpty == true { lines.removeLast() }
+        for (index, raw) in lines.enumerated() {
+            let number = index + 1
+            func problem(_ reason: String) -> Verification {
+                Verification(verified: verified, problem: (number, reason))
+            }
+            guard let link = link(of: Array(raw)) else { return problem("not a chained record (damaged or inserted)") }
+            guard SHA256.hash(link.covered).hexadecimal == link.hash else {
+                return problem("record \(link.sequence) was edited: its hash does not match its contents")
+            }
+            if let previous {
+                guard link.previous == previous.hash else {
+                    if link.sequence > previous.sequence + 1 {
+                        return problem(
+                            "records \(previous.sequence + 1)…\(link.sequence - 1) were removed before record \(link.sequence)"
+                        )
+                    }
+                    return problem(
+                        "record \(link.sequence) is out of order: it does not follow record \(previous.sequence)")
+                }
+                guard link.sequence == previous.sequence + 1 else {
+                    return problem("record \(link.sequence) is numbered out of sequence after \(previous.sequence)")
+                }
+            } else if link.previous != genesis || link.sequence != 1 {
+                // A log that starts mid-chain (rotated, or its start cut off) is reported, not trusted.
+                return problem(
+                    "the log does not start at record 1 (record \(link.sequence)); earlier records are missing")
+            }
+            previous = link
+            verified += 1
+        }
+        return Verification(verified: verified, problem: nil)
+    }
+}
+
+/// An audit log that cannot be opened, written or read.
+public struct AuditLogError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

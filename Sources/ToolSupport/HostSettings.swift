@@ -1,0 +1,90 @@
+public import Authentication
+public import HostProtection
+public import ProviderPlugins
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// What a host tool protects every login with, from its configuration file: where failed logins are
+/// counted, whether logins are remembered, and where audit events go.
+///
+/// Without a configuration file (or where it is silent) a tool still counts failures across runs and
+/// remembers logins for five minutes, in its state directory: `/var/lib/gatekeeper` (failures) and
+/// `/run/gatekeeper` (remembered logins) for root, else the user's runtime directory
+/// (`/run/user/UID/gatekeeper`, or `/tmp/gatekeeper-UID`). What the configuration file names wins over
+/// the state directory a command line gives, so an invoker cannot move an administrator's lockout.
+public struct HostSettings: Sendable {
+    /// The gatekeeper's settings (timeouts, attempts, lockout policy, fail delay).
+    public var gatekeeper: Gatekeeper.Configuration
+    /// Where failed logins are counted.
+    public var lockoutDirectory: String
+    /// Where logins are remembered, and for how long (zero: never).
+    public var cacheDirectory: String
+    public var cacheTimeout: Duration
+    /// Where audit events go.
+    public var audit: [StackConfiguration.AuditDestination]
+
+    /// The settings of `stack` (or the defaults, without one), with `stateDirectory` for the directories
+    /// the file does not name.
+    public init(_ stack: StackConfiguration?, stateDirectory: String? = nil) {
+        gatekeeper = stack?.gatekeeperConfiguration() ?? Gatekeeper.Configuration()
+        let (lockout, cache) = stateDirectory.map { ($0 + "/faillock", $0 + "/cache") } ?? Self.defaultDirectories()
+        lockoutDirectory = stack?.lockoutDirectory ?? lockout
+        cacheDirectory = stack?.cacheDirectory ?? cache
+        cacheTimeout = stack?.cacheTimeout ?? .seconds(5 * 60)
+        audit = stack?.audit ?? []
+    }
+
+    /// Root's `/var/lib/gatekeeper/faillock` and `/run/gatekeeper/cache`; another user's runtime
+    /// directory (`/run/user/UID/gatekeeper`, else `/tmp/gatekeeper-UID`) for both.
+    static func defaultDirectories() -> (lockout: String, cache: String) {
+        let uid = geteuid()
+        if uid == 0 { return ("/var/lib/gatekeeper/faillock", "/run/gatekeeper/cache") }
+        var info = stat()
+        let runtime = "/run/user/\(uid)"
+        let base = stat(runtime, &info) == 0 && info.st_uid == uid ? runtime + "/gatekeeper" : "/tmp/gatekeeper-\(uid)"
+        return (base + "/faillock", base + "/cache")
+    }
+
+    /// The failure counter: pam_faillock's files in ``lockoutDirectory``.
+    /// - Throws: ``AuthError/providerUnavailable(reason:)`` when the directory cannot be used; the tool
+    ///   then refuses to log anyone in rather than run without its lockout.
+    public func lockoutStore() throws(AuthError) -> any LockoutStore {
+        guard gatekeeper.lockout != nil else { return MemoryLockoutStore() }
+        return try FaillockStore(directory: lockoutDirectory)
+    }
+
+    /// The login cache, or `nil` when logins are not remembered or the directory cannot be used (then
+    /// `report` says why, and every login asks for a password).
+    public func loginCache(report: (String) -> Void) -> LoginCache? {
+        guard cacheTimeout > .zero else { return nil }
+        do {
+            return try LoginCache(directory: cacheDirectory, timeout: cacheTimeout)
+        } catch {
+            report("\(error.reason ?? error.description); logins are not remembered")
+            return nil
+        }
+    }
+
+    /// The audit sinks: the JSON log first (its key names unknown users in every sink), then syslog.
+    /// A log that cannot be opened is reported and left out; the login goes on.
+    public func auditSink(tool: String, report: @escaping @Sendable (String) -> Void) -> any AuditSink {
+        var sinks: [any AuditSink] = []
+        for destination in audit {
+            switch destination {
+            case .json(let path):
+                do {
+                    sinks.insert(try JSONAuditLog(path: path, onFailure: report), at: 0)
+                } catch {
+                    report("\(error.description); audit events are not written there")
+                }
+            case .syslog(let socket):
+                sinks.append(SyslogAuditSink(socketPath: socket, identifier: tool, onFailure: report))
+            }
+        }
+        return sinks.isEmpty ? DiscardingAuditSink() : AuditSinks(sinks)
+    }
+}
