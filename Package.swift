@@ -135,6 +135,13 @@ let package = Package(
         ),
         .testTarget(name: "GatekeeperSupportTests", dependencies: ["GatekeeperSupport", "TestSupport"]),
         .testTarget(
+            name: "HostProtectionTests",
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "HostProtection", "MockProvider", "FileProvider",
+                "PAMProvider", "GatekeeperSupport", "TestSupport", "gatekeeper-run", "gatekeeper-repl",
+            ]
+        ),
+        .testTarget(
             name: "TerminalLoginTests",
             dependencies: ["Authentication", "GatekeeperSupport", "TerminalLogin", "TestSupport"]
         ),

@@ -1,0 +1,196 @@
+import Authentication
+import AuthenticationTesting
+import Foundation
+import HostProtection
+import TestSupport
+import Testing
+
+@Suite(.timeLimit(.minutes(3)))
+struct FaillockStoreTests {
+    static let policy = LockoutPolicy(deny: 3, interval: .seconds(900), unlockAfter: .seconds(600))
+    let directory = temporaryDirectory("gatekeeper-faillock") + "/tally"
+
+    func tallyBytes(_ account: String) -> [UInt8] {
+        (try? [UInt8](Data(contentsOf: URL(fileURLWithPath: directory + "/" + account)))) ?? []
+    }
+
+    @Test func writesPamFaillocksRecordLayout() throws {
+        let store = try FaillockStore(directory: directory)
+        let before = UInt64(time(nil))
+        _ = try store.recordFailure(of: "alice", known: true, source: .remoteHost("203.0.113.9"), policy: Self.policy)
+        let bytes = tallyBytes("alice")
+        // struct tally: source[52], reserved u16, status u16, time u64 — 64 bytes, native byte order.
+        #expect(bytes.count == 64)
+        #expect(String(decoding: bytes[0..<11], as: UTF8.self) == "203.0.113.9" && bytes[11] == 0)
+        let status = UInt16(bytes[54]) | UInt16(bytes[55]) << 8
+        #expect(status == 0x1 | 0x2)  // TALLY_STATUS_VALID | TALLY_STATUS_RHOST
+        let recorded = bytes[56..<64].enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * $1.offset) }
+        #expect(recorded >= before && recorded <= UInt64(time(nil)))
+    }
+
+    @Test func countsUntilDenyThenLocksAndASuccessStartsAgain() throws {
+        let store = try FaillockStore(directory: directory)
+        #expect(try store.status(of: "alice", policy: Self.policy) == .open(failures: 0))
+        #expect(
+            try store.recordFailure(of: "alice", known: true, source: .service("t"), policy: Self.policy)
+                == .open(failures: 1))
+        _ = try store.recordFailure(of: "alice", known: true, source: .service("t"), policy: Self.policy)
+        guard
+            case .locked(3, let remaining?) = try store.recordFailure(
+                of: "alice", known: true, source: .service("t"), policy: Self.policy)
+        else {
+            Issue.record("the third failure did not lock")
+            return
+        }
+        #expect(remaining > .seconds(595) && remaining <= .seconds(600))
+        // Another store on the same directory (another process) sees the same.
+        #expect(try FaillockStore(directory: directory).status(of: "alice", policy: Self.policy).isLocked)
+        try store.recordSuccess(of: "alice")
+        #expect(try store.status(of: "alice", policy: Self.policy) == .open(failures: 0))
+        #expect(tallyBytes("alice").isEmpty)
+    }
+
+    @Test func aDamagedFileNeverUnlocks() throws {
+        let store = try FaillockStore(directory: directory)
+        for _ in 0..<3 {
+            _ = try store.recordFailure(of: "alice", known: true, source: .service("t"), policy: Self.policy)
+        }
+        let path = directory + "/alice"
+        // A torn last record (a crash mid-write) is dropped, as pam_faillock's read drops it.
+        var bytes = tallyBytes("alice")
+        try Data(bytes + [UInt8](repeating: 0xFF, count: 40)).write(to: URL(fileURLWithPath: path))
+        #expect(try store.status(of: "alice", policy: Self.policy).isLocked)
+        // A record from the far future (a clock or a byte gone wrong) locks for as long as it can.
+        bytes = [UInt8](repeating: 0, count: 64)
+        bytes[54] = 0x1
+        for index in 56..<64 { bytes[index] = 0xFF }
+        try Data(bytes + bytes + bytes).write(to: URL(fileURLWithPath: path))
+        guard case .locked(_, let remaining?) = try store.status(of: "alice", policy: Self.policy) else {
+            Issue.record("far-future records did not lock")
+            return
+        }
+        #expect(remaining > .seconds(86_400 * 365))
+        // A file that cannot be trusted refuses the login rather than reading as no failures.
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "/etc/hostname")
+        #expect(throws: AuthError.providerUnavailable(reason: "")) {
+            try store.status(of: "alice", policy: Self.policy)
+        }
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        #expect(throws: AuthError.providerUnavailable(reason: "")) {
+            try store.status(of: "alice", policy: Self.policy)
+        }
+        try FileManager.default.removeItem(atPath: path)
+        _ = FileManager.default.createFile(atPath: path, contents: Data())
+        chmod(path, 0o666)
+        #expect(throws: AuthError.providerUnavailable(reason: "")) {
+            try store.status(of: "alice", policy: Self.policy)
+        }
+    }
+
+    @Test func anOpenableDirectoryIsRequired() throws {
+        let parent = temporaryDirectory("gatekeeper-faillock")
+        chmod(parent, 0o777)
+        #expect(throws: AuthError.providerUnavailable(reason: "")) { try FaillockStore(directory: parent + "/tally") }
+        let link = temporaryDirectory("gatekeeper-faillock") + "/link"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/tmp")
+        #expect(throws: AuthError.providerUnavailable(reason: "")) { try FaillockStore(directory: link) }
+    }
+
+    @Test func namesThatMatchNoAccountAreBoundedAndNeverWrittenDown() throws {
+        let store = try FaillockStore(directory: directory)
+        let policy = LockoutPolicy(deny: 5)
+        // Thousands of names: no file of their own, and the buckets stay bounded.
+        for index in 0..<3000 {
+            _ = try store.recordFailure(of: "probe-\(index)", known: false, source: .service("t"), policy: policy)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+        let buckets = try FileManager.default.contentsOfDirectory(atPath: directory + ".unknown")
+        #expect(buckets.count <= 1025)
+        let bytes = try buckets.reduce(0) { total, name in
+            total + (try FileManager.default.attributesOfItem(atPath: directory + ".unknown/" + name)[.size] as! Int)
+        }
+        #expect(bytes <= 1024 * 64 * 64 + 32)
+        for name in buckets where name != "key" {
+            let contents = try Data(contentsOf: URL(fileURLWithPath: directory + ".unknown/" + name))
+            #expect(!String(decoding: contents, as: UTF8.self).contains("probe-"))
+        }
+        // An unknown name locks after deny failures as an account does, so the answers do not differ.
+        let fresh = try FaillockStore(directory: temporaryDirectory("gatekeeper-faillock") + "/tally")
+        for attempt in 1...5 {
+            let unknown = try fresh.recordFailure(
+                of: "nobody-here", known: false, source: .service("t"), policy: policy)
+            let known = try fresh.recordFailure(of: "alice", known: true, source: .service("t"), policy: policy)
+            #expect(unknown.isLocked == known.isLocked && unknown.isLocked == (attempt == 5))
+        }
+        #expect(try fresh.status(of: "nobody-here", policy: policy).isLocked)
+    }
+
+    @Test func aLockedNameIsRefusedBeforeAnyProviderIsAsked() async throws {
+        let store = try FaillockStore(directory: directory)
+        let provider = StubAuthProvider(accounts: ["alice": ("wonderland", [])])
+        let gatekeeper = Gatekeeper(
+            provider: provider, configuration: .init(lockout: Self.policy, failDelay: .zero), lockout: store)
+        for _ in 0..<3 {
+            await #expect(throws: AuthError.invalidCredentials) {
+                try await gatekeeper.signIn(credentials("alice", "no"))
+            }
+        }
+        #expect(provider.authenticationCount == 3)
+        await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+            try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        }
+        #expect(provider.authenticationCount == 3)
+        // Another gatekeeper (another run of a tool) on the same directory refuses too.
+        let later = Gatekeeper(
+            provider: provider, configuration: .init(lockout: Self.policy, failDelay: .zero),
+            lockout: try FaillockStore(directory: directory))
+        await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+            try await later.signIn(credentials("alice", "wonderland"))
+        }
+        #expect(provider.authenticationCount == 3)
+    }
+
+    @Test func aCancelledLoginIsNotCounted() async throws {
+        let store = try FaillockStore(directory: directory)
+        let provider = StubAuthProvider { request throws(AuthError) in
+            _ = try await request.conversation.askSecret("Password: ")
+            do { try await Task.sleep(for: .seconds(3600)) } catch { throw .cancelled }
+            return .rejected(.wrongCredentials)
+        }
+        let gatekeeper = Gatekeeper(
+            provider: provider, configuration: .init(lockout: Self.policy, failDelay: .zero), lockout: store)
+        let login = Task { try await gatekeeper.signIn(credentials("alice", "no")) }
+        #expect(await eventually { provider.authenticationCount == 1 })
+        login.cancel()
+        await #expect(throws: AuthError.cancelled) { try await login.value }
+        #expect(try store.status(of: "alice", policy: Self.policy) == .open(failures: 0))
+        #expect(tallyBytes("alice").isEmpty)
+    }
+
+    /// Several processes failing at once: every failure is counted, none lost to a race.
+    @Test func failuresFromManyProcessesAtOnceAreAllCounted() throws {
+        let (processes, failures) = (6, 10)
+        let state = temporaryDirectory("gatekeeper-faillock")
+        let configuration = state + "/gatekeeper.conf"
+        try """
+        attempts 10
+        lockout deny=1000 interval=1h unlock=10m dir=\(state)/tally
+        delay 0
+        required mock delay=0
+
+        """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let runs = try (0..<processes).map { _ in
+            try Spawned(gatekeeperRun, ["--config", configuration, "--state-dir", state, "--", "true"])
+        }
+        for run in runs { run.write(String(repeating: "alice\nwrong\n", count: failures)) }
+        for run in runs { #expect(run.finish().status == 77) }
+        let store = try FaillockStore(directory: state + "/tally")
+        let recorded = try store.failures(of: "alice")
+        #expect(recorded.count == processes * failures)
+        #expect(recorded.allSatisfy { $0.valid })
+    }
+}
+
+let gatekeeperRun = builtExecutable("gatekeeper-run")
