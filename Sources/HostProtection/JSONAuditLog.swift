@@ -129,10 +129,11 @@ public final class JSONAuditLog: AuditSink {
     /// The chain fields of a line: its number, `prev` and `hash`, and the bytes `hash` covers.
     static func link(of line: [UInt8]) -> Link? {
         let marker = Array(",\"hash\":\"".utf8)
+        // The line ends with `,"hash":"` 64 hexadecimal digits `"}`.
         guard line.count > marker.count + 66, line.last == UInt8(ascii: "}"),
-            Array(line[(line.count - 67 - marker.count)..<(line.count - 67)]) == marker
+            Array(line[(line.count - 66 - marker.count)..<(line.count - 66)]) == marker
         else { return nil }
-        let covered = line[..<(line.count - 67 - marker.count)]
+        let covered = line[..<(line.count - 66 - marker.count)]
         let hash = String(decoding: line[(line.count - 66)..<(line.count - 2)], as: UTF8.self)
         guard line[line.count - 2] == UInt8(ascii: "\""),
             let fields = try? JSONDecoder().decode(ChainFields.self, from: Data(line))

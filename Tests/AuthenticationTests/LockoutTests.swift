@@ -1,0 +1,112 @@
+import Authentication
+import AuthenticationTesting
+import Synchronization
+import TestSupport
+import Testing
+
+/// pam_faillock's rules (`check_tally` and `write_tally` in Linux-PAM's modules/pam_faillock), on times in
+/// seconds.
+@Suite(.timeLimit(.minutes(1)))
+struct LockoutPolicyTests {
+    let policy = LockoutPolicy(deny: 3, interval: .seconds(900), unlockAfter: .seconds(600))
+    let second = Duration.seconds(1)
+
+    @Test func failuresWithinTheIntervalOfTheLatestCount() {
+        #expect(policy.status(failures: [], now: 10_000, unit: second) == .open(failures: 0))
+        #expect(policy.status(failures: [9_000, 9_500], now: 10_000, unit: second) == .open(failures: 2))
+        // 900 s before the latest is outside the interval (pam_faillock: latest - time < fail_interval).
+        #expect(policy.status(failures: [8_600, 9_000, 9_500], now: 10_000, unit: second) == .open(failures: 2))
+        #expect(
+            policy.status(failures: [8_601, 9_000, 9_500], now: 10_000, unit: second)
+                == .locked(failures: 3, remaining: .seconds(100)))
+    }
+
+    @Test func unlocksOnlyOnceTheUnlockTimeHasPassed() {
+        let failures: [Int64] = [1_000, 1_001, 1_002]
+        #expect(policy.status(failures: failures, now: 1_602, unit: second).isLocked)
+        #expect(policy.status(failures: failures, now: 1_603, unit: second) == .unlockedByTime)
+        let untilAdmin = LockoutPolicy(deny: 3, unlockAfter: nil)
+        #expect(
+            untilAdmin.status(failures: failures, now: 1_000_000, unit: second)
+                == .locked(failures: 3, remaining: nil))
+    }
+
+    @Test func rootIsExemptUnlessEvenDenyRoot() {
+        let failures: [Int64] = [1_000, 1_001, 1_002]
+        #expect(
+            policy.status(failures: failures, now: 1_003, unit: second, isAdministrator: true) == .open(failures: 0))
+        let strict = LockoutPolicy(
+            deny: 3, unlockAfter: .seconds(600), evenDenyRoot: true, rootUnlockAfter: .seconds(60))
+        #expect(
+            strict.status(failures: failures, now: 1_003, unit: second, isAdministrator: true)
+                == .locked(failures: 3, remaining: .seconds(59)))
+        #expect(strict.status(failures: failures, now: 1_003, unit: second).isLocked)
+    }
+
+    @Test func denyZeroNeverLocksAndFarFutureTimesNeverWrap() {
+        #expect(LockoutPolicy(deny: 0).status(failures: [1, 2, 3, 4], now: 5, unit: second) == .open(failures: 4))
+        let status = policy.status(failures: [.max, .max, .max], now: 1_000, unit: second)
+        #expect(status.isLocked)
+    }
+
+    @Test func theMemoryStoreFollowsTheSameRules() throws {
+        let clock = ManualClock()
+        let store = MemoryLockoutStore(now: clock.now)
+        for _ in 0..<2 { _ = store.recordFailure(of: "bob", known: true, source: .service("t"), policy: policy) }
+        clock.advance(by: .seconds(901))
+        // The first two are outside the interval of the third: not locked.
+        #expect(
+            store.recordFailure(of: "bob", known: true, source: .service("t"), policy: policy) == .open(failures: 1))
+        _ = store.recordFailure(of: "bob", known: true, source: .service("t"), policy: policy)
+        #expect(store.recordFailure(of: "bob", known: true, source: .service("t"), policy: policy).isLocked)
+        clock.advance(by: .seconds(601))
+        #expect(store.status(of: "bob", policy: policy) == .unlockedByTime)
+        // After an unlock by time, old failures no longer count.
+        #expect(
+            store.recordFailure(of: "bob", known: true, source: .service("t"), policy: policy) == .open(failures: 1))
+        store.unlock("bob")
+        #expect(store.status(of: "bob", policy: policy) == .open(failures: 0))
+    }
+}
+
+/// The wait after a failed login, as pam_faildelay's.
+@Suite(.timeLimit(.minutes(1)))
+struct FailDelayTests {
+    @Test func aFailedLoginWaitsBeforeItAnswers() async throws {
+        let gatekeeper = Gatekeeper(
+            provider: accountsProvider(), configuration: .init(lockout: nil, failDelay: .milliseconds(400)))
+        let clock = ContinuousClock()
+        let start = clock.now
+        await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(credentials("alice", "no")) }
+        // At least the delay less its 25 % spread: a lower bound, which load can only lengthen.
+        #expect(clock.now - start >= .milliseconds(300))
+    }
+
+    @Test func cancellingTheLoginEndsTheWait() async throws {
+        let gatekeeper = Gatekeeper(
+            provider: accountsProvider(), configuration: .init(lockout: nil, failDelay: .seconds(3600)))
+        let login = Task { try await gatekeeper.signIn(credentials("alice", "no")) }
+        try await Task.sleep(for: .milliseconds(50))
+        login.cancel()
+        // The suite's time limit is far below the hour of the delay.
+        await #expect(throws: AuthError.cancelled) { try await login.value }
+    }
+
+    /// The wait is an async sleep: a hundred logins in their delay hold no thread, and another login
+    /// still runs on the two-thread pool.
+    @Test func theWaitHoldsNoThread() async throws {
+        let audit = RecordingAuditSink()
+        // A gatekeeper each: one gatekeeper runs one login at a time.
+        let logins = (0..<100).map { _ in
+            let waiting = Gatekeeper(
+                provider: accountsProvider(), configuration: .init(lockout: nil, failDelay: .seconds(3600)),
+                audit: audit)
+            return Task { try await waiting.signIn(credentials("bob", "no")) }
+        }
+        #expect(await eventually { audit.events.filter { $0.kind == .signInFailed }.count == 100 })
+        let other = Gatekeeper(provider: accountsProvider(), configuration: .init(failDelay: .zero))
+        #expect(try await other.signIn(credentials("alice", "wonderland")).username == "alice")
+        for login in logins { login.cancel() }
+        for login in logins { await #expect(throws: AuthError.cancelled) { try await login.value } }
+    }
+}
