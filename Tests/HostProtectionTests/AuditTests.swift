@@ -59,7 +59,7 @@ struct AuditLogTests {
         try JSONAuditLog(path: path).record(event(.signedOut, "user4"))
         let verification = try JSONAuditLog.verify(path)
         #expect(verification.verified == 6 && verification.problem == nil)
-        let result = try run(gatekeeperRun, ["--verify-audit", path], input: "")
+        let result = try run(HostProtectionTests.gatekeeperRun, ["--verify-audit", path], input: "")
         #expect(result.status == 0 && result.stdout.contains("6 records verified"))
     }
 
@@ -71,7 +71,7 @@ struct AuditLogTests {
         let verification = try JSONAuditLog.verify(path)
         #expect(verification.problem?.line == 3 && verification.verified == 2)
         #expect(verification.problem?.reason.contains("edited") == true)
-        let result = try run(gatekeeperRun, ["--verify-audit", path], input: "")
+        let result = try run(HostProtectionTests.gatekeeperRun, ["--verify-audit", path], input: "")
         #expect(result.status == 1 && result.stdout.contains("line 3"))
     }
 

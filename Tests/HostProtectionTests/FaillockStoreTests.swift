@@ -182,7 +182,7 @@ struct FaillockStoreTests {
 
         """.write(toFile: configuration, atomically: true, encoding: .utf8)
         let runs = try (0..<processes).map { _ in
-            try Spawned(gatekeeperRun, ["--config", configuration, "--state-dir", state, "--", "true"])
+            try Spawned(HostProtectionTests.gatekeeperRun, ["--config", configuration, "--state-dir", state, "--", "true"])
         }
         for run in runs { run.write(String(repeating: "alice\nwrong\n", count: failures)) }
         for run in runs { #expect(run.finish().status == 77) }
@@ -193,4 +193,4 @@ struct FaillockStoreTests {
     }
 }
 
-let gatekeeperRun = builtExecutable("gatekeeper-run")
+

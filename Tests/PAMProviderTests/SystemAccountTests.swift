@@ -118,6 +118,27 @@ struct SystemAccountTests {
         #expect(try account.pamtester(account.user, newPassword))
     }
 
+    /// A remembered login is accepted only while the system account exists and is neither locked nor
+    /// expired.
+    @Test func recheckFollowsTheSystemAccount() async throws {
+        let account = try ThrowawayAccount()
+        defer { account.remove() }
+        let provider = try PAMAuthProvider(.init(service: account.service))
+        let identity = Identity(username: account.user, provider: "pam")
+        guard case .valid(let current) = await provider.recheck(identity) else {
+            Issue.record("a usable account was not valid")
+            return
+        }
+        #expect(current.attributes["uid"] != nil && current.displayName == "Throwaway Tester")
+        #expect(try shell("passwd -l \(account.user)").status == 0)
+        #expect(await provider.recheck(identity) == .refused(.accountLocked(until: nil)))
+        #expect(try shell("passwd -u \(account.user)").status == 0)
+        #expect(try shell("chage -E 1 \(account.user)").status == 0)  // Expired on 2 January 1970.
+        #expect(await provider.recheck(identity) == .refused(.accountExpired))
+        #expect(try shell("userdel \(account.user)").status == 0)
+        #expect(await provider.recheck(identity) == .refused(.userNotFound))
+    }
+
     /// Without root, pam_unix cannot read the shadow file for another user; the error says why.
     @Test func withoutRootTheErrorExplainsThePrivilegeModel() throws {
         let account = try ThrowawayAccount()
