@@ -132,3 +132,45 @@ struct ScriptedREPLTests {
         #expect(help.stdout.contains("--delay SECONDS"))
     }
 }
+
+/// `status` shows what protects the next login: the failed logins counted, and a login gatekeeper-run
+/// remembers for this session.
+@Suite(.timeLimit(.minutes(1)))
+struct REPLProtectionStatusTests {
+    let directory = temporaryDirectory("gatekeeper-repl-status")
+
+    func configuration() throws -> String {
+        let path = directory + "/gatekeeper.conf"
+        try """
+        lockout deny=2 unlock=10m dir=\(directory)/tally
+        delay 0
+        cache timeout=5m dir=\(directory)/cache
+        required mock delay=0
+
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func statusShowsTheLockoutCount() throws {
+        let config = try configuration()
+        let counted = try session("login\nbob\nwrong\n\nstatus bob\n", ["--config", config])
+        #expect(counted.stdout.contains("Lockout: bob has 1 of 2 failed logins counted."))
+        // The count is kept in the directory: the next session sees it, and locks at the second.
+        let locked = try session("login\nbob\nwrong\n\nstatus bob\n", ["--config", config])
+        #expect(locked.stdout.contains("Lockout: bob is locked after 2 failed logins, for "))
+        let signedIn = try session("login\nalice\nwonderland\nstatus\n", ["--config", config])
+        #expect(signedIn.stdout.contains("Lockout: alice has 0 of 2 failed logins counted."))
+    }
+
+    @Test func statusShowsTheRememberedLogin() throws {
+        let config = try configuration()
+        let before = try session("status\n", ["--config", config])
+        #expect(before.stdout.contains("Remembered login: none for this terminal session."))
+        // gatekeeper-run, started by this same process, remembers alice.
+        let ran = try run(
+            builtExecutable("gatekeeper-run"), ["--config", config, "--", "true"], input: "alice\nwonderland\n")
+        #expect(ran.status == 0)
+        let after = try session("status\n", ["--config", config])
+        #expect(after.stdout.contains("Remembered login: alice via mock"))
+    }
+}

@@ -129,10 +129,11 @@ struct AuditLogTests {
 struct SyslogAuditTests {
     /// A datagram socket bound where a test names, standing in for syslog's /dev/log.
     final class SyslogListener {
-        let path = temporaryDirectory("gatekeeper-syslog") + "/log"
+        let path: String
         let socket: Int32
 
-        init() throws {
+        init(at path: String = temporaryDirectory("gatekeeper-syslog") + "/log") throws {
+            self.path = path
             socket = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
@@ -182,6 +183,23 @@ struct SyslogAuditTests {
         #expect(!messages.joined().contains("wonderland"))
     }
 
+    /// A configuration file that is refused is reported to syslog (the only sink known without it).
+    @Test(
+        .enabled(
+            if: getuid() == 0 && !FileManager.default.fileExists(atPath: "/dev/log"),
+            "binds /dev/log: needs root and a machine without a syslog daemon (CI has none)"))
+    func aRefusedConfigurationIsReportedToSyslog() throws {
+        let listener = try SyslogListener(at: "/dev/log")
+        defer { unlink("/dev/log") }
+        let config = temporaryDirectory("gatekeeper-refused") + "/broken.conf"
+        try "lockout deny=many\nrequired mock\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let result = try run(HostProtectionTests.gatekeeperRun, ["--config", config, "--", "true"], input: "")
+        #expect(result.status == 69)
+        let message = try #require(listener.messages().first)
+        #expect(message.hasPrefix("<85>") && message.contains("configurationRefused"))
+        #expect(message.contains("deny takes a number"))
+    }
+
     @Test func aMissingSocketIsReportedOnceAndSendingResumes() throws {
         let reports = Mutex<[String]>([])
         let path = temporaryDirectory("gatekeeper-syslog") + "/log"
@@ -191,7 +209,13 @@ struct SyslogAuditTests {
         for _ in 0..<5 { sink.record(AuditEvent(kind: .signedOut, username: "alice", provider: "t")) }
         #expect(reports.withLock { $0.count } == 1)
         #expect(reports.withLock { $0[0] }.contains(path))
-        _ = path
+        // Syslog comes up: events are sent again, and a later failure is reported again.
+        let listener = try SyslogListener(at: path)
+        sink.record(AuditEvent(kind: .signedOut, username: "alice", provider: "t"))
+        #expect(listener.messages().count == 1)
+        unlink(path)
+        sink.record(AuditEvent(kind: .signedOut, username: "alice", provider: "t"))
+        #expect(reports.withLock { $0.count } == 2)
     }
 }
 

@@ -169,6 +169,32 @@ struct FaillockStoreTests {
         #expect(tallyBytes("alice").isEmpty)
     }
 
+    /// gatekeeper-run's lockout holds across runs: a script cannot guess faster than the lockout allows.
+    @Test func gatekeeperRunLocksAcrossRunsUntilUnlocked() throws {
+        let state = temporaryDirectory("gatekeeper-faillock")
+        let configuration = state + "/gatekeeper.conf"
+        try "lockout deny=3 unlock=10m\ndelay 0\nrequired mock delay=0\n"
+            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        func attempt(_ password: String) throws -> RunResult {
+            try run(
+                HostProtectionTests.gatekeeperRun,
+                [
+                    "--config", configuration, "--state-dir", state, "--user", "bob", "--password-stdin", "--", "echo",
+                    "ran",
+                ],
+                input: password + "\n")
+        }
+        for _ in 0..<3 { #expect(try attempt("guess").status == 77) }
+        let locked = try attempt("builder")
+        #expect(locked.status == 77 && locked.stdout.isEmpty)
+        #expect(locked.stderr.contains("locked until") && locked.stderr.contains("try again in"))
+        let unlock = try run(
+            HostProtectionTests.gatekeeperRun, ["--config", configuration, "--state-dir", state, "--unlock", "bob"],
+            input: "")
+        #expect(unlock.status == 0 && unlock.stdout.contains("bob"))
+        #expect(try attempt("builder").stdout == "ran\n")
+    }
+
     /// Several processes failing at once: every failure is counted, none lost to a race.
     @Test func failuresFromManyProcessesAtOnceAreAllCounted() throws {
         let (processes, failures) = (6, 10)
@@ -182,7 +208,8 @@ struct FaillockStoreTests {
 
         """.write(toFile: configuration, atomically: true, encoding: .utf8)
         let runs = try (0..<processes).map { _ in
-            try Spawned(HostProtectionTests.gatekeeperRun, ["--config", configuration, "--state-dir", state, "--", "true"])
+            try Spawned(
+                HostProtectionTests.gatekeeperRun, ["--config", configuration, "--state-dir", state, "--", "true"])
         }
         for run in runs { run.write(String(repeating: "alice\nwrong\n", count: failures)) }
         for run in runs { #expect(run.finish().status == 77) }
@@ -192,5 +219,3 @@ struct FaillockStoreTests {
         #expect(recorded.allSatisfy { $0.valid })
     }
 }
-
-

@@ -2,8 +2,8 @@ import Authentication
 import FileProvider
 import Foundation
 import HostProtection
-import Testing
 import TestSupport
+import Testing
 
 @Suite(.timeLimit(.minutes(1)))
 struct LoginCacheTests {
@@ -120,7 +120,8 @@ struct RememberedLoginTests {
 
     func gatekeeperRun(_ config: String, _ arguments: [String] = [], input: String = "") throws -> RunResult {
         try run(
-            HostProtectionTests.gatekeeperRun, ["--config", config, "--state-dir", state] + arguments + ["--", "echo", "ran"],
+            HostProtectionTests.gatekeeperRun,
+            ["--config", config, "--state-dir", state] + arguments + ["--", "echo", "ran"],
             input: input)
     }
 
@@ -135,7 +136,9 @@ struct RememberedLoginTests {
         let second = try gatekeeperRun(config)
         #expect(second.status == 0 && second.stdout == "ran\n")
         #expect(!second.stderr.contains("Password:") && !second.stderr.contains("Username:"))
-        #expect(try auditEvents().contains { $0.contains("\"event\":\"cachedLogin\"") && $0.contains("\"user\":\"alice\"") })
+        #expect(
+            try auditEvents().contains { $0.contains("\"event\":\"cachedLogin\"") && $0.contains("\"user\":\"alice\"") }
+        )
         // -k forgets it: the next run asks again (and, with no answer, is cancelled).
         #expect(try gatekeeperRun(config, ["-k"]).status == 130)
         #expect(try gatekeeperRun(config).status == 130)
@@ -163,7 +166,8 @@ struct RememberedLoginTests {
         #expect(try gatekeeperRun(config).status == 130)
         // Once unlocked (gatekeeper-run --unlock), it is remembered again.
         let unlock = try run(
-            HostProtectionTests.gatekeeperRun, ["--config", config, "--state-dir", state, "--unlock", "alice"], input: "")
+            HostProtectionTests.gatekeeperRun, ["--config", config, "--state-dir", state, "--unlock", "alice"],
+            input: "")
         #expect(unlock.status == 0)
         #expect(try gatekeeperRun(config).status == 0)
         #expect(try auditEvents().contains { $0.contains("\"event\":\"unlocked\"") })
