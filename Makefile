@@ -15,9 +15,11 @@ SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/u
 # Debian packages the build and the tests need beyond the Swift toolchain: libpam's headers, pam_wrapper's
 # pam_matrix module, pam_access (libpam-modules) and pamtester for the PAM tests, a C compiler for their fixture module, and the
 # account tools (useradd, chage) for the tests that run as root; libxcrypt and apr-util for the users
-# file, with Apache's htpasswd and mkpasswd (whois) as the peers its tests compare with.
-DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-wrapper pamtester gcc libc6-dev passwd \
-	libcrypt-dev libaprutil1-dev apache2-utils whois time
+# file, with Apache's htpasswd and mkpasswd (whois) as the peers its tests compare with; pam_faillock
+# (libpam-modules) and the faillock tool (libpam-modules-bin) as the lockout's peers, and python3's
+# hashlib as the audit chain's.
+DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin libpam-wrapper pamtester gcc \
+	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3
 
 .PHONY: deps build run test bench sanitize leaks lint fuzz-stacks
 
@@ -38,9 +40,13 @@ build: deps
 run: build
 	@$(SWIFT) run --skip-build gatekeeper-repl $(ARGS)
 
+# One test at a time: many tests start a tool and wait for it, which holds one of the cooperative pool's
+# threads (as many as cores: two on CI) for the tool's whole run, fail delay included; run side by side,
+# such tests starve the tests that need the pool to make progress. Each test still runs its own
+# concurrency (a hundred logins at once, cancellation races) as it would anywhere.
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --no-parallel
 
 bench: deps
 	$(SWIFT) build -c release --product gatekeeper-bench
@@ -53,7 +59,7 @@ sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan
 	# Leak detection is off here: FoundationEssentials' String(contentsOfFile:) leaks its read buffer in
 	# Swift 6.3.1, which the test helpers call; leaks in this package are checked by `make leaks`.
-	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --sanitize=address --scratch-path .build/asan
+	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --no-parallel --sanitize=address --scratch-path .build/asan
 
 leaks: deps
 	@$(SWIFT) build --sanitize=address --scratch-path .build/asan-bench --product gatekeeper-bench 2>&1 \

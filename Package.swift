@@ -138,7 +138,8 @@ let package = Package(
             name: "HostProtectionTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "HostProtection", "MockProvider", "FileProvider",
-                "PAMProvider", "GatekeeperSupport", "TestSupport", "gatekeeper-run", "gatekeeper-repl",
+                "PAMProvider", "GatekeeperSupport", "ProviderPlugins", "ToolSupport", "TestSupport", "gatekeeper-run",
+                "gatekeeper-repl",
             ]
         ),
         .testTarget(

@@ -53,6 +53,7 @@ do {
         provider = try selection.makeProvider(defaultsToFirst: true)  // A demo: the mock backend by default.
     }
 } catch let error as ConfigurationError {
+    HostSettings.reportRefused(error, tool: "gatekeeper-repl")
     writeStandardError("gatekeeper-repl: \(error)\n")
     exit(ExitStatus.unavailable.code)
 } catch {

@@ -70,8 +70,7 @@ if let path = invocation.configuration {
         stack = try ConfigurationFile.load(path, registry: registry)
     } catch {
         // Nothing of a refused file is used, its audit lines included: syslog hears of it.
-        SyslogAuditSink(identifier: "gatekeeper-run").record(
-            AuditEvent(kind: .configurationRefused, username: nil, provider: "gatekeeper-run", detail: "\(error)"))
+        HostSettings.reportRefused(error, tool: "gatekeeper-run")
         fail(.unavailable, "\(error)")
     }
 }
@@ -108,6 +107,7 @@ do {
         provider = invocation.explains ? ProviderChain(name: single.name, [.init(.required, single)]) : single
     }
 } catch let error as ConfigurationError {
+    HostSettings.reportRefused(error, tool: "gatekeeper-run")
     fail(.unavailable, "\(error)")
 } catch {
     fail(ExitStatus(configuration: error), "\(error)")

@@ -87,4 +87,15 @@ public struct HostSettings: Sendable {
         }
         return sinks.isEmpty ? DiscardingAuditSink() : AuditSinks(sinks)
     }
+
+    /// Reports a refused configuration file to syslog — the only sink known when the file that names the
+    /// others is refused — as a `configurationRefused` event naming where and why.
+    public static func reportRefused(
+        _ error: ConfigurationError,
+        tool: String,
+        socketPath: String = "/dev/log"
+    ) {
+        SyslogAuditSink(socketPath: socketPath, identifier: tool).record(
+            AuditEvent(kind: .configurationRefused, username: nil, provider: tool, detail: error.description))
+    }
 }

@@ -3,9 +3,12 @@ import AuthenticationTesting
 import Foundation
 import GatekeeperSupport
 import HostProtection
+import MockProvider
+import ProviderPlugins
 import Synchronization
 import TestSupport
 import Testing
+import ToolSupport
 
 @Suite(.timeLimit(.minutes(2)))
 struct AuditLogTests {
@@ -183,21 +186,24 @@ struct SyslogAuditTests {
         #expect(!messages.joined().contains("wonderland"))
     }
 
-    /// A configuration file that is refused is reported to syslog (the only sink known without it).
-    @Test(
-        .enabled(
-            if: getuid() == 0 && !FileManager.default.fileExists(atPath: "/dev/log"),
-            "binds /dev/log: needs root and a machine without a syslog daemon (CI has none)"))
-    func aRefusedConfigurationIsReportedToSyslog() throws {
-        let listener = try SyslogListener(at: "/dev/log")
-        defer { unlink("/dev/log") }
+    /// A configuration file that is refused is reported to syslog (the only sink known without it);
+    /// gatekeeper-run and gatekeeper-repl report through this, to /dev/log.
+    @Test func aRefusedConfigurationIsReportedToSyslog() throws {
+        let listener = try SyslogListener()
         let config = temporaryDirectory("gatekeeper-refused") + "/broken.conf"
         try "lockout deny=many\nrequired mock\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let result = try run(HostProtectionTests.gatekeeperRun, ["--config", config, "--", "true"], input: "")
-        #expect(result.status == 69)
+        let registry = ProviderRegistry([MockProviderPlugin.self])
+        #expect(throws: ConfigurationError.self) {
+            do throws(ConfigurationError) {
+                _ = try ConfigurationFile.load(config, registry: registry)
+            } catch {
+                HostSettings.reportRefused(error, tool: "gatekeeper-run", socketPath: listener.path)
+                throw error
+            }
+        }
         let message = try #require(listener.messages().first)
-        #expect(message.hasPrefix("<85>") && message.contains("configurationRefused"))
-        #expect(message.contains("deny takes a number"))
+        #expect(message.hasPrefix("<85>") && message.contains("gatekeeper-run[\(getpid())]: configurationRefused"))
+        #expect(message.contains("broken.conf:1:9: many: deny takes a number"))
     }
 
     @Test func aMissingSocketIsReportedOnceAndSendingResumes() throws {
