@@ -80,7 +80,8 @@ settings.service = "gatekeeper-repl"
 let gatekeeper = Gatekeeper(
     provider: provider, configuration: settings, audit: host.auditSink(tool: "gatekeeper-repl", report: warnings),
     lockout: lockout)
-let repl = REPL(gatekeeper: gatekeeper, screen: screen, cache: host.loginCache(report: { _ in }))
+let scope = HostSettings.scope(stack: stack, provider: stack == nil ? selection : nil)
+let repl = REPL(gatekeeper: gatekeeper, screen: screen, cache: host.loginCache(scope: scope, report: { _ in }))
 
 // Ctrl-C outside a prompt cancels the command in progress; with no command in progress it is ignored
 // on a terminal (the prompt handles its own Ctrl-C) and ends a scripted session.

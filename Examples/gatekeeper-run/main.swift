@@ -92,7 +92,7 @@ if let account = invocation.unlocks {
 }
 
 let session = TerminalSession.current()
-let cache = host.loginCache(report: warn)
+let cache = host.loginCache(scope: HostSettings.scope(stack: stack, provider: invocation.selection), report: warn)
 if invocation.forgetsSession, let session { cache?.forget(session) }
 if invocation.forgetsAll { cache?.forgetAll(of: invocation.user) }
 if invocation.command.isEmpty { exit(0) }

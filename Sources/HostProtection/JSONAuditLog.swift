@@ -27,8 +27,8 @@ import Synchronization
 /// Names no backend has confirmed are written as a keyed hash (`user_digest`), with a key kept beside
 /// the log (`<path>.key`, mode 0600), so the digests of one name match across runs.
 ///
-/// Writing never fails a login: a failure is reported once, through `onFailure`, and the next event
-/// tries again.
+/// Writing never fails a login, and waits at most a second for another process's append: a failure is
+/// reported once, through `onFailure`, and the next event tries again.
 public final class JSONAuditLog: AuditSink {
     public let path: String
     private let directory: StateDirectory
@@ -85,7 +85,8 @@ public final class JSONAuditLog: AuditSink {
         do throws(StateFileError) {
             let file = try directory.openFile(name, creatingWith: 0o600)
             defer { close(file) }
-            try StateDirectory.lock(file)
+            // A login waits at most a second for another process's append.
+            try StateDirectory.lock(file, timeout: .seconds(1))
             let (sequence, previous) = try Self.lastLink(file)
             var line = "{\"seq\":\(sequence + 1)"
             for (key, value) in AuditRecord.fields(event) {

@@ -25,19 +25,30 @@ import GatekeeperSupport
 public final class LoginCache: Sendable {
     /// How long a login is remembered; zero for never.
     public let timeout: Duration
+    /// What the logins were made through (a digest of the configuration): a login remembered under one
+    /// configuration is never used under another, which may ask for more (a second factor, a group).
+    public let scope: String
     private let directory: StateDirectory
     /// At most this many sessions are remembered per user; the oldest are forgotten first.
     static let maxRecordsPerUser = 32
 
     /// Opens (creating, mode 0700) the cache directory.
     /// - Throws: ``AuthError/providerUnavailable(reason:)`` when it cannot be used safely.
-    public init(directory: String, timeout: Duration) throws(AuthError) {
+    /// - Parameter scope: What the logins are made through, as a digest of the configuration (see
+    ///   ``scope(of:)``).
+    public init(directory: String, timeout: Duration, scope: String = "default") throws(AuthError) {
         self.timeout = timeout
+        self.scope = Self.scope(of: scope)
         do {
             self.directory = try StateDirectory(directory, creatingWith: 0o700)
         } catch {
             throw .providerUnavailable(reason: "the login cache cannot be used: \(error)")
         }
+    }
+
+    /// A scope's digest: 16 hexadecimal digits of SHA-256 of `description`.
+    public static func scope(of description: String) -> String {
+        SHA256.hash(Array(description.utf8)).prefix(8).hexadecimal
     }
 
     /// A remembered login.
@@ -54,7 +65,9 @@ public final class LoginCache: Sendable {
         guard timeout > .zero, let now = BootClock.now() else { return nil }
         let names = username.map { [$0] } ?? directory.names().filter { !$0.hasPrefix(".") }
         let fresh = names.compactMap { name -> Login? in
-            guard let record = records(of: name).last(where: { $0.session == session }) else { return nil }
+            guard let record = records(of: name).last(where: { $0.session == session && $0.scope == scope }) else {
+                return nil
+            }
             guard record.time <= now.nanoseconds, record.boot == now.boot else { return nil }
             let age = Duration.nanoseconds(now.nanoseconds - record.time)
             guard age < timeout else { return nil }
@@ -66,8 +79,11 @@ public final class LoginCache: Sendable {
     /// Remembers that `identity` signed in within `session` now.
     public func remember(_ identity: Identity, in session: TerminalSession) throws(AuthError) {
         guard timeout > .zero, let now = BootClock.now() else { return }
-        var kept = records(of: identity.username).filter { $0.session != session && $0.boot == now.boot }
-        kept.append(Record(session: session, boot: now.boot, time: now.nanoseconds, provider: identity.provider))
+        var kept = records(of: identity.username).filter {
+            !($0.session == session && $0.scope == scope) && $0.boot == now.boot
+        }
+        kept.append(
+            Record(session: session, boot: now.boot, time: now.nanoseconds, scope: scope, provider: identity.provider))
         kept = kept.suffix(Self.maxRecordsPerUser)
         try write(kept, for: identity.username)
     }
@@ -111,35 +127,39 @@ public final class LoginCache: Sendable {
         return bytes.split(separator: 0x0A).compactMap { Record(line: String(decoding: $0, as: UTF8.self)) }
     }
 
-    /// One remembered session: `v1 KIND DEVICE PID START BOOT TIME PROVIDER`.
+    /// One remembered session: `v1 KIND DEVICE PID START BOOT TIME SCOPE PROVIDER`.
     struct Record: Hashable {
         var session: TerminalSession
         var boot: String
         var time: Int64
+        var scope: String
         var provider: String
 
-        init(session: TerminalSession, boot: String, time: Int64, provider: String) {
+        init(session: TerminalSession, boot: String, time: Int64, scope: String, provider: String) {
             self.session = session
             self.boot = boot
             self.time = time
+            self.scope = scope
             self.provider = provider
         }
 
         init?(line: String) {
             let fields = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 8, fields[0] == "v1", let kind = TerminalSession.Kind(rawValue: fields[1]),
+            guard fields.count == 9, fields[0] == "v1", let kind = TerminalSession.Kind(rawValue: fields[1]),
                 let device = UInt64(fields[2]), let pid = Int32(fields[3]), let start = UInt64(fields[4]),
                 fields[5].utf8.count == 36, let time = Int64(fields[6]), time >= 0,
-                !fields[7].isEmpty, fields[7].unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 })
+                fields[7].utf8.count == 16, !fields[8].isEmpty,
+                fields[8].unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 })
             else { return nil }
             session = TerminalSession(kind: kind, device: device, leader: pid, leaderStart: start)
             boot = fields[5]
             self.time = time
-            provider = fields[7]
+            scope = fields[7]
+            provider = fields[8]
         }
 
         var line: String {
-            "v1 \(session.kind.rawValue) \(session.device) \(session.leader) \(session.leaderStart) \(boot) \(time) "
+            "v1 \(session.kind.rawValue) \(session.device) \(session.leader) \(session.leaderStart) \(boot) \(time) \(scope) "
                 + (provider.unicodeScalars.allSatisfy { $0.isASCII && $0.value > 0x20 } ? provider : "unknown") + "\n"
         }
     }

@@ -59,10 +59,12 @@ public struct HostSettings: Sendable {
 
     /// The login cache, or `nil` when logins are not remembered or the directory cannot be used (then
     /// `report` says why, and every login asks for a password).
-    public func loginCache(report: (String) -> Void) -> LoginCache? {
+    /// - Parameter scope: What logins are made through (``scope(stack:provider:)``): a login is used
+    ///   only under the configuration it was made under.
+    public func loginCache(scope: String, report: (String) -> Void) -> LoginCache? {
         guard cacheTimeout > .zero else { return nil }
         do {
-            return try LoginCache(directory: cacheDirectory, timeout: cacheTimeout)
+            return try LoginCache(directory: cacheDirectory, timeout: cacheTimeout, scope: scope)
         } catch {
             report("\(error.reason ?? error.description); logins are not remembered")
             return nil
@@ -86,6 +88,18 @@ public struct HostSettings: Sendable {
             }
         }
         return sinks.isEmpty ? DiscardingAuditSink() : AuditSinks(sinks)
+    }
+
+    /// What logins are made through: every entry of the stack (control, provider, options), or the one
+    /// provider and its options. Changing any of it forgets the logins remembered under it.
+    public static func scope(stack: StackConfiguration?, provider selection: ProviderSelection?) -> String {
+        func options(_ options: [String: String]) -> String {
+            options.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        }
+        if let stack {
+            return stack.entries.map { "\($0.control) \($0.provider) \(options($0.options))" }.joined(separator: "\n")
+        }
+        return "provider \(selection?.name ?? "") \(options(selection?.options ?? [:]))"
     }
 
     /// Reports a refused configuration file to syslog — the only sink known when the file that names the

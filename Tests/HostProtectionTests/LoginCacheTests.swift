@@ -69,17 +69,23 @@ struct LoginCacheTests {
     /// A record line from `what`, at `now` on CLOCK_BOOTTIME of boot `boot`.
     static func record(_ what: String, boot: String, now: Int64) -> String {
         let session = "v1 tty 34816 4242 123456"
+        let scope = LoginCache.scope(of: "default")
         switch what {
-        case "another boot": return "\(session) 00000000-0000-4000-8000-000000000000 \(now - 1_000_000_000) file\n"
-        case "the future": return "\(session) \(boot) \(now + 60_000_000_000) file\n"
-        case "a damaged line": return "\(session) \(boot) \(now - 1_000_000_000)\n"
-        case "another version": return "v2 tty 34816 4242 123456 \(boot) \(now - 1_000_000_000) file\n"
+        case "another boot":
+            return "\(session) 00000000-0000-4000-8000-000000000000 \(now - 1_000_000_000) \(scope) file\n"
+        case "the future": return "\(session) \(boot) \(now + 60_000_000_000) \(scope) file\n"
+        case "another configuration":
+            return "\(session) \(boot) \(now - 1_000_000_000) \(LoginCache.scope(of: "other")) file\n"
+        case "a damaged line": return "\(session) \(boot) \(now - 1_000_000_000) \(scope)\n"
+        case "another version": return "v2 tty 34816 4242 123456 \(boot) \(now - 1_000_000_000) \(scope) file\n"
         case "binary junk": return "\u{0}\u{1}v1 tty\u{FF}"
-        default: return "\(session) \(boot) \(now - 1_000_000_000) file\n"
+        default: return "\(session) \(boot) \(now - 1_000_000_000) \(scope) file\n"
         }
     }
 
-    @Test(arguments: ["another boot", "the future", "a damaged line", "another version", "binary junk"])
+    @Test(arguments: [
+        "another boot", "the future", "another configuration", "a damaged line", "another version", "binary junk",
+    ])
     func aRecordThatCannotBeTrustedIsIgnored(_ what: String) throws {
         let cache = try LoginCache(directory: directory, timeout: .seconds(300))
         // The format is what the test writes: a good record is accepted…
@@ -186,6 +192,19 @@ struct RememberedLoginTests {
         #expect(try gatekeeperRun(config).status == 0)
         try users.deleteUser("erin")
         #expect(try gatekeeperRun(config).status == 130)
+    }
+
+    @Test func aLoginRememberedUnderOneConfigurationIsNotUsedUnderAnother() throws {
+        let config = try configuration()
+        #expect(try gatekeeperRun(config, input: "alice\nwonderland\n").status == 0)
+        // The same provider with other options, or another stack: asked again.
+        let stricter = try configuration(provider: "required mock delay=0.01")
+        #expect(try gatekeeperRun(stricter).status == 130)
+        let single = try run(
+            HostProtectionTests.gatekeeperRun,
+            ["--provider", "mock", "--delay", "0", "--state-dir", state, "--", "true"],
+            input: "")
+        #expect(single.status == 130)
     }
 
     @Test func aRememberedLoginStillNeedsTheGroup() throws {
