@@ -90,7 +90,7 @@ let package = Package(
             name: "gatekeeper-bench",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "MockProvider", "PAMProvider", "CPAMBaseline",
-                "FileProvider", "CCrypt",
+                "FileProvider", "CCrypt", "HostProtection",
             ],
             path: "Benchmarks/gatekeeper-bench"
         ),

@@ -154,14 +154,17 @@ package final class StateDirectory: Sendable {
         }
     }
 
-    /// Writes `name` whole or not at all: a temporary file, synced, renamed over the old one.
-    package func replace(_ name: String, with bytes: [UInt8], mode: UInt32 = 0o600) throws(StateFileError) {
+    /// Writes `name` whole or not at all: a temporary file, renamed over the old one — synced first when
+    /// `durable` (state that must survive a crash; a cache need not, as a torn file reads as damaged).
+    package func replace(_ name: String, with bytes: [UInt8], mode: UInt32 = 0o600, durable: Bool = true)
+        throws(StateFileError)
+    {
         guard Self.isPlainName(name) else { throw StateFileError("not a plain file name") }
         var random = SystemRandomNumberGenerator()
         let temporary = ".\(name).\(UInt32.random(in: .min ... .max, using: &random)).tmp"
         let file = openat(descriptor, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard file >= 0 else { throw StateFileError("\(path)/\(name): cannot be written: \(errorDescription())") }
-        let written = writeAll(file, bytes) && fsync(file) == 0
+        let written = writeAll(file, bytes) && (!durable || fsync(file) == 0)
         close(file)
         guard written, renameat(descriptor, temporary, descriptor, name) == 0 else {
             let code = errno

@@ -148,10 +148,13 @@ public final class FaillockStore: LockoutStore {
             var file: Int32 = -1
             var admin = false
             if ownFile && known != false {
+                // One look-up in the user database: pam_faillock gives the file to the account (so its uid
+                // may own it), and uid 0 is the administrator.
+                let uid = SystemAccounts.uid(of: account)
                 do {
                     file = try tallies.openFile(
-                        account, creatingWith: create && known == true ? 0o600 : nil, owners: Self.owners(account))
-                    admin = Self.isAdministrator(account)
+                        account, creatingWith: create && known == true ? 0o600 : nil, owners: uid.map { [$0] } ?? [])
+                    admin = uid == 0
                 } catch  where error.isMissing {
                     file = -1
                 }
@@ -200,11 +203,6 @@ public final class FaillockStore: LockoutStore {
     /// pam_faillock gives each tally file to its account; such a file is accepted too.
     private static func owners(_ account: String) -> Set<UInt32> {
         SystemAccounts.uid(of: account).map { [$0] } ?? []
-    }
-
-    /// Whether `account` is the system's uid 0 (pam_faillock's `is_admin`).
-    private static func isAdministrator(_ account: String) -> Bool {
-        SystemAccounts.uid(of: account) == 0
     }
 
     /// One 64-byte record.

@@ -104,14 +104,21 @@ public final class JSONAuditLog: AuditSink {
         }
     }
 
-    /// The number and hash of the file's last record (0 and zeros for an empty file).
+    /// The number and hash of the file's last record (0 and zeros for an empty file), read from its end
+    /// in blocks until a line break.
     private static func lastLink(_ file: Int32) throws(StateFileError) -> (Int, String) {
-        let end = lseek(file, 0, SEEK_END)
+        let end = Int(lseek(file, 0, SEEK_END))
         guard end > 0 else { return (0, genesis) }
-        let span = min(Int(end), 64 * 1024)
-        var tail = [UInt8](repeating: 0, count: span)
-        let count = tail.withUnsafeMutableBytes { pread(file, $0.baseAddress, span, off_t(Int(end) - span)) }
-        guard count == span else { throw StateFileError("cannot be read: \(errorDescription())") }
+        var tail: [UInt8] = []
+        var start = end
+        repeat {
+            let size = min(start, 4096)
+            start -= size
+            var block = [UInt8](repeating: 0, count: size)
+            let count = block.withUnsafeMutableBytes { pread(file, $0.baseAddress, size, off_t(start)) }
+            guard count == size else { throw StateFileError("cannot be read: \(errorDescription())") }
+            tail = block + tail
+        } while start > 0 && tail.dropLast().firstIndex(of: 0x0A) == nil && tail.count < 1 << 20
         let lines = tail.split(separator: 0x0A)
         guard let last = lines.last, let link = Self.link(of: Array(last)) else {
             throw StateFileError("its last record is damaged; verify it, then move it aside")
@@ -127,27 +134,41 @@ public final class JSONAuditLog: AuditSink {
         var covered: ArraySlice<UInt8>
     }
 
-    /// The chain fields of a line: its number, `prev` and `hash`, and the bytes `hash` covers.
+    /// The chain fields of a line as this log writes it — `{"seq":N,` … `,"prev":"…","hash":"…"}` —
+    /// and the bytes `hash` covers. The fields are read at their places, so no other spelling of them
+    /// (a JSON parser would accept many) passes.
     static func link(of line: [UInt8]) -> Link? {
-        let marker = Array(",\"hash\":\"".utf8)
-        // The line ends with `,"hash":"` 64 hexadecimal digits `"}`.
-        guard line.count > marker.count + 66, line.last == UInt8(ascii: "}"),
-            Array(line[(line.count - 66 - marker.count)..<(line.count - 66)]) == marker
+        let hashMarker = Array(",\"hash\":\"".utf8)
+        let previousMarker = Array(",\"prev\":\"".utf8)
+        let start = Array("{\"seq\":".utf8)
+        // …,"prev":"<64 hex>","hash":"<64 hex>"}
+        let hashStart = line.count - 66
+        let previousStart = hashStart - hashMarker.count - 1 - 64
+        guard previousStart - previousMarker.count > start.count, line.last == UInt8(ascii: "}"),
+            line[line.count - 2] == UInt8(ascii: "\""),
+            Array(line[(hashStart - hashMarker.count)..<hashStart]) == hashMarker,
+            line[hashStart - hashMarker.count - 1] == UInt8(ascii: "\""),
+            Array(line[(previousStart - previousMarker.count)..<previousStart]) == previousMarker,
+            Array(line[..<start.count]) == start
         else { return nil }
-        let covered = line[..<(line.count - 66 - marker.count)]
-        let hash = String(decoding: line[(line.count - 66)..<(line.count - 2)], as: UTF8.self)
-        guard line[line.count - 2] == UInt8(ascii: "\""),
-            let fields = try? JSONDecoder().decode(ChainFields.self, from: Data(line))
+        let hash = line[hashStart..<(line.count - 2)]
+        let previous = line[previousStart..<(previousStart + 64)]
+        let digits = line[start.count...].prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        guard isHexadecimal(hash), isHexadecimal(previous), (1...18).contains(digits.count),
+            line[start.count + digits.count] == UInt8(ascii: ","),
+            let sequence = Int(String(decoding: digits, as: UTF8.self))
         else { return nil }
-        guard fields.hash == hash else { return nil }
-        return Link(sequence: fields.seq, previous: fields.prev, hash: hash, covered: covered)
+        return Link(
+            sequence: sequence, previous: String(decoding: previous, as: UTF8.self),
+            hash: String(decoding: hash, as: UTF8.self), covered: line[..<(hashStart - hashMarker.count)])
     }
 
-    private struct ChainFields: Decodable {
-        var seq: Int
-        var prev: String
-        var hash: String
+    private static func isHexadecimal(_ bytes: ArraySlice<UInt8>) -> Bool {
+        bytes.allSatisfy {
+            ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))
+        }
     }
+
 }
 
 extension JSONAuditLog {

@@ -110,7 +110,8 @@ public final class LoginCache: Sendable {
             if records.isEmpty {
                 directory.remove(username)
             } else {
-                try directory.replace(username, with: Array(records.map(\.line).joined().utf8))
+                // Not synced: a record lost to a crash only means asking for the password again.
+                try directory.replace(username, with: Array(records.map(\.line).joined().utf8), durable: false)
             }
         } catch {
             throw .providerUnavailable(reason: "the login cannot be remembered: \(error)")
