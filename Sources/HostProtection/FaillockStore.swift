@@ -134,8 +134,8 @@ public final class FaillockStore: LockoutStore {
         }
     }
 
-    /// The failures recorded for `account` (`nil` when it has no file and no bucket file): an account's
-    /// own file when it has one — or, for a failure, when a backend knows it — else its bucket.
+    /// The failures recorded for `account` (`nil` when it has no file and no bucket file): the name's own
+    /// file when it has one — or, for a failure, when a backend knows it — else its bucket.
     /// `body` may change them; they are written back under the same lock.
     private func withTally<T>(
         of account: String,
@@ -147,17 +147,21 @@ public final class FaillockStore: LockoutStore {
             let ownFile = StateDirectory.isPlainName(account) && !account.hasPrefix(".")
             var file: Int32 = -1
             var admin = false
-            if ownFile && known != false {
+            if ownFile {
                 // One look-up in the user database: pam_faillock gives the file to the account (so its uid
                 // may own it), and uid 0 is the administrator.
                 let uid = SystemAccounts.uid(of: account)
+                let owners: Set<UInt32> = uid.map { [$0] } ?? []
                 do {
-                    file = try tallies.openFile(
-                        account, creatingWith: create && known == true ? 0o600 : nil, owners: uid.map { [$0] } ?? [])
-                    admin = uid == 0
+                    // A name with a file of its own is judged and counted by it, known now or not; a file
+                    // is made only for a name a backend knows.
+                    file = try tallies.openFile(account, creatingWith: nil, owners: owners)
                 } catch  where error.isMissing {
-                    file = -1
+                    if create && known == true {
+                        file = try tallies.openFile(account, creatingWith: 0o600, owners: owners)
+                    }
                 }
+                admin = file >= 0 && uid == 0
             }
             if file < 0 {
                 file = try openBucket(of: account, create: create)

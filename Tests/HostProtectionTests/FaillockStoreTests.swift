@@ -125,6 +125,11 @@ struct FaillockStoreTests {
             #expect(unknown.isLocked == known.isLocked && unknown.isLocked == (attempt == 5))
         }
         #expect(try fresh.status(of: "nobody-here", policy: policy).isLocked)
+        // A name with a file of its own (an account since deleted) is still counted there, as it is judged.
+        try fresh.unlock("alice")
+        _ = try fresh.recordFailure(of: "alice", known: false, source: .service("t"), policy: policy)
+        #expect(try fresh.failures(of: "alice").count == 1)
+        #expect(try fresh.status(of: "alice", policy: policy) == .open(failures: 1))
     }
 
     @Test func aLockedNameIsRefusedBeforeAnyProviderIsAsked() async throws {
