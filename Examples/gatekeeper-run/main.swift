@@ -77,9 +77,16 @@ if let path = invocation.configuration {
 let host = HostSettings(stack, stateDirectory: invocation.stateDirectory)
 let audit = host.auditSink(tool: "gatekeeper-run", report: warn)
 
-if let account = invocation.unlocks {
+if let name = invocation.unlocks {
+    // The files are pam_faillock's, whatever the lockout policy says now.
+    let account: String
     do throws(AuthError) {
-        try host.lockoutStore().unlock(account)
+        account = try Username.validate(name)
+    } catch {
+        fail(.invalidInput, "--unlock: \(error.description)")
+    }
+    do throws(AuthError) {
+        try FaillockStore(directory: host.lockoutDirectory).unlock(account)
     } catch {
         fail(.unavailable, error.reason ?? error.description)
     }

@@ -117,7 +117,16 @@ public final class FaillockStore: LockoutStore {
         try reset(account)
     }
 
+    /// Empties `account`'s file, as `faillock --reset` does.
+    /// - Throws: ``AuthError/providerUnavailable(reason:)`` when the file cannot be written, or when the
+    ///   name cannot be a file name (its failures are counted with names that match no account).
     public func unlock(_ account: String) throws(AuthError) {
+        guard StateDirectory.isPlainName(account), !account.hasPrefix(".") else {
+            throw .providerUnavailable(
+                reason:
+                    "\(TextSafety.escaped(account)) cannot name a tally file; its failures are counted with names that match no account"
+            )
+        }
         try reset(account)
     }
 
