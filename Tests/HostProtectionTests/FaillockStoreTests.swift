@@ -197,6 +197,13 @@ struct FaillockStoreTests {
             HostProtectionTests.gatekeeperRun, ["--config", configuration, "--state-dir", state, "--unlock", "bob"],
             input: "")
         #expect(unlock.status == 0 && unlock.stdout.contains("bob"))
+        for (name, status) in [("a/b", Int32(69)), ("bob\u{1B}[2J", 65), ("", 65)] {
+            let refused = try run(
+                HostProtectionTests.gatekeeperRun,
+                ["--config", configuration, "--state-dir", state, "--unlock", name], input: "")
+            #expect(refused.status == status, "--unlock \(name.debugDescription)")
+            #expect(!refused.stderr.contains("\u{1B}"))
+        }
         #expect(try attempt("builder").stdout == "ran\n")
     }
 
