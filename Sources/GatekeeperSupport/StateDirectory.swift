@@ -27,25 +27,26 @@ package final class StateDirectory: Sendable {
     package let path: String
     package let descriptor: Int32
 
-    /// Opens `path`, creating what is missing of it with `mode`.
+    /// Opens `path` (each directory as an `O_PATH` descriptor: searching it is enough), creating what is
+    /// missing of it with `mode`.
     package init(_ path: String, creatingWith mode: UInt32) throws(StateFileError) {
         guard path.hasPrefix("/") else { throw StateFileError("\(path): not an absolute path") }
         let components = path.split(separator: "/").map(String.init)
         guard !components.contains("..") else { throw StateFileError("\(path): contains ..") }
-        var current = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        var current = open("/", openPathOnly | O_DIRECTORY | O_CLOEXEC)
         guard current >= 0 else { throw StateFileError("/: cannot be opened: \(errorDescription())") }
         var walked = ""
         for (index, component) in components.enumerated() where component != "." {
             walked += "/" + component
             let isLast = index == components.count - 1
-            var next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            var next = openat(current, component, openPathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 && errno == ENOENT {
                 if mkdirat(current, component, mode) != 0 && errno != EEXIST {
                     let code = errno
                     close(current)
                     throw StateFileError("\(walked): cannot be created: \(errorDescription(code))")
                 }
-                next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                next = openat(current, component, openPathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             }
             let code = errno
             close(current)
@@ -200,3 +201,7 @@ package final class StateDirectory: Sendable {
             && !name.utf8.contains(0) && name.utf8.count <= 255
     }
 }
+
+/// Linux's `O_PATH` (which Glibc's Swift module leaves out): a descriptor that names a directory to search
+/// and examine, without the right to read it.
+private let openPathOnly: Int32 = 0o10_000_000
