@@ -115,20 +115,22 @@ extension Gatekeeper {
                 return (true, replaced)
             }
         }
+        // Recorded before anyone waiting hears the result, so the audit trail has `signedIn` before
+        // anything the caller does next (a `signedOut`, say).
+        switch (outcome.current, result) {
+        case (true, .success(let identity)): record(.signedIn, identity.username)
+        case (true, .failure(.cancelled)): record(.signInCancelled, nil)
+        default: break  // Each failed attempt was audited as it happened.
+        }
         effects.deliver()
         switch (outcome.current, result) {
         case (false, .success(let orphan)):
             // Nobody waits for this login any more: the session it opened is closed again.
             await provider.signOut(orphan)
-        case (false, .failure):
-            break
-        case (true, .success(let identity)):
-            record(.signedIn, identity.username)
+        case (true, .success):
             if let replaced = outcome.replaced { await provider.signOut(replaced) }
-        case (true, .failure(.cancelled)):
-            record(.signInCancelled, nil)
-        case (true, .failure):
-            break  // Each failed attempt was audited as it happened.
+        default:
+            break
         }
     }
 
