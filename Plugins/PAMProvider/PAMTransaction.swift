@@ -1,6 +1,5 @@
 import Authentication
 import CPAM
-import Dispatch
 import GatekeeperSupport
 import Synchronization
 
@@ -8,22 +7,17 @@ import Synchronization
     import Glibc
 #endif
 
-/// One PAM transaction, run on a thread of its own and bridged to the caller's task.
+/// One PAM transaction, run on a thread of its own and bridged to the caller's task through the
+/// package's blocking bridge.
 final class PAMTransaction: Sendable {
     private let request: AuthRequest
     private let configuration: PAMAuthProvider.Configuration
     private let sessions: PAMSessions
-
-    private struct State {
-        var continuation: CheckedContinuation<Result<AuthOutcome, AuthError>, Never>?
-        var cancelled = false
-        /// The conversation question in progress, cancelled with the transaction.
-        var pendingQuestion: Task<Void, Never>?
-        /// What the conversation threw, to pass on instead of PAM's generic conversation error.
-        var conversationError: AuthError?
-    }
-
-    private let state = Mutex(State())
+    /// The thread, the caller's task, and the questions between them.
+    private let bridge = BlockingBridge<Result<AuthOutcome, AuthError>>()
+    /// What the conversation said: the person cancelled a question, or it failed with an error to pass on
+    /// instead of PAM's generic conversation error.
+    private let conversationState = Mutex<(cancelled: Bool, error: AuthError?)>((false, nil))
 
     init(request: AuthRequest, configuration: PAMAuthProvider.Configuration, sessions: PAMSessions) {
         self.request = request
@@ -31,29 +25,10 @@ final class PAMTransaction: Sendable {
         self.sessions = sessions
     }
 
-    /// Runs the transaction; returns as soon as it ends or the task is cancelled.
-    ///
-    /// Not `ThreadPool.run`: the result may be delivered in the middle of the job (a session held open
-    /// until sign-out keeps its thread), so the handshake with the caller is the transaction's own.
+    /// Runs the transaction; returns as soon as it ends or the task is cancelled. The result may be
+    /// delivered in the middle of the job (a session held open until sign-out keeps its thread).
     func run() async -> Result<AuthOutcome, AuthError> {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let alreadyCancelled = state.withLock { state in
-                    if state.cancelled { return true }
-                    state.continuation = continuation
-                    return false
-                }
-                if alreadyCancelled {
-                    continuation.resume(returning: .failure(.cancelled))
-                    return
-                }
-                // The job keeps the transaction alive until libpam is done with it; a transaction
-                // cancelled while it waited for a thread never starts.
-                Self.threads.submit(isAbandoned: { [self] in isCancelled }) { [self] in deliver(perform()) }
-            }
-        } onCancel: {
-            cancel()
-        }
+        await bridge.run(on: Self.threads) { [self] _ in perform() } ?? .failure(.cancelled)
     }
 
     /// The threads transactions run on: one per transaction, from `pam_start` to `pam_end` (a session
@@ -61,23 +36,13 @@ final class PAMTransaction: Sendable {
     /// kept for the next transaction, as starting one costs about as much as a `pam_matrix` login.
     static let threads = ThreadPool(name: "gatekeeper.pam", maxThreads: 64, maxIdle: 4)
 
-    private var isCancelled: Bool { state.withLock { $0.cancelled } }
-
-    private func cancel() {
-        let (continuation, question) = state.withLock { state in
-            state.cancelled = true
-            return (state.continuation.take(), state.pendingQuestion)
-        }
-        question?.cancel()
-        continuation?.resume(returning: .failure(.cancelled))
-    }
+    /// Whether the caller stopped waiting or the person cancelled a question: no further phase starts.
+    private var isCancelled: Bool { bridge.isCancelled || conversationState.withLock { $0.cancelled } }
 
     /// Hands the result to the caller; `false` when nobody waits for it any more (cancelled).
     @discardableResult
     private func deliver(_ result: Result<AuthOutcome, AuthError>) -> Bool {
-        guard let continuation = state.withLock({ $0.continuation.take() }) else { return false }
-        continuation.resume(returning: result)
-        return true
+        bridge.deliver(result)
     }
 
     // MARK: On the PAM thread
@@ -163,8 +128,8 @@ final class PAMTransaction: Sendable {
 
     /// Maps a PAM result code to an answer, in one place.
     private func outcome(of status: Int32, _ handle: OpaquePointer) -> Result<AuthOutcome, AuthError> {
-        let (cancelled, conversationError) = state.withLock { ($0.cancelled, $0.conversationError) }
-        if cancelled { return .failure(.cancelled) }
+        let conversationError = conversationState.withLock { $0.error }
+        if isCancelled { return .failure(.cancelled) }
         if let conversationError { return .failure(conversationError) }
         let message = String(cString: pam_strerror(handle, status))
         // Failures count against the name PAM settled on, so spellings of one account share a lockout.
@@ -251,32 +216,13 @@ final class PAMTransaction: Sendable {
     /// Runs one conversation call from the PAM thread, blocking it until the answer arrives or the
     /// transaction is cancelled. `nil` when there is no answer (the error is kept for the caller).
     private func ask<T: Sendable>(_ question: @escaping @Sendable () async throws(AuthError) -> T) -> T? {
-        let answered = DispatchSemaphore(value: 0)
-        let answer = Mutex<Result<T, AuthError>>(.failure(.cancelled))
-        let task = Task {
-            do throws(AuthError) {
-                let value = try await question()
-                answer.withLock { $0 = .success(value) }
-            } catch {
-                answer.withLock { $0 = .failure(error) }
-            }
-            answered.signal()
-        }
-        let proceed = state.withLock { state in
-            guard !state.cancelled else { return false }
-            state.pendingQuestion = task
-            return true
-        }
-        if !proceed { task.cancel() }
-        answered.wait()
-        let result = answer.withLock { $0 }
-        return state.withLock { state in
-            state.pendingQuestion = nil
+        guard let result = bridge.ask(question) else { return nil }
+        return conversationState.withLock { state in
             switch result {
             case .success(let value):
                 return state.cancelled ? nil : value
             case .failure(let error):
-                if !state.cancelled && error != .cancelled { state.conversationError = error }
+                if !state.cancelled && error != .cancelled { state.error = error }
                 if error == .cancelled { state.cancelled = true }
                 return nil
             }
