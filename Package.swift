@@ -10,6 +10,10 @@ let package = Package(
         .library(name: "TerminalLogin", targets: ["TerminalLogin"]),
         .library(name: "ToolSupport", targets: ["ToolSupport"]),
         .library(name: "HostProtection", targets: ["HostProtection"]),
+        .library(name: "PluginHost", targets: ["PluginHost"]),
+        .library(name: "PluginExport", targets: ["PluginExport"]),
+        // The example plugin written in Swift: a shared object a host loads at run time.
+        .library(name: "GatekeeperExamplePlugin", type: .dynamic, targets: ["ExampleSwiftPlugin"]),
         .library(name: "MockProvider", targets: ["MockProvider"]),
         .library(name: "DebugProvider", targets: ["DebugProvider"]),
         .library(name: "PAMProvider", targets: ["PAMProvider"]),
@@ -36,6 +40,25 @@ let package = Package(
         // What a host tool needs around every login: failed logins counted in pam_faillock's files, logins
         // remembered for a terminal session, and audit sinks (syslog, a hash-chained JSON log).
         .target(name: "HostProtection", dependencies: ["Authentication", "GatekeeperSupport"]),
+        // The C ABI of shared-object provider plugins (gatekeeper_plugin.h).
+        .target(name: "CGatekeeperPlugin"),
+        // Loading plugins at run time: shared objects through that ABI, and helper programs.
+        .target(
+            name: "PluginHost",
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin"]
+        ),
+        // For plugins written in Swift: exports an AuthProvider through the C ABI.
+        .target(
+            name: "PluginExport",
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin"]
+        ),
+        .target(
+            name: "ExampleSwiftPlugin",
+            dependencies: ["Authentication", "PluginExport", "ProviderPlugins"],
+            path: "Examples/plugins/swift",
+            // The plugin's own copies of the modules it links are the ones it calls, whatever the host exports.
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-Bsymbolic"])]
+        ),
         // What the command-line tools share: provider selection by option, usage errors, exit statuses,
         // messages on standard error, the signal state a command gets back before exec.
         .target(
@@ -134,6 +157,14 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pam")]
         ),
         .testTarget(name: "GatekeeperSupportTests", dependencies: ["GatekeeperSupport", "TestSupport"]),
+        .testTarget(
+            name: "PluginHostTests",
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "PluginHost", "ProviderPlugins", "ToolSupport",
+                "TestSupport",
+                "gatekeeper-run",
+            ]
+        ),
         .testTarget(
             name: "HostProtectionTests",
             dependencies: [

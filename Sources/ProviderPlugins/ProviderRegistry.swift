@@ -118,26 +118,91 @@ public struct ProviderConfigurationError: Error, Hashable, Sendable, CustomStrin
     }
 }
 
-/// The backends an executable offers, by name.
+/// A backend as a registry holds it: its name, options, and how to build it — from a plugin type
+/// compiled in, or from a plugin loaded at run time.
+public struct ProviderPluginDescriptor: Sendable {
+    public let name: String
+    public let summary: String
+    public let options: [ProviderOption]
+    public let checksCredentials: Bool
+    private let make: @Sendable (ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider
+
+    public init(
+        name: String,
+        summary: String,
+        options: [ProviderOption],
+        checksCredentials: Bool = true,
+        make: @escaping @Sendable (ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider
+    ) {
+        self.name = name
+        self.summary = summary
+        self.options = options
+        self.checksCredentials = checksCredentials
+        self.make = make
+    }
+
+    /// The descriptor of a plugin type compiled into the executable.
+    public init(_ type: any AuthProviderPlugin.Type) {
+        self.init(
+            name: type.name, summary: type.summary, options: type.options, checksCredentials: type.checksCredentials
+        ) { options throws(ProviderConfigurationError) in
+            try type.makeProvider(options)
+        }
+    }
+
+    /// Builds the provider from checked options.
+    public func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+        try make(options)
+    }
+}
+
+/// The backends an executable offers, by name: those compiled in, and — with a resolver — plugins found
+/// at run time by path or short name (`PluginHost`'s shared objects).
 public struct ProviderRegistry: Sendable {
-    private let plugins: [(name: String, type: any AuthProviderPlugin.Type)]
+    private let plugins: [ProviderPluginDescriptor]
+    private let resolver: (@Sendable (String) throws(ProviderConfigurationError) -> ProviderPluginDescriptor?)?
 
     /// A registry of `plugins`, in the order given (the first is the default).
     public init(_ plugins: [any AuthProviderPlugin.Type]) {
-        self.plugins = plugins.map { ($0.name, $0) }
+        self.plugins = plugins.map(ProviderPluginDescriptor.init)
+        self.resolver = nil
     }
 
-    /// The backends' names, default first.
+    private init(
+        plugins: [ProviderPluginDescriptor],
+        resolver: (@Sendable (String) throws(ProviderConfigurationError) -> ProviderPluginDescriptor?)?
+    ) {
+        self.plugins = plugins
+        self.resolver = resolver
+    }
+
+    /// The same registry, asking `resolver` for names it does not hold (an absolute path to a shared
+    /// object, a short name in a plugin directory). The resolver returns `nil` for a name it does not
+    /// know, and throws for one it knows but cannot load.
+    public func resolving(
+        with resolver: @escaping @Sendable (String) throws(ProviderConfigurationError) -> ProviderPluginDescriptor?
+    ) -> ProviderRegistry {
+        ProviderRegistry(plugins: plugins, resolver: resolver)
+    }
+
+    /// The backends' names, default first (those compiled in).
     public var names: [String] { plugins.map(\.name) }
 
-    /// The plugin named `name`, if registered.
-    public func plugin(named name: String) -> (any AuthProviderPlugin.Type)? {
-        plugins.first { $0.name == name }?.type
+    /// The plugin named `name`, if registered (compiled in).
+    public func plugin(named name: String) -> ProviderPluginDescriptor? {
+        plugins.first { $0.name == name }
+    }
+
+    /// The plugin named `name`: compiled in, or found by the resolver.
+    /// - Throws: ``ProviderConfigurationError`` when the resolver found it but could not load it.
+    public func resolve(_ name: String) throws(ProviderConfigurationError) -> ProviderPluginDescriptor? {
+        if let plugin = plugin(named: name) { return plugin }
+        return try resolver?(name)
     }
 
     /// Every option name any backend takes, for command-line parsing.
     public var optionNames: Set<String> {
-        Set(plugins.flatMap { $0.type.options.map(\.name) })
+        Set(plugins.flatMap { $0.options.map(\.name) })
     }
 
     /// Builds the backend `name` with `options`, refusing options it does not take.
@@ -146,7 +211,7 @@ public struct ProviderRegistry: Sendable {
         named name: String,
         options: [String: String] = [:]
     ) throws(ProviderConfigurationError) -> any AuthProvider {
-        guard let plugin = plugin(named: name) else { throw .unknownProvider(name, available: names) }
+        guard let plugin = try resolve(name) else { throw .unknownProvider(name, available: names) }
         let accepted = Set(plugin.options.map(\.name))
         if let stray = options.keys.sorted().first(where: { !accepted.contains($0) }) {
             throw .unknownOption(stray, provider: name)

@@ -424,10 +424,16 @@ public struct StackConfiguration: Sendable {
                     .syntax, at: location(words[0]), word: words[0].text, "a provider's name must follow the control")
             }
             let name = words[1].text
-            guard let plugin = registry.plugin(named: name) else {
+            let resolved: ProviderPluginDescriptor?
+            do throws(ProviderConfigurationError) {
+                resolved = try registry.resolve(name)
+            } catch {
+                throw ConfigurationError(.provider, at: location(words[1]), word: name, error.description)
+            }
+            guard let plugin = resolved else {
                 throw ConfigurationError(
                     .provider, at: location(words[1]), word: name,
-                    "unknown provider; available: \(registry.names.joined(separator: ", "))")
+                    "unknown provider; available: \(registry.names.joined(separator: ", ")), or a plugin's path")
             }
             var options: [String: String] = [:]
             let accepted = plugin.options.map(\.name)

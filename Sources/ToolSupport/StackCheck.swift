@@ -21,7 +21,7 @@ public struct StackCheck: Sendable {
             return "\(index + 1). \(control) \(([entry.provider] + options).joined(separator: " "))"
         }
         let controls = entries.map(\.control)
-        let checks = entries.map { registry.plugin(named: $0.provider)?.checksCredentials ?? true }
+        let checks = entries.map { (try? registry.resolve($0.provider))??.checksCredentials ?? true }
         let mandatory = entries.map { $0.control.keyword == "required" || $0.control.keyword == "requisite" }
         var canSucceed = false
         var succeedsWithoutRequired: [PAMResult]?

@@ -1,0 +1,1 @@
+#include "gatekeeper_plugin.h"

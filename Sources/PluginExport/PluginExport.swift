@@ -1,0 +1,296 @@
+public import Authentication
+import CGatekeeperPlugin
+import GatekeeperSupport
+public import ProviderPlugins
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Exports an ``AuthProvider`` written in Swift as a shared-object plugin, through the C ABI of
+/// `gatekeeper_plugin.h` — the only thing that crosses into the host, which may carry other copies of
+/// these modules.
+///
+/// ```swift
+/// @_cdecl("gatekeeper_plugin_entry")
+/// public func gatekeeperPluginEntry() -> UnsafeRawPointer {
+///     PluginExport.table(name: "example", summary: "…", options: [ProviderOption("users", …)]) { options in
+///         try ExampleProvider(options)
+///     }
+/// }
+/// ```
+///
+/// The host calls `authenticate` on a thread of its own; the provider's async `authenticate` runs as a task,
+/// its questions go to the host's callbacks on a thread apart from the cooperative pool, and the host's
+/// `cancel` cancels the task. One plugin per shared object.
+public enum PluginExport {
+    /// The plugin table, made on the first call and kept for the life of the process.
+    public static func table(
+        name: String,
+        summary: String,
+        options: [ProviderOption],
+        make: @escaping @Sendable (ProviderOptions) throws -> any AuthProvider
+    ) -> UnsafeRawPointer {
+        exported.withLock { exported in
+            if let table = exported?.table { return UnsafeRawPointer(table) }
+            let plugin = ExportedPlugin(name: name, make: make)
+            let optionTable = UnsafeMutablePointer<gk_option>.allocate(capacity: max(options.count, 1))
+            for (index, option) in options.enumerated() {
+                optionTable[index] = gk_option(
+                    name: UnsafePointer(strdup(option.name)), value_name: UnsafePointer(strdup(option.valueName)),
+                    help: UnsafePointer(strdup(option.help)))
+            }
+            let table = UnsafeMutablePointer<gk_plugin>.allocate(capacity: 1)
+            table.initialize(
+                to: gk_plugin(
+                    abi_version: UInt32(GK_PLUGIN_ABI_VERSION), size: UInt32(MemoryLayout<gk_plugin>.size),
+                    name: UnsafePointer(strdup(name)), summary: UnsafePointer(strdup(summary)),
+                    options: UnsafePointer(optionTable), option_count: options.count, create: exportedCreate,
+                    authenticate: exportedAuthenticate, release_outcome: exportedRelease, cancel: exportedCancel,
+                    sign_out: exportedSignOut, destroy: exportedDestroy))
+            plugin.table = UnsafePointer(table)
+            exported = plugin
+            return UnsafeRawPointer(table)
+        }
+    }
+
+    /// Questions go to the host from these threads, never from the cooperative pool: the host answers
+    /// them with tasks of its own, which blocked cooperative threads would starve.
+    static let threads = ThreadPool(name: "gatekeeper.plugin-export", maxThreads: 64, maxIdle: 2)
+}
+
+private let exported = Mutex<ExportedPlugin?>(nil)
+
+private final class ExportedPlugin: @unchecked Sendable {
+    let name: String
+    let make: @Sendable (ProviderOptions) throws -> any AuthProvider
+    var table: UnsafePointer<gk_plugin>?
+
+    init(name: String, make: @escaping @Sendable (ProviderOptions) throws -> any AuthProvider) {
+        self.name = name
+        self.make = make
+    }
+}
+
+/// One instance: the provider, and the logins in progress by their conversation context.
+private final class ExportedInstance: Sendable {
+    let provider: any AuthProvider
+    let logins = Mutex<[UInt: Task<Void, Never>]>([:])
+
+    init(_ provider: any AuthProvider) { self.provider = provider }
+
+    static func from(_ pointer: UnsafeMutableRawPointer?) -> ExportedInstance? {
+        pointer.map { Unmanaged<ExportedInstance>.fromOpaque($0).takeUnretainedValue() }
+    }
+}
+
+/// What `authenticate` filled in, freed by `release_outcome`.
+private final class OutcomeStorage {
+    var allocations: [UnsafeMutableRawPointer] = []
+
+    func string(_ text: String) -> UnsafePointer<CChar> {
+        let copy = strdup(text)!
+        allocations.append(UnsafeMutableRawPointer(copy))
+        return UnsafePointer(copy)
+    }
+
+    func strings(_ texts: [String]) -> UnsafePointer<UnsafePointer<CChar>?> {
+        let array = UnsafeMutablePointer<UnsafePointer<CChar>?>.allocate(capacity: max(texts.count, 1))
+        for (index, text) in texts.enumerated() { array[index] = string(text) }
+        allocations.append(UnsafeMutableRawPointer(array))
+        return UnsafePointer(array)
+    }
+
+    deinit { allocations.forEach { free($0) } }
+}
+
+/// A one-time signal a blocked thread waits on.
+private final class Signal: @unchecked Sendable {
+    private let semaphore = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+    init() { sem_init(semaphore, 0, 0) }
+    deinit {
+        sem_destroy(semaphore)
+        semaphore.deallocate()
+    }
+    func post() { sem_post(semaphore) }
+    func wait() { while sem_wait(semaphore) != 0 && errno == EINTR {} }
+}
+
+/// The host's callbacks: plain C function pointers and the host's context, valid while the login runs.
+private struct Callbacks: @unchecked Sendable {
+    let value: gk_conversation
+}
+
+/// The host's conversation, reached through its callbacks off the cooperative pool.
+private struct CallbackConversation: Conversation {
+    let wrapped: Callbacks
+    var callbacks: gk_conversation { wrapped.value }
+
+    func askBytes(_ prompt: String, style: gk_style) async throws(AuthError) -> [UInt8] {
+        let wrapped = self.wrapped
+        let answer = await PluginExport.threads.run { () -> Result<[UInt8], AuthError> in
+            let callbacks = wrapped.value
+            var pointer: UnsafePointer<CChar>?
+            var length = 0
+            let status = prompt.withCString {
+                callbacks.ask(callbacks.context, Int32(style.rawValue), $0, &pointer, &length)
+            }
+            switch status {
+            case Int32(GK_OK.rawValue):
+                guard let pointer else { return .failure(.providerUnavailable(reason: "the host gave no answer")) }
+                return .success(Array(UnsafeRawBufferPointer(start: pointer, count: length)))
+            case Int32(GK_CANCELLED.rawValue): return .failure(.cancelled)
+            default: return .failure(.providerUnavailable(reason: "the host's conversation failed"))
+            }
+        }
+        guard let answer else { throw .cancelled }
+        return try answer.get()
+    }
+
+    func ask(_ prompt: String) async throws(AuthError) -> String {
+        String(decoding: try await askBytes(prompt, style: GK_ASK_VISIBLE), as: UTF8.self)
+    }
+
+    func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
+        var bytes = try await askBytes(prompt, style: GK_ASK_HIDDEN)
+        defer { bytes.withUnsafeMutableBytes { Secret.wipe($0) } }
+        return Secret(copying: bytes)
+    }
+
+    func show(_ message: String, as kind: MessageKind) async {
+        let wrapped = self.wrapped
+        let style = Int32((kind == .error ? GK_SHOW_ERROR : GK_SHOW_INFO).rawValue)
+        _ = await PluginExport.threads.run {
+            message.withCString { wrapped.value.show(wrapped.value.context, style, $0) }
+        }
+    }
+}
+
+private let exportedCreate:
+    @convention(c) (
+        UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<UnsafePointer<CChar>?>?, Int,
+        UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+    ) -> UnsafeMutableRawPointer? = { names, values, count, error in
+        guard let plugin = exported.withLock({ $0 }) else { return nil }
+        var options: [String: String] = [:]
+        for index in 0..<count {
+            guard let name = names?[index], let value = values?[index] else { continue }
+            options[String(cString: name)] = String(cString: value)
+        }
+        do {
+            let provider = try plugin.make(ProviderOptions(options))
+            return Unmanaged.passRetained(ExportedInstance(provider)).toOpaque()
+        } catch let failure {
+            error?.pointee = strdup("\(failure)")
+            return nil
+        }
+    }
+
+private let exportedAuthenticate:
+    @convention(c) (
+        UnsafeMutableRawPointer?, UnsafePointer<CChar>?, UnsafePointer<gk_conversation>?,
+        UnsafeMutablePointer<gk_outcome>?
+    ) -> Int32 = { pointer, username, conversation, outcome in
+        guard let instance = ExportedInstance.from(pointer), let username, let conversation, let outcome else {
+            return -1
+        }
+        let request = AuthRequest(
+            username: String(cString: username),
+            conversation: CallbackConversation(wrapped: Callbacks(value: conversation.pointee)))
+        let done = Signal()
+        let result = Mutex<Result<AuthOutcome, AuthError>>(.failure(.cancelled))
+        let key = UInt(bitPattern: conversation.pointee.context)
+        let task = Task {
+            do throws(AuthError) {
+                let answer = try await instance.provider.authenticate(request)
+                result.withLock { $0 = .success(answer) }
+            } catch {
+                result.withLock { $0 = .failure(error) }
+            }
+            done.post()
+        }
+        instance.logins.withLock { $0[key] = task }
+        if conversation.pointee.is_cancelled(conversation.pointee.context) != 0 { task.cancel() }
+        done.wait()
+        instance.logins.withLock { $0[key] = nil }
+        fill(outcome, with: result.withLock { $0 })
+        return 0
+    }
+
+private func fill(_ outcome: UnsafeMutablePointer<gk_outcome>, with result: Result<AuthOutcome, AuthError>) {
+    let storage = OutcomeStorage()
+    var filled = gk_outcome()
+    switch result {
+    case .success(.authenticated(let identity)):
+        filled.kind = Int32(GK_OUTCOME_AUTHENTICATED.rawValue)
+        filled.username = storage.string(identity.username)
+        filled.display_name = storage.string(identity.displayName)
+        let groups = identity.groups.sorted()
+        filled.groups = storage.strings(groups)
+        filled.group_count = groups.count
+        let attributes = identity.attributes.sorted { $0.key < $1.key }
+        filled.attribute_keys = storage.strings(attributes.map { $0.key })
+        filled.attribute_values = storage.strings(attributes.map { $0.value })
+        filled.attribute_count = attributes.count
+    case .success(.rejected(let rejection, let canonical)):
+        filled.kind = Int32(GK_OUTCOME_REJECTED.rawValue)
+        filled.username = canonical.map { storage.string($0) }
+        let code: gk_rejection =
+            switch rejection {
+            case .wrongCredentials: GK_REJECT_WRONG_CREDENTIALS
+            case .locked: GK_REJECT_LOCKED
+            case .expiredAccount: GK_REJECT_EXPIRED_ACCOUNT
+            case .passwordChangeRequired: GK_REJECT_PASSWORD_CHANGE_REQUIRED
+            case .tooManyTries: GK_REJECT_TOO_MANY_TRIES
+            default: GK_REJECT_POLICY
+            }
+        filled.rejection = Int32(code.rawValue)
+    case .success(.notMine):
+        filled.kind = Int32(GK_OUTCOME_NOT_MINE.rawValue)
+    case .success(.ignored):
+        filled.kind = Int32(GK_OUTCOME_IGNORED.rawValue)
+    case .success(.unavailable(let reason)):
+        filled.kind = Int32(GK_OUTCOME_UNAVAILABLE.rawValue)
+        filled.reason = storage.string(reason)
+    case .failure:
+        // Cancelled, or the conversation failed: the host knows which, and answers with its own error.
+        filled.kind = Int32(GK_OUTCOME_CANCELLED.rawValue)
+    }
+    filled.plugin_data = Unmanaged.passRetained(storage).toOpaque()
+    outcome.pointee = filled
+}
+
+private let exportedRelease: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<gk_outcome>?) -> Void = {
+    _, outcome in
+    guard let data = outcome?.pointee.plugin_data else { return }
+    Unmanaged<OutcomeStorage>.fromOpaque(data).release()
+    outcome?.pointee.plugin_data = nil
+}
+
+private let exportedCancel: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = {
+    pointer, context in
+    guard let instance = ExportedInstance.from(pointer) else { return }
+    instance.logins.withLock { $0[UInt(bitPattern: context)] }?.cancel()
+}
+
+private let exportedSignOut: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Void = {
+    pointer, username in
+    guard let instance = ExportedInstance.from(pointer), let username, let plugin = exported.withLock({ $0 }) else {
+        return
+    }
+    let identity = Identity(username: String(cString: username), provider: plugin.name)
+    let done = Signal()
+    Task {
+        await instance.provider.signOut(identity)
+        done.post()
+    }
+    done.wait()
+}
+
+private let exportedDestroy: @convention(c) (UnsafeMutableRawPointer?) -> Void = { pointer in
+    guard let pointer else { return }
+    Unmanaged<ExportedInstance>.fromOpaque(pointer).release()
+}

@@ -1,0 +1,45 @@
+public import ProviderPlugins
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Finding shared-object plugins by the name a configuration gives them.
+public enum SharedObjectPlugins {
+    /// Where a short name (`example`) is looked for, as `DIRECTORY/NAME.so`.
+    public static let directory = "/usr/lib/gatekeeper/plugins"
+
+    /// A resolver for ``ProviderRegistry/resolving(with:)``: an absolute path loads that file; a short name
+    /// (letters, digits, `-`, `_`) loads `directory/NAME.so` if there is one; a relative path is refused.
+    public static func resolver(
+        directory: String = directory
+    ) -> @Sendable (String) throws(ProviderConfigurationError) -> ProviderPluginDescriptor? {
+        { name throws(ProviderConfigurationError) in
+            let path: String
+            if name.hasPrefix("/") {
+                path = name
+            } else if name.contains("/") {
+                throw .unusable(
+                    provider: name, reason: "a plugin is named by absolute path or by a short name in \(directory)")
+            } else if !name.isEmpty,
+                name.unicodeScalars.allSatisfy({
+                    $0.properties.isASCIIHexDigit || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || $0 == "-"
+                        || $0 == "_"
+                })
+            {
+                path = directory + "/" + name + ".so"
+                var info = stat()
+                guard lstat(path, &info) == 0 else { return nil }
+            } else {
+                return nil
+            }
+            do throws(PluginLoadError) {
+                return try SharedObjectPlugin.load(path).descriptor
+            } catch {
+                throw .unusable(provider: name, reason: error.reason)
+            }
+        }
+    }
+}
