@@ -92,7 +92,7 @@ let package = Package(
             name: "gatekeeper-run",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
-                "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
+                "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "PluginHost",
             ],
             path: "Examples/gatekeeper-run"
         ),
@@ -100,7 +100,7 @@ let package = Package(
             name: "gatekeeper-repl",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
-                "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
+                "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "PluginHost",
             ],
             path: "Examples/gatekeeper-repl"
         ),

@@ -5,6 +5,7 @@ import DebugProvider
 import FileProvider
 import MockProvider
 import PAMProvider
+import PluginHost
 import ProviderPlugins
 import TerminalLogin
 import ToolSupport
@@ -18,6 +19,8 @@ import ToolSupport
 let registry = ProviderRegistry([
     MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
 ])
+// A configuration may also name a shared-object plugin, by absolute path or by short name.
+.resolving(with: SharedObjectPlugins.resolver())
 var selection = ProviderSelection(registry: registry)
 
 let usage = "usage: gatekeeper-repl [--provider NAME [provider options] | --config FILE]"

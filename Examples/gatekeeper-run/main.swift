@@ -5,6 +5,7 @@ import FileProvider
 import HostProtection
 import MockProvider
 import PAMProvider
+import PluginHost
 import ProviderPlugins
 import Synchronization
 import TerminalLogin
@@ -22,6 +23,8 @@ LaunchSignals.record()
 let registry = ProviderRegistry([
     MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
 ])
+// A configuration may also name a shared-object plugin, by absolute path or by short name.
+.resolving(with: SharedObjectPlugins.resolver())
 let arguments = CommandLine.arguments.dropFirst()
 
 let invocation: Invocation

@@ -445,7 +445,7 @@ public struct StackConfiguration: Sendable {
                 guard accepted.contains(option) else {
                     throw ConfigurationError(
                         .option, at: location(word), word: option,
-                        "\(name) has no option \(option); its options: \(accepted.joined(separator: ", "))")
+                        "\(plugin.name) has no option \(option); its options: \(accepted.joined(separator: ", "))")
                 }
                 guard options[option] == nil else {
                     throw ConfigurationError(.duplicate, at: location(word), word: option, "\(option) is given twice")

@@ -91,7 +91,7 @@ struct StackConfigurationTests {
             "requird mock",
             "test.conf:1:1: requird: unknown control; expected required, requisite, sufficient, optional or [value=action …]"
         ),
-        ("required ldap", "test.conf:1:10: ldap: unknown provider; available: mock, debug"),
+        ("required ldap", "test.conf:1:10: ldap: unknown provider; available: mock, debug, or a plugin's path"),
         ("required mock users=/x", "test.conf:1:15: users: mock has no option users; its options: delay"),
         ("required mock delay=1 delay=2", "test.conf:1:23: delay: delay is given twice"),
         ("required mock delay", "test.conf:1:15: delay: expected option=value"),
