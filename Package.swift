@@ -42,10 +42,14 @@ let package = Package(
         .target(name: "HostProtection", dependencies: ["Authentication", "GatekeeperSupport"]),
         // The C ABI of shared-object provider plugins (gatekeeper_plugin.h).
         .target(name: "CGatekeeperPlugin"),
+        // glibc's spawn extensions that Swift's Glibc module leaves out (close every descriptor from N).
+        .target(name: "CProcessSpawn"),
         // Loading plugins at run time: shared objects through that ABI, and helper programs.
         .target(
             name: "PluginHost",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin"]
+            dependencies: [
+                "Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin", "CProcessSpawn",
+            ]
         ),
         // For plugins written in Swift: exports an AuthProvider through the C ABI.
         .target(
