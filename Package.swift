@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "gatekeeper-run", targets: ["gatekeeper-run"]),
         .executable(name: "gatekeeper-repl", targets: ["gatekeeper-repl"]),
         .executable(name: "gatekeeper-passwd", targets: ["gatekeeper-passwd"]),
+        .executable(name: "gatekeeper-pam-helper", targets: ["gatekeeper-pam-helper"]),
     ],
     targets: [
         // The core: AuthProvider, Conversation, Secret, Identity, AuthError, Gatekeeper, RequiresAuthentication.
@@ -77,7 +78,7 @@ let package = Package(
             name: "DebugProvider", dependencies: ["Authentication", "ProviderPlugins"], path: "Plugins/DebugProvider"),
         .target(
             name: "PAMProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CPAM"],
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "PluginHost", "CPAM"],
             path: "Plugins/PAMProvider"
         ),
         .target(
@@ -92,6 +93,11 @@ let package = Package(
         .systemLibrary(name: "CAPRUtil", providers: [.apt(["libaprutil1-dev"])]),
 
         // Executables.
+        .executableTarget(
+            name: "gatekeeper-pam-helper",
+            dependencies: ["Authentication", "PAMProvider", "PluginHost"],
+            path: "Examples/gatekeeper-pam-helper"
+        ),
         .executableTarget(
             name: "gatekeeper-run",
             dependencies: [
@@ -143,7 +149,7 @@ let package = Package(
             name: "PAMProviderTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "PAMProvider", "ProviderPlugins", "TestSupport",
-                "gatekeeper-run", "FileProvider", "MockProvider",
+                "gatekeeper-run", "FileProvider", "MockProvider", "gatekeeper-pam-helper",
             ]
         ),
         .testTarget(

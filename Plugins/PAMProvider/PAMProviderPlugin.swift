@@ -1,21 +1,71 @@
 public import Authentication
+import GatekeeperSupport
+import PluginHost
 public import ProviderPlugins
 
-/// Selects ``PAMAuthProvider`` as `--provider pam --service NAME [--pam-dir DIR]`.
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Selects ``PAMAuthProvider`` as `--provider pam --service NAME [--pam-dir DIR] [--isolated yes]`.
 public enum PAMProviderPlugin: AuthProviderPlugin {
     public static let name = "pam"
     public static let summary = "Linux system accounts through PAM"
     public static let options = [
         ProviderOption("service", valueName: "NAME", help: "the PAM service, a file in /etc/pam.d (required)"),
         ProviderOption("pam-dir", valueName: "DIR", help: "read the service file from DIR instead of /etc/pam.d"),
+        ProviderOption(
+            "isolated", valueName: "yes|no", help: "run each transaction in gatekeeper-pam-helper, a process of its own"
+        ),
+        ProviderOption("pam-helper", valueName: "PATH", help: "that helper (default: next to this program)"),
     ]
 
     public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
         guard let service = options["service"] else { throw .missingOption("service", provider: name) }
+        let provider: PAMAuthProvider
         do {
-            return try PAMAuthProvider(.init(service: service, configurationDirectory: options["pam-dir"]))
+            provider = try PAMAuthProvider(.init(service: service, configurationDirectory: options["pam-dir"]))
         } catch {
             throw .invalidValue(option: "service", value: service, expected: "the name of a PAM service file")
         }
+        switch options["isolated"] ?? "no" {
+        case "no": return provider
+        case "yes": break
+        case let other: throw .invalidValue(option: "isolated", value: other, expected: "yes or no")
+        }
+        let helper = options["pam-helper"] ?? Self.helperNextToThisProgram()
+        var arguments = ["--service", service]
+        if let directory = options["pam-dir"] { arguments += ["--pam-dir", directory] }
+        // PAM modules may wait seconds (a fail delay, a network check); the person types for as long.
+        let settings = try HelperSettings(program: helper, arguments: arguments, timeout: .seconds(300), provider: name)
+        return IsolatedPAMProvider(helper: ConversationHelperProvider(settings, name: name), service: service)
+    }
+
+    /// `gatekeeper-pam-helper` in the directory of the running program.
+    static func helperNextToThisProgram() -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return "/usr/libexec/gatekeeper/gatekeeper-pam-helper" }
+        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let directory = path[..<(path.lastIndex(of: "/") ?? path.endIndex)]
+        return directory + "/gatekeeper-pam-helper"
+    }
+}
+
+/// PAM out of process: each transaction in `gatekeeper-pam-helper`, so a module that crashes or hangs
+/// cannot take the host down, and a cancelled login kills the transaction. Sessions are not offered (they
+/// would keep a process per signed-in person); a remembered login is rechecked in the host, which needs
+/// no PAM call.
+struct IsolatedPAMProvider: AuthProvider {
+    let helper: ConversationHelperProvider
+    let service: String
+    var name: String { helper.name }
+
+    func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        try await helper.authenticate(request)
+    }
+
+    func recheck(_ identity: Identity) async -> Recheck {
+        SystemAccount.recheck(identity.username, provider: name)
     }
 }

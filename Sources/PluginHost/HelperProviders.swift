@@ -12,6 +12,8 @@ public import ProviderPlugins
 /// How a helper program is run: the program (checked as a plugin file is), its environment, its limits.
 public struct HelperSettings: Sendable {
     public var program: String
+    /// Its arguments (never a secret).
+    public var arguments: [String] = []
     /// `NAME=VALUE` entries, the whole environment the helper gets.
     public var environment: [String]
     public var timeout: Duration
@@ -45,6 +47,20 @@ public struct HelperSettings: Sendable {
         guard timeout > .zero else {
             throw .invalidValue(option: "timeout", value: "0", expected: "more than 0 seconds")
         }
+        maxOutput = 256 * 1024
+    }
+
+    /// A helper of this package's own: `program` checked as any helper is, run with `arguments`.
+    public init(program: String, arguments: [String], timeout: Duration, provider: String)
+        throws(ProviderConfigurationError)
+    {
+        switch TrustedFile.check(program, executable: true) {
+        case .success(let resolved): self.program = resolved
+        case .failure(let error): throw .unusable(provider: provider, reason: error.description)
+        }
+        self.arguments = arguments
+        environment = ["PATH=/usr/bin:/bin"]
+        self.timeout = timeout
         maxOutput = 256 * 1024
     }
 
@@ -150,7 +166,8 @@ public final class ConversationHelperProvider: AuthProvider {
             let helper: HelperProcess
             do throws(HelperError) {
                 helper = try HelperProcess(
-                    program: settings.program, arguments: [], environment: settings.environment, extraInput: nil,
+                    program: settings.program, arguments: settings.arguments, environment: settings.environment,
+                    extraInput: nil,
                     timeout: settings.timeout, maxOutput: settings.maxOutput)
             } catch {
                 return .success(.unavailable(reason: "the \(name) helper \(error)"))

@@ -6,19 +6,8 @@ import ProviderPlugins
 import TestSupport
 import Testing
 
-/// A directory for plugins whose whole path only root or this user may write: /run for root, the user's
-/// runtime directory otherwise. Removed by the caller.
-func pluginDirectory() throws -> String {
-    let uid = getuid()
-    let base = uid == 0 ? "/run" : "/run/user/\(uid)"
-    var template = Array("\(base)/gatekeeper-plugins.XXXXXX".utf8CString)
-    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-        throw PluginFixtureError("no private directory for plugins under \(base)")
-    }
-    let directory = String(cString: made)
-    chmod(directory, 0o755)
-    return directory
-}
+/// A directory for plugins: see ``trustedDirectory()``.
+func pluginDirectory() throws -> String { try trustedDirectory() }
 
 struct PluginFixtureError: Error, CustomStringConvertible {
     let description: String

@@ -86,3 +86,21 @@ public func unreadBytes(_ descriptor: Int32) -> Int {
     guard ioctl(descriptor, UInt(FIONREAD), &count) == 0 else { return -1 }
     return Int(count)
 }
+
+/// A new directory whose whole path only root or this user may write — where a host accepts plugins and
+/// helper programs from: under /run for root, the user's runtime directory otherwise.
+public func trustedDirectory() throws -> String {
+    let uid = getuid()
+    let base = uid == 0 ? "/run" : "/run/user/\(uid)"
+    var template = Array("\(base)/gatekeeper-trusted.XXXXXX".utf8CString)
+    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+        throw TrustedDirectoryError(description: "no private directory could be made under \(base)")
+    }
+    let directory = String(cString: made)
+    chmod(directory, 0o755)
+    return directory
+}
+
+public struct TrustedDirectoryError: Error, CustomStringConvertible {
+    public let description: String
+}

@@ -1,0 +1,115 @@
+import Authentication
+import AuthenticationTesting
+import Foundation
+import PAMProvider
+import ProviderPlugins
+import TestSupport
+import Testing
+
+/// PAM out of process: a module that crashes or hangs costs one helper process, never the host.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct IsolatedPAMTests {
+    /// A PAM directory with services over the hostile fixture module, and the helper in a trusted place.
+    struct Fixture {
+        let directory: String
+        let helper: String
+
+        init() throws {
+            directory = try trustedDirectory()
+            let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../Fixtures/pam_gatekeeper_hostile.c").standardized.path
+            let module = directory + "/pam_gatekeeper_hostile.so"
+            let (status, output) = try shell("cc -shared -fPIC -O1 -o '\(module)' '\(source)' -lpam")
+            guard status == 0 else { throw FixtureError("cc could not build the hostile module:\n\(output)") }
+            for (service, argument) in [("gk-crash", "crash"), ("gk-hang", "hang"), ("gk-three", "three")] {
+                try "auth required \(module) \(argument)\naccount required \(module)\n"
+                    .write(toFile: directory + "/" + service, atomically: true, encoding: .utf8)
+            }
+            helper = directory + "/gatekeeper-pam-helper"
+            try FileManager.default.copyItem(atPath: builtExecutable("gatekeeper-pam-helper").path, toPath: helper)
+            chmod(helper, 0o755)
+        }
+
+        func provider(_ service: String, isolated: Bool) throws -> any AuthProvider {
+            try PAMProviderPlugin.makeProvider(
+                ProviderOptions([
+                    "service": service, "pam-dir": directory, "isolated": isolated ? "yes" : "no", "pam-helper": helper,
+                ]))
+        }
+    }
+
+    static let fixture = Result { try Fixture() }
+
+    func login(_ provider: any AuthProvider, _ conversation: ScriptedConversation) async throws -> AuthOutcome {
+        try await provider.authenticate(AuthRequest(username: "alice", conversation: conversation))
+    }
+
+    @Test func threeQuestionsCrossTheProcessBoundary() async throws {
+        let fixture = try Self.fixture.get()
+        for isolated in [false, true] {
+            let provider = try fixture.provider("gk-three", isolated: isolated)
+            let right = try await login(provider, ScriptedConversation(.secret("one"), .text("two"), .secret("three")))
+            guard case .authenticated(let identity) = right else {
+                Issue.record("isolated \(isolated): \(right)")
+                continue
+            }
+            #expect(identity.provider == "pam")
+            let wrong = try await login(provider, ScriptedConversation(.secret("one"), .text("two"), .secret("four")))
+            #expect(wrong == .rejected(.wrongCredentials), "isolated \(isolated)")
+        }
+    }
+
+    @Test func aCrashingModuleCostsTheHelperNotTheHost() async throws {
+        let fixture = try Self.fixture.get()
+        let provider = try fixture.provider("gk-crash", isolated: true)
+        let outcome = try await login(provider, ScriptedConversation(.secret("x")))
+        guard case .unavailable(let reason) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(reason.contains("ended without an outcome"))
+        // The host goes on serving logins.
+        let next = try await login(
+            try fixture.provider("gk-three", isolated: true),
+            ScriptedConversation(.secret("one"), .text("two"), .secret("three")))
+        guard case .authenticated = next else {
+            Issue.record("after a crash: \(next)")
+            return
+        }
+        // In process, the same module takes the whole host down: gatekeeper-run dies by SIGSEGV.
+        let state = temporaryDirectory("gatekeeper-isolated-state")
+        let crashed = try run(
+            builtExecutable("gatekeeper-run"),
+            [
+                "--provider", "pam", "--service", "gk-crash", "--pam-dir", fixture.directory, "--state-dir", state,
+                "--user", "alice", "--password-stdin", "--", "true",
+            ], input: "x\n")
+        #expect(crashed.status == 128 + SIGSEGV, "in-process: \(crashed.status)")
+        let isolated = try run(
+            builtExecutable("gatekeeper-run"),
+            [
+                "--provider", "pam", "--service", "gk-crash", "--pam-dir", fixture.directory, "--isolated", "yes",
+                "--pam-helper", fixture.helper, "--state-dir", state, "--user", "alice", "--password-stdin", "--",
+                "true",
+            ], input: "x\n")
+        #expect(isolated.status == 69 && isolated.stderr.contains("ended without an outcome"))
+    }
+
+    @Test func cancellingAHungModuleKillsTheTransaction() async throws {
+        let fixture = try Self.fixture.get()
+        let provider = try fixture.provider("gk-hang", isolated: true)
+        let login = Task { try await self.login(provider, ScriptedConversation(.secret("x"))) }
+        #expect(await eventually { helpers(of: "gk-hang", in: fixture) > 0 })
+        login.cancel()
+        await #expect(throws: AuthError.cancelled) { try await login.value }
+        #expect(await eventually { helpers(of: "gk-hang", in: fixture) == 0 }, "the helper outlived the login")
+    }
+
+    /// How many helper processes run the service now. (The last letter in brackets keeps the pattern from
+    /// matching the shell that runs pgrep, whose own command line holds it.)
+    func helpers(of service: String, in fixture: Fixture) -> Int {
+        let pattern = "\(fixture.helper) --service \(service.dropLast())[\(service.suffix(1))]"
+        let listed = (try? shell("pgrep -f -- '\(pattern)'").output) ?? ""
+        return listed.split(separator: "\n").count
+    }
+}
