@@ -123,7 +123,7 @@ let package = Package(
             name: "gatekeeper-bench",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "MockProvider", "PAMProvider", "CPAMBaseline",
-                "FileProvider", "CCrypt", "HostProtection",
+                "FileProvider", "CCrypt", "HostProtection", "PluginHost", "ProviderPlugins", "gatekeeper-pam-helper",
             ],
             path: "Benchmarks/gatekeeper-bench"
         ),

@@ -202,20 +202,32 @@ final class HelperProcess {
         return reap()
     }
 
-    /// Stops the whole group: SIGTERM, a second to go, then SIGKILL; then reaps the helper.
-    func stop() {
+    /// Stops the whole group: a `grace` to exit by itself (a helper that has given its answer is about to),
+    /// then SIGTERM and a second to go, then SIGKILL; then reaps the helper.
+    func stop(grace: Duration = .zero) {
         guard reaped == nil else { return }
+        if waitForExit(within: grace) {
+            _ = exitStatusIfExited()
+            return
+        }
         kill(-pid, SIGTERM)
-        for _ in 0..<100 {
+        _ = waitForExit(within: .seconds(1))
+        kill(-pid, SIGKILL)
+        _ = reap()
+    }
+
+    /// Whether the helper exits within `limit` (checked every millisecond; it is not reaped).
+    private func waitForExit(within limit: Duration) -> Bool {
+        let end = ContinuousClock.now + limit
+        repeat {
             var info = siginfo_t()
             if waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0, info._sifields._sigchld.si_pid == pid
             {
-                break
+                return true
             }
-            usleep(10_000)
-        }
-        kill(-pid, SIGKILL)
-        _ = reap()
+            guard ContinuousClock.now < end else { return false }
+            usleep(1_000)
+        } while true
     }
 
     private func reap() -> Int32? {

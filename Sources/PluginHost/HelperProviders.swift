@@ -172,8 +172,11 @@ public final class ConversationHelperProvider: AuthProvider {
             } catch {
                 return .success(.unavailable(reason: "the \(name) helper \(error)"))
             }
-            defer { helper.stop() }
-            return HelperProtocol.converse(with: helper, start: start, request: request, bridge: bridge, name: name)
+            let result = HelperProtocol.converse(
+                with: helper, start: start, request: request, bridge: bridge, name: name)
+            // A helper that gave its outcome exits by itself; one cancelled or misbehaving is stopped.
+            helper.stop(grace: bridge.isCancelled ? .zero : .milliseconds(100))
+            return result
         }
         guard let result else { throw .cancelled }
         return try result.get()
