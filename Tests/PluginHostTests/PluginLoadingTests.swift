@@ -42,6 +42,14 @@ struct PluginLoadingTests {
         #expect(refusal(directory + "/missing.so")?.contains("cannot be found") == true)
     }
 
+    @Test func aShortNameIsLookedForInThePluginDirectory() throws {
+        _ = try ExamplePlugins.cPlugin(in: directory)
+        let resolve = SharedObjectPlugins.resolver(directory: directory)
+        #expect(try resolve("c-example")?.name == "c-example")
+        #expect(try resolve("not-installed") == nil)
+        #expect(try resolve("mock") == nil)  // Not a file there: left to the names compiled in.
+    }
+
     @Test(.enabled(if: getuid() == 0, "chowns a plugin to another user: needs root (CI runs as root)"))
     func aFileOwnedBySomeoneElseIsRefused() throws {
         let plugin = try ExamplePlugins.cPlugin(in: directory)
