@@ -125,7 +125,9 @@ struct ScriptedREPLTests {
     @Test func choosesTheProviderByName() throws {
         let unknown = try session("", ["--provider", "nope"])
         #expect(unknown.status == 64)
-        #expect(unknown.stderr.contains("Unknown provider 'nope'; available: mock, pam, file, debug."))
+        #expect(
+            unknown.stderr.contains(
+                "Unknown provider 'nope'; available: mock, pam, file, debug, checkpassword, helper."))
         let badOption = try session("", ["--delay", "-1"])
         #expect(badOption.status == 64)
         let help = try session("", ["--help"])
