@@ -37,4 +37,31 @@ public enum TextSafety {
         let hex = String(scalar.value, radix: 16, uppercase: true)
         return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
     }
+
+    /// `text` as a JSON string, with every control, invisible and direction-changing character escaped:
+    /// for the audit log and the helper protocol, which both write JSON by hand.
+    package static func jsonQuoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 || isUnsafe(scalar) || scalar.value == 0x2028
+                    || scalar.value == 0x2029
+                {
+                    for unit in String(scalar).utf16 {
+                        let hex = String(unit, radix: 16)
+                        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                    }
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+
 }

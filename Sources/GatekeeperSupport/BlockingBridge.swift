@@ -115,19 +115,19 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
 }
 
 /// A semaphore a blocked thread waits on until a task posts it (a POSIX `sem_t`, kept at a stable address).
-private final class Signal: @unchecked Sendable {
+package final class Signal: @unchecked Sendable {
     private let semaphore = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
 
-    init() { sem_init(semaphore, 0, 0) }
+    package init() { sem_init(semaphore, 0, 0) }
 
     deinit {
         sem_destroy(semaphore)
         semaphore.deallocate()
     }
 
-    func post() { sem_post(semaphore) }
+    package func post() { sem_post(semaphore) }
 
-    func wait() {
+    package func wait() {
         while sem_wait(semaphore) != 0 && errno == EINTR {}
     }
 }

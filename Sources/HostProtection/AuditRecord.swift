@@ -40,28 +40,6 @@ enum AuditRecord {
         return fields
     }
 
-    /// `text` as a JSON string, with every control, invisible and direction-changing character escaped.
-    static func json(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || TextSafety.isUnsafe(scalar) || scalar.value == 0x2028
-                    || scalar.value == 0x2029
-                {
-                    for unit in String(scalar).utf16 {
-                        let hex = String(unit, radix: 16)
-                        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                    }
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    /// `text` as a JSON string (``TextSafety/jsonQuoted(_:)``).
+    static func json(_ text: String) -> String { TextSafety.jsonQuoted(text) }
 }

@@ -107,18 +107,6 @@ private final class OutcomeStorage {
     deinit { allocations.forEach { free($0) } }
 }
 
-/// A one-time signal a blocked thread waits on.
-private final class Signal: @unchecked Sendable {
-    private let semaphore = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
-    init() { sem_init(semaphore, 0, 0) }
-    deinit {
-        sem_destroy(semaphore)
-        semaphore.deallocate()
-    }
-    func post() { sem_post(semaphore) }
-    func wait() { while sem_wait(semaphore) != 0 && errno == EINTR {} }
-}
-
 /// The host's callbacks: plain C function pointers and the host's context, valid while the login runs.
 private struct Callbacks: @unchecked Sendable {
     let value: gk_conversation

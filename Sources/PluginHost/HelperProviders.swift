@@ -211,21 +211,8 @@ enum HelperProtocol {
                 + "\"ruser\":\(field(request.requestingUser))}\n").utf8)
     }
 
-    /// `text` as a JSON string.
-    static func json(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    /// `text` as a JSON string (``TextSafety/jsonQuoted(_:)``).
+    static func json(_ text: String) -> String { TextSafety.jsonQuoted(text) }
 
     /// Runs the conversation to its outcome, on the helper's thread.
     static func converse(
