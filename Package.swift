@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "DebugProvider", targets: ["DebugProvider"]),
         .library(name: "PAMProvider", targets: ["PAMProvider"]),
         .library(name: "FileProvider", targets: ["FileProvider"]),
+        .library(name: "OTPProvider", targets: ["OTPProvider"]),
         .executable(name: "gatekeeper-run", targets: ["gatekeeper-run"]),
         .executable(name: "gatekeeper-repl", targets: ["gatekeeper-repl"]),
         .executable(name: "gatekeeper-passwd", targets: ["gatekeeper-passwd"]),
@@ -87,10 +88,17 @@ let package = Package(
             path: "Plugins/FileProvider"
         ),
 
+        .target(
+            name: "OTPProvider",
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "COath"],
+            path: "Plugins/OTPProvider"
+        ),
+
         // C libraries from Debian, through pkg-config.
         .systemLibrary(name: "CPAM", pkgConfig: "pam", providers: [.apt(["libpam0g-dev"])]),
         .systemLibrary(name: "CCrypt", pkgConfig: "libxcrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CAPRUtil", providers: [.apt(["libaprutil1-dev"])]),
+        .systemLibrary(name: "COath", pkgConfig: "liboath", providers: [.apt(["liboath-dev"])]),
 
         // Executables.
         .executableTarget(
@@ -103,6 +111,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
                 "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "PluginHost",
+                "OTPProvider",
             ],
             path: "Examples/gatekeeper-run"
         ),
@@ -111,6 +120,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
                 "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "PluginHost",
+                "OTPProvider",
             ],
             path: "Examples/gatekeeper-repl"
         ),
@@ -167,6 +177,14 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pam")]
         ),
         .testTarget(name: "GatekeeperSupportTests", dependencies: ["GatekeeperSupport", "TestSupport"]),
+        .testTarget(
+            name: "OTPProviderTests",
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "OTPProvider", "PAMProvider", "ProviderPlugins",
+                "TestSupport",
+                "FileProvider", "gatekeeper-run",
+            ]
+        ),
         .testTarget(
             name: "PluginHostTests",
             dependencies: [

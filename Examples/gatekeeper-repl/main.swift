@@ -4,6 +4,7 @@ import Authentication
 import DebugProvider
 import FileProvider
 import MockProvider
+import OTPProvider
 import PAMProvider
 import PluginHost
 import ProviderPlugins
@@ -18,7 +19,7 @@ import ToolSupport
 
 let registry = ProviderRegistry([
     MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
-    CheckpasswordPlugin.self, ConversationHelperPlugin.self,
+    CheckpasswordPlugin.self, ConversationHelperPlugin.self, OTPProviderPlugin.self,
 ])
 // A configuration may also name a shared-object plugin, by absolute path or by short name.
 .resolving(with: SharedObjectPlugins.resolver())

@@ -4,6 +4,7 @@ import DebugProvider
 import FileProvider
 import HostProtection
 import MockProvider
+import OTPProvider
 import PAMProvider
 import PluginHost
 import ProviderPlugins
@@ -22,7 +23,7 @@ LaunchSignals.record()
 
 let registry = ProviderRegistry([
     MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
-    CheckpasswordPlugin.self, ConversationHelperPlugin.self,
+    CheckpasswordPlugin.self, ConversationHelperPlugin.self, OTPProviderPlugin.self,
 ])
 // A configuration may also name a shared-object plugin, by absolute path or by short name.
 .resolving(with: SharedObjectPlugins.resolver())

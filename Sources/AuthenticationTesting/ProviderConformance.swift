@@ -21,17 +21,26 @@ public struct ProviderConformance: Sendable {
         public var password: String
         public var wrongPassword: String
         public var unknownUsername: String
+        /// Whether the password is good for one login only (a one-time code): then, of concurrent logins
+        /// with it, exactly one must be admitted and the others refused as a wrong password.
+        public var singleUse: Bool
+        /// Whether the provider asks with a visible prompt (a one-time code, which is no secret once used).
+        public var asksVisibly: Bool
 
         public init(
             username: String,
             password: String,
             wrongPassword: String = "definitely-not-the-password",
-            unknownUsername: String = "nobody-by-this-name"
+            unknownUsername: String = "nobody-by-this-name",
+            singleUse: Bool = false,
+            asksVisibly: Bool = false
         ) {
             self.username = username
             self.password = password
             self.wrongPassword = wrongPassword
             self.unknownUsername = unknownUsername
+            self.singleUse = singleUse
+            self.asksVisibly = asksVisibly
         }
     }
 
@@ -84,7 +93,8 @@ public struct ProviderConformance: Sendable {
                 if !names.contains(identity.provider) {
                     problems.append("identity provider is \(identity.provider), not \(names.sorted())")
                 }
-                if conversation.events.allSatisfy({ if case .askedSecret = $0 { false } else { true } }) {
+                let hidden = conversation.events.contains { if case .askedSecret = $0 { true } else { false } }
+                if !hidden && !suite.fixture.asksVisibly {
                     problems.append("the password was not asked through a hidden prompt")
                 }
                 return problems + suite.leaks(in: String(reflecting: identity) + identity.description)
@@ -150,10 +160,17 @@ public struct ProviderConformance: Sendable {
                         group.addTask { (index, try await provider.authenticate(request)) }
                     }
                     var problems: [String] = []
+                    var admitted = 0
                     for try await (index, outcome) in group {
                         switch (index.isMultiple(of: 2), outcome) {
                         case (true, .authenticated(let identity)) where identity.username == suite.fixture.username:
+                            admitted += 1
+                            if suite.fixture.singleUse && admitted > 1 {
+                                problems.append("a single-use password admitted \(admitted) concurrent logins")
+                            }
                             continue
+                        case (true, .rejected(.wrongCredentials, _)) where suite.fixture.singleUse:
+                            continue  // Used already by a concurrent login.
                         case (false, .rejected(.wrongCredentials, _)):
                             continue
                         case (let right, _):
@@ -161,6 +178,7 @@ public struct ProviderConformance: Sendable {
                             problems.append("login \(index), with \(password), got \(outcome)")
                         }
                     }
+                    if admitted == 0 { problems.append("no login with the right password was admitted") }
                     return problems
                 }
             }

@@ -1,0 +1,1 @@
+#include <liboath/oath.h>

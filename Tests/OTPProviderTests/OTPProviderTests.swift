@@ -1,0 +1,209 @@
+import Authentication
+import AuthenticationTesting
+import FileProvider
+import Foundation
+import OTPProvider
+import PAMProvider
+import ProviderPlugins
+import TestSupport
+import Testing
+
+/// The RFC test vectors, oathtool, and pam_oath itself decide what is right.
+@Suite(.timeLimit(.minutes(2)))
+struct OTPProviderTests {
+    static let rfcSecret = Array("12345678901234567890".utf8)
+    static let rfcSecretHex = "3132333435363738393031323334353637383930"
+
+    /// A users file of pam_oath's format holding `lines`, private to this user.
+    static func usersFile(_ lines: String) throws -> String {
+        let path = temporaryDirectory("gatekeeper-otp") + "/users.oath"
+        try lines.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+        return path
+    }
+
+    @Test func hotpMatchesRFC4226() {
+        let expected = [
+            "755224", "287082", "359152", "969429", "338314", "254676", "287922", "162583", "399871", "520489",
+        ]
+        for (counter, code) in expected.enumerated() {
+            #expect(OneTimeCode.hotp(secret: Self.rfcSecret, counter: UInt64(counter), digits: 6) == code)
+        }
+    }
+
+    @Test func totpMatchesRFC6238InEveryAlgorithm() {
+        let seeds: [OneTimeCode.Algorithm: [UInt8]] = [
+            .sha1: Array("12345678901234567890".utf8),
+            .sha256: Array("12345678901234567890123456789012".utf8),
+            .sha512: Array("1234567890123456789012345678901234567890123456789012345678901234".utf8),
+        ]
+        let vectors: [(Int64, String, String, String)] = [
+            (59, "94287082", "46119246", "90693936"),
+            (1_111_111_109, "07081804", "68084774", "25091201"),
+            (1_111_111_111, "14050471", "67062674", "99943326"),
+            (1_234_567_890, "89005924", "91819424", "93441116"),
+            (2_000_000_000, "69279037", "90698825", "38618901"),
+            (20_000_000_000, "65353130", "77737706", "47863826"),
+        ]
+        for (time, sha1, sha256, sha512) in vectors {
+            #expect(OneTimeCode.totp(secret: seeds[.sha1]!, time: time, digits: 8, algorithm: .sha1) == sha1)
+            #expect(OneTimeCode.totp(secret: seeds[.sha256]!, time: time, digits: 8, algorithm: .sha256) == sha256)
+            #expect(OneTimeCode.totp(secret: seeds[.sha512]!, time: time, digits: 8, algorithm: .sha512) == sha512)
+        }
+    }
+
+    /// A fresh file for each provider: a code is good once.
+    static let conformance = ProviderConformance(
+        fixture: .init(
+            username: "alice", password: "755224", wrongPassword: "000000", singleUse: true, asksVisibly: true)
+    ) {
+        OTPAuthProvider(usersFile: try usersFile("HOTP/E/6 alice - \(rfcSecretHex)\n"), window: 3)
+    }
+
+    @Test(arguments: ProviderConformance.checks)
+    func conforms(_ check: ProviderConformance.Check) async {
+        #expect(await Self.conformance.run(check) == [])
+    }
+
+    func login(_ provider: any AuthProvider, _ user: String, _ code: String) async throws -> AuthOutcome {
+        try await provider.authenticate(AuthRequest(username: user, conversation: ScriptedConversation(.text(code))))
+    }
+
+    @Test func acceptsOathtoolsCodesInTheWindowOnceAndNoOthers() async throws {
+        let file = try Self.usersFile("HOTP/T30/6 alice - \(Self.rfcSecretHex)\n")
+        let provider = OTPAuthProvider(usersFile: file, window: 2)
+        func oathtool(_ when: String) throws -> String {
+            let (status, output) = try shell("oathtool --totp -N '\(when)' \(Self.rfcSecretHex)")
+            #expect(status == 0, "oathtool: \(output)")
+            return output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // Outside the window (two steps of 30 s either side): refused.
+        #expect(try await login(provider, "alice", try oathtool("now + 150 seconds")) == .rejected(.wrongCredentials))
+        // Inside it, an earlier code, then the current one; each once.
+        let earlier = try oathtool("now - 40 seconds")
+        guard case .authenticated = try await login(provider, "alice", earlier) else {
+            Issue.record("a code from 40 s ago was refused")
+            return
+        }
+        #expect(try await login(provider, "alice", earlier) == .rejected(.wrongCredentials))
+        let now = try oathtool("now")
+        guard case .authenticated = try await login(provider, "alice", now) else {
+            Issue.record("the current code was refused")
+            return
+        }
+        #expect(try await login(provider, "alice", now) == .rejected(.wrongCredentials))
+        // A code from before the last one used is a replay, even inside the window.
+        #expect(try await login(provider, "alice", earlier) == .rejected(.wrongCredentials))
+    }
+
+    @Test func aUserWithoutAnEntryIsNotMineButIsAskedAllTheSame() async throws {
+        let provider = OTPAuthProvider(usersFile: try Self.usersFile("HOTP/E/6 alice - \(Self.rfcSecretHex)\n"))
+        let conversation = ScriptedConversation(.text("123456"))
+        #expect(try await provider.authenticate(AuthRequest(username: "bob", conversation: conversation)) == .notMine)
+        #expect(conversation.events == [.asked("Verification code: ")])
+        // An empty answer cancels the login.
+        await #expect(throws: AuthError.cancelled) {
+            try await provider.authenticate(
+                AuthRequest(username: "alice", conversation: ScriptedConversation(.text(""))))
+        }
+    }
+
+    @Test func anUnsafeFileIsUnavailable() async throws {
+        let file = try Self.usersFile("HOTP/E/6 alice - \(Self.rfcSecretHex)\n")
+        chmod(file, 0o666)
+        guard case .unavailable = try await login(OTPAuthProvider(usersFile: file), "alice", "755224") else {
+            Issue.record("a users file others may write was used")
+            return
+        }
+    }
+
+    /// pam_oath through the PAM provider, on the same file: each refuses the code the other accepted.
+    @Test func pamOathAndThisProviderShareTheFileAndItsReplayProtection() async throws {
+        let directory = temporaryDirectory("gatekeeper-pam-oath")
+        let file = directory + "/users.oath"
+        try "HOTP/E/6 alice - \(Self.rfcSecretHex)\n".write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o600)
+        try "auth required pam_oath.so usersfile=\(file) window=5\naccount required pam_permit.so\n"
+            .write(toFile: directory + "/gk-oath", atomically: true, encoding: .utf8)
+        let pam = try PAMAuthProvider(.init(service: "gk-oath", configurationDirectory: directory))
+        let ours = OTPAuthProvider(usersFile: file, window: 5)
+        func code(_ counter: UInt64) -> String {
+            OneTimeCode.hotp(secret: Self.rfcSecret, counter: counter, digits: 6)!
+        }
+
+        guard case .authenticated = try await login(pam, "alice", code(0)) else {
+            Issue.record("pam_oath refused the first code")
+            return
+        }
+        #expect(try await login(ours, "alice", code(0)) == .rejected(.wrongCredentials))
+        guard case .authenticated = try await login(ours, "alice", code(1)) else {
+            Issue.record("this provider refused the next code")
+            return
+        }
+        guard case .rejected = try await login(pam, "alice", code(1)) else {
+            Issue.record("pam_oath accepted a code this provider had accepted")
+            return
+        }
+        // And both agree on a code further ahead, inside the window.
+        guard case .authenticated = try await login(pam, "alice", code(4)) else {
+            Issue.record("pam_oath refused a code in its window")
+            return
+        }
+        #expect(try await login(ours, "alice", code(3)) == .rejected(.wrongCredentials))
+    }
+}
+
+/// Two factors in a stack, scripted through gatekeeper-run: a password entry, then a code entry.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct TwoFactorStackTests {
+    let directory = temporaryDirectory("gatekeeper-2fa")
+
+    func configuration() throws -> String {
+        let users = directory + "/users"
+        try UsersFileStore(path: users).addUser(
+            "erin", hash: try PasswordHash.make(Secret(copying: "erin-2026".utf8), scheme: .bcrypt), createFile: true)
+        let oath = directory + "/users.oath"
+        try "HOTP/E/6 erin - \(OTPProviderTests.rfcSecretHex)\n".write(toFile: oath, atomically: true, encoding: .utf8)
+        chmod(oath, 0o600)
+        let path = directory + "/two-factor.conf"
+        try """
+        attempts 1
+        delay 0
+        required file users=\(users)
+        required otp usersfile=\(oath)
+
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+        return path
+    }
+
+    func gatekeeperRun(_ config: String, _ input: String) throws -> RunResult {
+        try run(
+            builtExecutable("gatekeeper-run"),
+            ["--config", config, "--state-dir", directory + "/state", "--", "echo", "in"],
+            input: input)
+    }
+
+    func code(_ counter: UInt64) -> String {
+        OneTimeCode.hotp(secret: OTPProviderTests.rfcSecret, counter: counter, digits: 6)!
+    }
+
+    @Test func bothFactorsAdmitAndEitherAloneDoesNot() throws {
+        let config = try configuration()
+        let admitted = try gatekeeperRun(config, "erin\nerin-2026\n\(code(0))\n")
+        #expect(admitted.status == 0 && admitted.stdout == "in\n", "\(admitted.stderr)")
+        #expect(admitted.stderr.contains("Password: \nVerification code: "))
+        // A wrong password still asks for the code: nothing tells which factor failed.
+        let wrongPassword = try gatekeeperRun(config, "erin\nwrong\n\(code(1))\n")
+        #expect(wrongPassword.status == 77 && wrongPassword.stderr.contains("Verification code: "))
+        #expect(wrongPassword.stderr.contains("The user name or password is incorrect."))
+        let wrongCode = try gatekeeperRun(config, "erin\nerin-2026\n000000\n")
+        #expect(wrongCode.status == 77 && wrongCode.stdout.isEmpty)
+        // A code used once is refused the second time.
+        let replayed = try gatekeeperRun(config, "erin\nerin-2026\n\(code(0))\n")
+        #expect(replayed.status == 77)
+        // No answer at the code prompt (Ctrl-D) cancels the whole login.
+        let cancelled = try gatekeeperRun(config, "erin\nerin-2026\n")
+        #expect(cancelled.status == 130 && cancelled.stdout.isEmpty)
+    }
+}
