@@ -17,9 +17,11 @@ SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/u
 # account tools (useradd, chage) for the tests that run as root; libxcrypt and apr-util for the users
 # file, with Apache's htpasswd and mkpasswd (whois) as the peers its tests compare with; pam_faillock
 # (libpam-modules) and the faillock tool (libpam-modules-bin) as the lockout's peers, and python3's
-# hashlib as the audit chain's; liboath (the one-time codes) with oathtool and pam_oath as their peers.
+# hashlib as the audit chain's; liboath (the one-time codes) with oathtool and pam_oath as their peers, and
+# libqrencode (enrolment's QR code) with the qrencode tool as its peer.
 DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin libpam-wrapper pamtester gcc \
-	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3 liboath-dev oathtool libpam-oath
+	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3 liboath-dev oathtool libpam-oath \
+	libqrencode-dev qrencode
 
 .PHONY: deps build run test bench sanitize leaks lint fuzz-stacks
 

@@ -90,7 +90,7 @@ let package = Package(
 
         .target(
             name: "OTPProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "COath"],
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "COath", "CQREncode"],
             path: "Plugins/OTPProvider"
         ),
 
@@ -99,6 +99,7 @@ let package = Package(
         .systemLibrary(name: "CCrypt", pkgConfig: "libxcrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CAPRUtil", providers: [.apt(["libaprutil1-dev"])]),
         .systemLibrary(name: "COath", pkgConfig: "liboath", providers: [.apt(["liboath-dev"])]),
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
 
         // Executables.
         .executableTarget(
@@ -126,7 +127,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "gatekeeper-passwd",
-            dependencies: ["Authentication", "TerminalLogin", "ToolSupport", "FileProvider"],
+            dependencies: ["Authentication", "TerminalLogin", "ToolSupport", "FileProvider", "OTPProvider"],
             path: "Examples/gatekeeper-passwd"
         ),
         .executableTarget(
@@ -182,7 +183,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "AuthenticationTesting", "OTPProvider", "PAMProvider", "ProviderPlugins",
                 "TestSupport",
-                "FileProvider", "gatekeeper-run",
+                "FileProvider", "gatekeeper-run", "gatekeeper-passwd",
             ]
         ),
         .testTarget(

@@ -2,6 +2,7 @@
 // groups and display-name fields of swift-gatekeeper's file provider.
 import Authentication
 import FileProvider
+import OTPProvider
 import TerminalLogin
 import ToolSupport
 
@@ -13,6 +14,12 @@ let usage = """
     usage: gatekeeper-passwd add|set|delete|lock|unlock|verify|list FILE [USER]
                              [--scheme yescrypt|bcrypt|sha512] [--groups a,b] [--name "Display Name"]
                              [--password-stdin] [--create]
+           gatekeeper-passwd otp-add FILE USER [--totp|--hotp] [--digits 6|7|8] [--algorithm sha1] [--create]
+           gatekeeper-passwd otp-delete FILE USER
+           gatekeeper-passwd otp-list FILE
+
+    otp-* manage pam_oath's users file (/etc/users.oath): otp-add makes a random secret, writes the entry
+    and prints the otpauth:// URI and a QR code for an authenticator app to scan.
 
     Passwords are read from the terminal (twice, echo off), or from the first line of standard input with
     --password-stdin; never from the command line.
@@ -45,8 +52,8 @@ var command = Command()
 let parsed: ParsedCommandLine
 do {
     parsed = try CommandLineSyntax(
-        flags: ["-h", "--help", "--password-stdin", "--create"],
-        valueOptions: ["scheme", "groups", "name"]
+        flags: ["-h", "--help", "--password-stdin", "--create", "--totp", "--hotp"],
+        valueOptions: ["scheme", "groups", "name", "digits", "algorithm"]
     ).parse(CommandLine.arguments.dropFirst())
 } catch {
     finish(.usage, "\(error)\n\(usage)")
@@ -87,12 +94,12 @@ if let value = parsed.values["name"] {
 }
 let positional = parsed.positionals + parsed.trailing
 
-let actions = ["add", "set", "delete", "lock", "unlock", "verify", "list"]
+let actions = ["add", "set", "delete", "lock", "unlock", "verify", "list", "otp-add", "otp-delete", "otp-list"]
 guard let action = positional.first, actions.contains(action) else { finish(.usage, usage) }
 command.action = action
 guard positional.count >= 2 else { finish(.usage, "\(action) needs a FILE.\n\(usage)") }
 command.file = positional[1]
-if action == "list" {
+if action == "list" || action == "otp-list" {
     guard positional.count == 2 else { finish(.usage, "list takes no USER.") }
 } else {
     guard positional.count == 3 else { finish(.usage, "\(action) needs a FILE and a USER.") }
@@ -152,6 +159,45 @@ func hash(_ secret: Secret) -> PasswordHash {
 
 let store = UsersFileStore(path: command.file)
 
+/// The one-time code commands, on pam_oath's users file.
+@MainActor
+func oneTimeCodes(_ action: String, user: String) -> Never {
+    let codes = OATHUsersFileStore(path: command.file)
+    do throws(OATHFileError) {
+        switch action {
+        case "otp-add":
+            if parsed.has("--totp") && parsed.has("--hotp") { finish(.usage, "give --totp or --hotp, not both.") }
+            let kind: OATHUsersFileStore.Kind = parsed.has("--hotp") ? .hotp : .totp(step: 30)
+            let digits = parsed.values["digits"].map { Int($0) ?? 0 } ?? 6
+            guard (6...8).contains(digits) else { finish(.usage, "--digits must be 6, 7 or 8.") }
+            switch parsed.values["algorithm"] ?? "sha1" {
+            case "sha1": break
+            case "sha256", "sha512":
+                finish(
+                    .usage,
+                    "pam_oath's users file (liboath 2.6) holds only HMAC-SHA-1 entries; an entry for "
+                        + "\(parsed.values["algorithm"]!) could not be read by pam_oath. Use sha1.")
+            default: finish(.usage, "--algorithm must be sha1.")
+            }
+            let secret = OATHUsersFileStore.newSecret()
+            try codes.add(user, kind: kind, digits: digits, secret: secret, createFile: command.create)
+            let uri = Enrolment.uri(username: user, secret: secret, kind: kind, digits: digits)
+            print("Scan this with an authenticator app, or enter the URI by hand:\n")
+            for line in Enrolment.qrCode(uri) ?? [] { print(line) }
+            print("\n\(uri)")
+        case "otp-delete":
+            try codes.delete(user)
+        default:  // otp-list
+            for entry in try codes.list() {
+                print([entry.username, entry.type].map { TextSafety.escaped($0) }.joined(separator: "\t"))
+            }
+        }
+    } catch {
+        finish(.fileProblem, error.description)
+    }
+    finish(.ok)
+}
+
 /// Runs one change of the file; a refusal ends the tool with status 3, the file unchanged.
 @MainActor
 func change(_ body: () throws(UsersFileError) -> Void) {
@@ -163,6 +209,7 @@ func change(_ body: () throws(UsersFileError) -> Void) {
 }
 
 let user = command.user ?? ""
+if command.action.hasPrefix("otp-") { oneTimeCodes(command.action, user: user) }
 switch command.action {
 case "add":
     let newHash = hash(await readPassword(confirm: true))

@@ -207,3 +207,47 @@ struct TwoFactorStackTests {
         #expect(cancelled.status == 130 && cancelled.stdout.isEmpty)
     }
 }
+
+/// Enrolment: gatekeeper-passwd writes pam_oath's entry and shows what an authenticator app scans.
+@Suite(.timeLimit(.minutes(1)))
+struct EnrolmentTests {
+    let file = temporaryDirectory("gatekeeper-enrol") + "/users.oath"
+    let passwd = builtExecutable("gatekeeper-passwd")
+
+    @Test func anEnrolledAppsCodesSignIn() async throws {
+        let added = try run(passwd, ["otp-add", file, "erin", "--create"], input: "")
+        #expect(added.status == 0, "\(added.stderr)")
+        let uri = try #require(added.stdout.split(separator: "\n").last.map(String.init))
+        #expect(uri.hasPrefix("otpauth://totp/gatekeeper:erin?secret="))
+        #expect(uri.contains("&period=30") && uri.contains("&digits=6") && uri.contains("&algorithm=SHA1"))
+        let base32 = try #require(uri.split(separator: "secret=").last?.split(separator: "&").first.map(String.init))
+        // The QR code is libqrencode's, drawn as the qrencode tool draws it.
+        let (status, drawn) = try shell("qrencode -t UTF8 -m 2 -l M '\(uri)'")
+        #expect(status == 0)
+        #expect(added.stdout.contains(drawn.trimmingCharacters(in: .newlines)))
+        // An authenticator app (here oathtool, from the URI's base32 secret) makes codes the provider accepts.
+        let code = try shell("oathtool --totp -b \(base32)").output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let outcome = try await OTPAuthProvider(usersFile: file).authenticate(
+            AuthRequest(username: "erin", conversation: ScriptedConversation(.text(code))))
+        guard case .authenticated = outcome else {
+            Issue.record("the enrolled code was refused: \(outcome)")
+            return
+        }
+        // The file is pam_oath's: mode 0600, one entry.
+        #expect(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int == 0o600)
+        #expect(try run(passwd, ["otp-list", file], input: "").stdout.hasPrefix("erin\tHOTP/T30/6\n"))
+    }
+
+    @Test func entriesAreAddedOnceDeletedAndOnlyInPamOathsAlgorithms() throws {
+        #expect(
+            try run(passwd, ["otp-add", file, "erin", "--hotp", "--digits", "8", "--create"], input: "").status == 0)
+        let again = try run(passwd, ["otp-add", file, "erin"], input: "")
+        #expect(again.status == 3 && again.stderr.contains("has an entry already"))
+        let sha256 = try run(passwd, ["otp-add", file, "fay", "--algorithm", "sha256"], input: "")
+        #expect(sha256.status == 2 && sha256.stderr.contains("only HMAC-SHA-1 entries"))
+        #expect(try run(passwd, ["otp-list", file], input: "").stdout == "erin\tHOTP/E/8\n")
+        #expect(try run(passwd, ["otp-delete", file, "erin"], input: "").status == 0)
+        #expect(try run(passwd, ["otp-list", file], input: "").stdout.isEmpty)
+        #expect(try run(passwd, ["otp-delete", file, "erin"], input: "").status == 3)
+    }
+}
