@@ -183,7 +183,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "AuthenticationTesting", "OTPProvider", "PAMProvider", "ProviderPlugins",
                 "TestSupport",
-                "FileProvider", "gatekeeper-run", "gatekeeper-passwd",
+                "FileProvider", "gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl",
             ]
         ),
         .testTarget(

@@ -188,6 +188,21 @@ struct TwoFactorStackTests {
         OneTimeCode.hotp(secret: OTPProviderTests.rfcSecret, counter: counter, digits: 6)!
     }
 
+    /// The same stack in the REPL: the code is asked after the password, right or wrong; an empty code
+    /// (as Ctrl-C or Ctrl-D at the prompt) cancels and falls back to the tab the person was on.
+    @Test func theREPLAsksBothAndFallsBackWhenTheCodeIsCancelled() throws {
+        let config = try configuration()
+        let repl = builtExecutable("gatekeeper-repl")
+        let admitted = try run(repl, ["--config", config], input: "courses\nerin\nerin-2026\n\(code(0))\nwhoami\n")
+        #expect(admitted.stdout.contains("Password: \nVerification code: \nCourses for"), "\(admitted.stdout)")
+        let wrongPassword = try run(repl, ["--config", config], input: "contact\ncourses\nerin\nwrong\n\(code(1))\n")
+        #expect(wrongPassword.stdout.contains("Password: \nVerification code: \n"))
+        #expect(wrongPassword.stdout.contains("Back to contact."))
+        let cancelled = try run(repl, ["--config", config], input: "contact\ncourses\nerin\nerin-2026\n\nwhoami\n")
+        #expect(cancelled.stdout.contains("Login cancelled. Back to contact."))
+        #expect(cancelled.stdout.contains("Not signed in."))
+    }
+
     @Test func bothFactorsAdmitAndEitherAloneDoesNot() throws {
         let config = try configuration()
         let admitted = try gatekeeperRun(config, "erin\nerin-2026\n\(code(0))\n")
