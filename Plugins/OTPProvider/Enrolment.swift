@@ -4,13 +4,14 @@ import CQREncode
 /// What an authenticator app scans to enrol: the `otpauth://` URI (Google's Key URI format, which every
 /// authenticator app reads) and that URI as a QR code drawn with text.
 public enum Enrolment {
-    /// `otpauth://totp/ISSUER:USER?secret=BASE32&issuer=ISSUER&algorithm=SHA1&digits=6&period=30`
+    /// `otpauth://totp/ISSUER:USER?secret=BASE32&period=30&issuer=ISSUER&algorithm=SHA1&digits=6`
     /// (`hotp` with `counter=0` for counters).
     public static func uri(
         username: String,
         secret: Secret,
         kind: OATHUsersFileStore.Kind,
         digits: Int,
+        algorithm: OneTimeCode.Algorithm = .sha1,
         issuer: String = "gatekeeper"
     ) -> String {
         let encoded = secret.withUnsafeBytes { base32($0) }
@@ -20,7 +21,7 @@ public enum Enrolment {
         case .totp(let step): uri = "otpauth://totp/\(label)?secret=\(encoded)&period=\(step)"
         case .hotp: uri = "otpauth://hotp/\(label)?secret=\(encoded)&counter=0"
         }
-        uri += "&issuer=\(percentEncoded(issuer))&algorithm=SHA1&digits=\(digits)"
+        uri += "&issuer=\(percentEncoded(issuer))&algorithm=\(algorithm.rawValue.uppercased())&digits=\(digits)"
         return uri
     }
 

@@ -1,4 +1,5 @@
 public import Authentication
+import COath
 import GatekeeperSupport
 
 #if canImport(Glibc)
@@ -28,16 +29,30 @@ public struct OATHUsersFileStore: Sendable {
         return Secret(wiping: &bytes)
     }
 
-    /// Adds `username` with `secret`; refuses a user already there.
-    public func add(_ username: String, kind: Kind, digits: Int, secret: Secret, createFile: Bool) throws(OATHFileError)
-    {
+    /// Adds `username` with `secret`; refuses a user already there. SHA-256 and SHA-512 make this package's
+    /// extension entries (time-based only), which pam_oath skips.
+    public func add(
+        _ username: String,
+        kind: Kind,
+        digits: Int,
+        algorithm: OneTimeCode.Algorithm = .sha1,
+        secret: Secret,
+        createFile: Bool
+    ) throws(OATHFileError) {
         guard (6...8).contains(digits) else { throw OATHFileError("codes have 6, 7 or 8 digits") }
-        let type: String
+        var type: String
         switch kind {
         case .totp(let step):
             guard step == 30 || step == 60 else { throw OATHFileError("pam_oath's steps are 30 or 60 seconds") }
             type = "HOTP/T\(step)/\(digits)"
-        case .hotp: type = "HOTP/E/\(digits)"
+        case .hotp:
+            guard algorithm == .sha1 else { throw OATHFileError("counter-based entries are SHA-1 only") }
+            type = "HOTP/E/\(digits)"
+        }
+        switch algorithm {
+        case .sha1: break
+        case .sha256: type += "/SHA256"
+        case .sha512: type += "/SHA512"
         }
         try update(create: createFile) { (lines: inout [[UInt8]]) throws(OATHFileError) in
             guard
@@ -48,6 +63,59 @@ public struct OATHUsersFileStore: Sendable {
             secret.withUnsafeBytes { line += Array($0.hexadecimal.utf8) }
             lines.append(line)
         }
+    }
+
+    /// Checks `code` against `username`'s SHA-256 or SHA-512 entry (this package's extension, which
+    /// liboath does not read) as liboath checks its own: within `window` steps of now, and after the last
+    /// accepted step, which is written back (columns 5 to 7, as liboath writes them) under the file's lock.
+    /// - Returns: whether the code is accepted.
+    func checkExtended(_ username: String, code: String, step: Int, window: Int, algorithm: OneTimeCode.Algorithm)
+        throws(OATHFileError) -> Bool
+    {
+        var accepted = false
+        try update(create: false) { (lines: inout [[UInt8]]) throws(OATHFileError) in
+            guard OneTimeCode.initialised,
+                let index = lines.firstIndex(where: { OATHUsersFile.parse($0).first?.username == username })
+            else { return }
+            var fields = lines[index].split(whereSeparator: { $0 == 0x20 || $0 == 0x09 }).map { Array($0) }
+            guard fields.count >= 4, fields[2] == [UInt8(ascii: "-")] else { return }
+            var secret = [UInt8](repeating: 0, count: fields[3].count / 2 + 1)
+            var length = secret.count
+            defer { secret.withUnsafeMutableBytes { Secret.wipe($0) } }
+            let decoded = String(decoding: fields[3], as: UTF8.self).withCString { hex in
+                secret.withUnsafeMutableBufferPointer { buffer in
+                    buffer.withMemoryRebound(to: CChar.self) { oath_hex2bin(hex, $0.baseAddress, &length) }
+                }
+            }
+            guard decoded == OATH_OK.rawValue else {
+                throw OATHFileError("\(path): the secret of an entry is not hexadecimal")
+            }
+            var position: Int32 = 0
+            var counter: UInt64 = 0
+            let status = secret.withUnsafeBufferPointer { key in
+                key.withMemoryRebound(to: CChar.self) {
+                    oath_totp_validate4(
+                        $0.baseAddress, length, time(nil), UInt32(step), 0, window, &position, &counter,
+                        algorithm.flags, code)
+                }
+            }
+            guard status >= 0 else { return }
+            // A step at or before the last accepted one is a replay.
+            if fields.count >= 5, let last = UInt64(String(decoding: fields[4], as: UTF8.self)), counter <= last {
+                return
+            }
+            var stamp = [CChar](repeating: 0, count: 32)
+            var now = time(nil)
+            var parts = tm()
+            localtime_r(&now, &parts)
+            let count = strftime(&stamp, stamp.count, "%Y-%m-%dT%H:%M:%SL", &parts)
+            fields =
+                Array(fields.prefix(4)) + [Array(String(counter).utf8), Array(code.utf8)]
+                + [stamp[..<count].map { UInt8(bitPattern: $0) }]
+            lines[index] = Array(fields.joined(separator: [0x09]))
+            accepted = true
+        }
+        return accepted
     }
 
     /// Deletes `username`'s entries.
@@ -67,7 +135,7 @@ public struct OATHUsersFileStore: Sendable {
         }
     }
 
-    private func update(create: Bool, _ change: (inout [[UInt8]]) throws(OATHFileError) -> Void) throws(OATHFileError) {
+    func update(create: Bool, _ change: (inout [[UInt8]]) throws(OATHFileError) -> Void) throws(OATHFileError) {
         if create, access(path, F_OK) != 0 {
             let made = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard made >= 0 || errno == EEXIST else {

@@ -51,6 +51,20 @@ public final class OTPAuthProvider: AuthProvider {
             return .rejected(.wrongCredentials)
         }
         let (path, user, window) = (usersFile, request.username, self.window)
+        if entry.algorithm != .sha1, let step = entry.step {
+            let accepted = await Self.threads.run { () -> Result<Bool, OATHFileError> in
+                Result { () throws(OATHFileError) in
+                    try OATHUsersFileStore(path: path).checkExtended(
+                        user, code: answer, step: step, window: window, algorithm: entry.algorithm)
+                }
+            }
+            switch accepted {
+            case nil: throw .cancelled
+            case .success(true)?: return .authenticated(Identity(username: request.username, provider: name))
+            case .success(false)?: return .rejected(.wrongCredentials)
+            case .failure(let error)?: return .unavailable(reason: "the one-time code file \(error)")
+            }
+        }
         let status = await Self.threads.run { () -> Int32 in
             guard OneTimeCode.initialised else { return Int32(OATH_CRYPTO_ERROR.rawValue) }
             var last: time_t = 0
@@ -81,6 +95,9 @@ public enum OATHUsersFile {
         /// The TOTP step (30 or 60), or `nil` for HOTP.
         public var step: Int?
         public var digits: Int
+        /// SHA-1 for every type pam_oath reads; SHA-256 and SHA-512 only in this package's extension
+        /// types `HOTP/T30/D/SHA256` and `HOTP/T30/D/SHA512` (and `T60`), which pam_oath skips.
+        public var algorithm: OneTimeCode.Algorithm
     }
 
     /// The entries liboath would read; lines it would skip are skipped.
@@ -90,15 +107,25 @@ public enum OATHUsersFile {
             guard fields.count >= 4, fields[0].first != UInt8(ascii: "#"),
                 let type = String(validating: fields[0], as: UTF8.self),
                 let username = String(validating: fields[1], as: UTF8.self),
-                let (step, digits) = kind(of: type)
+                let (step, digits, algorithm) = kind(of: type)
             else { return nil }
-            return Entry(type: type, username: username, step: step, digits: digits)
+            return Entry(type: type, username: username, step: step, digits: digits, algorithm: algorithm)
         }
     }
 
-    /// liboath's token types: `HOTP[/E[/D]]`, `HOTP/T30[/D]`, `HOTP/T60[/D]`, D from 6 to 8.
-    static func kind(of type: String) -> (step: Int?, digits: Int)? {
-        let parts = type.split(separator: "/", omittingEmptySubsequences: false)
+    /// liboath's token types: `HOTP[/E[/D]]`, `HOTP/T30[/D]`, `HOTP/T60[/D]`, D from 6 to 8; and this
+    /// package's `HOTP/T30/D/SHA256`, `…/SHA512` (`T60` too).
+    static func kind(of type: String) -> (step: Int?, digits: Int, algorithm: OneTimeCode.Algorithm)? {
+        var parts = type.split(separator: "/", omittingEmptySubsequences: false)
+        var algorithm = OneTimeCode.Algorithm.sha1
+        if parts.count == 4 {
+            switch parts.removeLast() {
+            case "SHA256": algorithm = .sha256
+            case "SHA512": algorithm = .sha512
+            default: return nil
+            }
+            guard parts[1] == "T30" || parts[1] == "T60" else { return nil }
+        }
         guard parts.first == "HOTP", parts.count <= 3 else { return nil }
         var step: Int?
         if parts.count >= 2 {
@@ -109,9 +136,9 @@ public enum OATHUsersFile {
             default: return nil
             }
         }
-        guard parts.count == 3 else { return (step, 6) }
+        guard parts.count == 3 else { return (step, 6, algorithm) }
         guard let digits = Int(parts[2]), (6...8).contains(digits) else { return nil }
-        return (step, digits)
+        return (step, digits, algorithm)
     }
 }
 

@@ -253,16 +253,66 @@ struct EnrolmentTests {
         #expect(try run(passwd, ["otp-list", file], input: "").stdout.hasPrefix("erin\tHOTP/T30/6\n"))
     }
 
-    @Test func entriesAreAddedOnceDeletedAndOnlyInPamOathsAlgorithms() throws {
+    @Test func entriesAreAddedOnceAndDeleted() throws {
         #expect(
             try run(passwd, ["otp-add", file, "erin", "--hotp", "--digits", "8", "--create"], input: "").status == 0)
         let again = try run(passwd, ["otp-add", file, "erin"], input: "")
         #expect(again.status == 3 && again.stderr.contains("has an entry already"))
-        let sha256 = try run(passwd, ["otp-add", file, "fay", "--algorithm", "sha256"], input: "")
-        #expect(sha256.status == 2 && sha256.stderr.contains("only HMAC-SHA-1 entries"))
+        #expect(try run(passwd, ["otp-add", file, "fay", "--hotp", "--algorithm", "sha256"], input: "").status == 3)
+        #expect(try run(passwd, ["otp-add", file, "fay", "--algorithm", "md5"], input: "").status == 2)
         #expect(try run(passwd, ["otp-list", file], input: "").stdout == "erin\tHOTP/E/8\n")
         #expect(try run(passwd, ["otp-delete", file, "erin"], input: "").status == 0)
         #expect(try run(passwd, ["otp-list", file], input: "").stdout.isEmpty)
         #expect(try run(passwd, ["otp-delete", file, "erin"], input: "").status == 3)
     }
+
+    /// SHA-256 and SHA-512 entries: this package's extension of pam_oath's format, which pam_oath skips
+    /// and liboath keeps intact when it rewrites the file for another user.
+    @Test(arguments: ["sha256", "sha512"])
+    func strongerAlgorithmsAreThisPackagesOwnEntries(_ algorithm: String) async throws {
+        let added = try run(passwd, ["otp-add", file, "erin", "--algorithm", algorithm, "--create"], input: "")
+        #expect(added.status == 0 && added.stderr.contains("pam_oath skips it"))
+        let uri = try #require(added.stdout.split(separator: "\n").last.map(String.init))
+        #expect(uri.contains("&algorithm=\(algorithm.uppercased())"))
+        let base32 = try #require(uri.split(separator: "secret=").last?.split(separator: "&").first.map(String.init))
+        let code = try shell("oathtool --totp=\(algorithm) -b \(base32)").output
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let provider = OTPAuthProvider(usersFile: file)
+        func login(_ user: String, _ code: String) async throws -> AuthOutcome {
+            try await provider.authenticate(
+                AuthRequest(username: user, conversation: ScriptedConversation(.text(code))))
+        }
+        guard case .authenticated = try await login("erin", code) else {
+            Issue.record("a \(algorithm) code from oathtool was refused")
+            return
+        }
+        #expect(try await login("erin", code) == .rejected(.wrongCredentials))  // Replayed.
+        // pam_oath skips the entry: to it, erin has no code at all.
+        let directory = URL(fileURLWithPath: file).deletingLastPathComponent().path
+        try "auth required pam_oath.so usersfile=\(file) window=5\naccount required pam_permit.so\n"
+            .write(toFile: directory + "/gk-oath", atomically: true, encoding: .utf8)
+        let pam = try PAMAuthProvider(.init(service: "gk-oath", configurationDirectory: directory))
+        let fresh = try shell("oathtool --totp=\(algorithm) -N 'now + 30 seconds' -b \(base32)").output
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        if case .authenticated = try await pam.authenticate(
+            AuthRequest(username: "erin", conversation: ScriptedConversation(.text(fresh))))
+        {
+            Issue.record("pam_oath accepted a \(algorithm) entry")
+        }
+        // liboath, updating another user's entry, leaves this one as it was.
+        try (String(contentsOfFile: file, encoding: .utf8) + "HOTP/E/6 fay - \(OTPProviderTests.rfcSecretHex)\n")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o600)
+        let erinLine = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").first {
+            $0.contains("erin")
+        }
+        guard case .authenticated = try await login("fay", "755224") else {
+            Issue.record("fay's SHA-1 code was refused")
+            return
+        }
+        let after = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(after.split(separator: "\n").first { $0.contains("erin") } == erinLine)
+        #expect(after.contains("fay\t-\t\(OTPProviderTests.rfcSecretHex)\t0\t755224"))
+    }
+
 }
