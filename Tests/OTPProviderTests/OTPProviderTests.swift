@@ -203,6 +203,28 @@ struct TwoFactorStackTests {
         #expect(cancelled.stdout.contains("Not signed in."))
     }
 
+    /// At a terminal: Ctrl-C at the code prompt cancels the login and falls back.
+    @Test func ctrlCAtTheCodePromptFallsBack() throws {
+        let config = try configuration()
+        let repl = try TerminalSession(builtExecutable("gatekeeper-repl"), ["--config", config])
+        try repl.waitFor("]› ")
+        repl.type("contact\r")
+        try repl.waitFor("Registrar")
+        repl.type("courses\r")
+        try repl.waitFor("Username: ")
+        repl.type("erin\r")
+        try repl.waitFor("Password: ")
+        repl.type("erin-2026\r")
+        try repl.waitFor("Verification code: ")
+        repl.type("\u{3}")
+        try repl.waitFor("Login cancelled. Back to contact.")
+        let offset = repl.output.count
+        repl.type("whoami\r")
+        try repl.waitFor("Not signed in.", after: offset)
+        repl.type("quit\r")
+        #expect(repl.finish() == 0)
+    }
+
     @Test func bothFactorsAdmitAndEitherAloneDoesNot() throws {
         let config = try configuration()
         let admitted = try gatekeeperRun(config, "erin\nerin-2026\n\(code(0))\n")
