@@ -207,11 +207,27 @@ public final class TerminalSession {
         return settings.c_lflag
     }
 
-    /// Waits for the process to end and returns its status.
-    public func finish() -> Int32 {
-        let status = waitForExit(pid)
+    /// Waits for the process to end and returns its status, reading its output meanwhile (so a program
+    /// writing more than the terminal holds cannot block). A program still running after `timeout` is
+    /// killed and -1 returned: a test fails, never hangs the run.
+    public func finish(timeout: Duration = .seconds(30)) -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        var status: Int32 = 0
+        while ContinuousClock.now < deadline {
+            drain()
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid {
+                drain()
+                let signal = status & 0x7F
+                return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+            }
+            if reaped < 0 && errno != EINTR { return -1 }
+            usleep(10_000)
+        }
+        kill(pid, SIGKILL)
+        _ = waitForExit(pid)
         drain()
-        return status
+        return -1
     }
 
     private func drain() {
