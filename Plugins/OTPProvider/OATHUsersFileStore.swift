@@ -7,10 +7,10 @@ import GatekeeperSupport
 #endif
 
 /// Changes pam_oath's users file for enrolment: adds and deletes entries, written whole (a new file,
-/// synced, renamed over the old one) under the lock liboath takes — an open-file-description write lock
-/// (`F_OFD_SETLKW`) on the file itself, checked to still be the file in place once held — so a login
-/// updating the file at the same time is never lost. No lock file is left beside it (liboath 2.6.7 as
-/// patched by Debian refuses to update a users file while a `FILE.lock` exists).
+/// synced, renamed over the old one) under the locks liboath takes, so a login updating the file at the
+/// same time is never lost: `FILE.lock`, created exclusively and removed afterwards, as Debian 12's
+/// liboath 2.6.7 does (it refuses to update while that file exists), and an open-file-description write
+/// lock on the file itself, checked to still be the file in place, as later liboath versions do.
 public struct OATHUsersFileStore: Sendable {
     public let path: String
 
@@ -143,7 +143,23 @@ public struct OATHUsersFileStore: Sendable {
             }
             if made >= 0 { close(made) }
         }
-        // Lock the file in place, as liboath does, retrying if it was replaced meanwhile.
+        // liboath 2.6.7's lock: FILE.lock, made exclusively; waited for a few seconds if another holds it.
+        let lockPath = path + ".lock"
+        var lockFile: Int32 = -1
+        for _ in 0..<500 {
+            lockFile = open(lockPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if lockFile >= 0 || errno != EEXIST { break }
+            usleep(10_000)
+        }
+        guard lockFile >= 0 else {
+            throw OATHFileError(
+                "\(lockPath) is held (remove it if no login or enrolment is updating the file): \(errorDescription())")
+        }
+        defer {
+            unlink(lockPath)
+            close(lockFile)
+        }
+        // Later liboath's lock: the file in place, retrying if it was replaced meanwhile.
         var file: Int32 = -1
         for _ in 0..<5 {
             file = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)

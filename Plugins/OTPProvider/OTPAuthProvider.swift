@@ -26,8 +26,10 @@ public final class OTPAuthProvider: AuthProvider {
     public let digits: Int?
     public let prompt = "Verification code: "
 
-    /// Checks run on these threads: liboath waits for its file lock.
-    static let threads = ThreadPool(name: "gatekeeper.otp", maxThreads: 8, maxIdle: 1)
+    /// Checks run on this thread, one at a time: liboath 2.6.7 reads the file before it takes its lock,
+    /// and gives up at once when another holds it, so concurrent checks in one process could both accept
+    /// a code or fail for nothing. (Across processes the same holds for pam_oath; see the README.)
+    static let threads = ThreadPool(name: "gatekeeper.otp", maxThreads: 1, maxIdle: 1)
 
     public init(usersFile: String, window: Int = 3, digits: Int? = nil) {
         self.usersFile = usersFile
@@ -68,7 +70,13 @@ public final class OTPAuthProvider: AuthProvider {
         let status = await Self.threads.run { () -> Int32 in
             guard OneTimeCode.initialised else { return Int32(OATH_CRYPTO_ERROR.rawValue) }
             var last: time_t = 0
-            return oath_authenticate_usersfile(path, user, answer, window, "", &last)
+            // Another process (pam_oath, an enrolment) holding the file's lock: try again for a second.
+            for _ in 0..<100 {
+                let status = oath_authenticate_usersfile(path, user, answer, window, "", &last)
+                guard status == OATH_FILE_LOCK_ERROR.rawValue else { return status }
+                usleep(10_000)
+            }
+            return Int32(OATH_FILE_LOCK_ERROR.rawValue)
         }
         guard let status else { throw .cancelled }
         switch status {
