@@ -18,10 +18,12 @@ SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/u
 # file, with Apache's htpasswd and mkpasswd (whois) as the peers its tests compare with; pam_faillock
 # (libpam-modules) and the faillock tool (libpam-modules-bin) as the lockout's peers, and python3's
 # hashlib as the audit chain's; liboath (the one-time codes) with oathtool and pam_oath as their peers, and
-# libqrencode (enrolment's QR code) with the qrencode tool as its peer.
+# libqrencode (enrolment's QR code) with the qrencode tool as its peer; libldap, and slapd, ldap-utils and
+# openssl for the throwaway directory server the LDAP tests start (slapd installed unconfigured: no system
+# directory is set up or started).
 DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin libpam-wrapper pamtester gcc \
 	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3 liboath-dev oathtool libpam-oath \
-	libqrencode-dev qrencode
+	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl
 
 .PHONY: deps build run test bench sanitize leaks lint fuzz-stacks
 
@@ -33,6 +35,7 @@ deps:
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" -ne 0 ]; then echo "Missing Debian packages:$$missing (run as root, or install them)"; exit 1; fi; \
 		echo "Installing:$$missing"; \
+		echo 'slapd slapd/no_configuration boolean true' | debconf-set-selections 2>/dev/null || true; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 

@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "PAMProvider", targets: ["PAMProvider"]),
         .library(name: "FileProvider", targets: ["FileProvider"]),
         .library(name: "OTPProvider", targets: ["OTPProvider"]),
+        .library(name: "LDAPProvider", targets: ["LDAPProvider"]),
         .executable(name: "gatekeeper-run", targets: ["gatekeeper-run"]),
         .executable(name: "gatekeeper-repl", targets: ["gatekeeper-repl"]),
         .executable(name: "gatekeeper-passwd", targets: ["gatekeeper-passwd"]),
@@ -94,11 +95,18 @@ let package = Package(
             path: "Plugins/OTPProvider"
         ),
 
+        .target(
+            name: "LDAPProvider",
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CLDAP"],
+            path: "Plugins/LDAPProvider"
+        ),
+
         // C libraries from Debian, through pkg-config.
         .systemLibrary(name: "CPAM", pkgConfig: "pam", providers: [.apt(["libpam0g-dev"])]),
         .systemLibrary(name: "CCrypt", pkgConfig: "libxcrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CAPRUtil", providers: [.apt(["libaprutil1-dev"])]),
         .systemLibrary(name: "COath", pkgConfig: "liboath", providers: [.apt(["liboath-dev"])]),
+        .systemLibrary(name: "CLDAP", pkgConfig: "ldap", providers: [.apt(["libldap-dev"])]),
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
 
         // Executables.
@@ -112,7 +120,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
                 "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "PluginHost",
-                "OTPProvider",
+                "OTPProvider", "LDAPProvider",
             ],
             path: "Examples/gatekeeper-run"
         ),
@@ -121,7 +129,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
                 "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "PluginHost",
-                "OTPProvider",
+                "OTPProvider", "LDAPProvider",
             ],
             path: "Examples/gatekeeper-repl"
         ),
@@ -178,6 +186,10 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pam")]
         ),
         .testTarget(name: "GatekeeperSupportTests", dependencies: ["GatekeeperSupport", "TestSupport"]),
+        .testTarget(
+            name: "LDAPProviderTests",
+            dependencies: ["Authentication", "AuthenticationTesting", "LDAPProvider", "TestSupport", "gatekeeper-run"]
+        ),
         .testTarget(
             name: "OTPProviderTests",
             dependencies: [

@@ -3,6 +3,7 @@ import Authentication
 import DebugProvider
 import FileProvider
 import HostProtection
+import LDAPProvider
 import MockProvider
 import OTPProvider
 import PAMProvider
@@ -23,7 +24,7 @@ LaunchSignals.record()
 
 let registry = ProviderRegistry([
     MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
-    CheckpasswordPlugin.self, ConversationHelperPlugin.self, OTPProviderPlugin.self,
+    CheckpasswordPlugin.self, ConversationHelperPlugin.self, OTPProviderPlugin.self, LDAPProviderPlugin.self,
 ])
 // A configuration may also name a shared-object plugin, by absolute path or by short name.
 .resolving(with: SharedObjectPlugins.resolver())

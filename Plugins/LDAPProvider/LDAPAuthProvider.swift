@@ -1,0 +1,318 @@
+public import Authentication
+import CLDAP
+import GatekeeperSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Accounts in a directory (OpenLDAP, 389-ds, Active Directory), through OpenLDAP's client library.
+///
+/// A login connects to the first URI that answers (the others are tried in order, each within the
+/// connect timeout), protects the connection — `ldaps://`, or StartTLS on `ldap://`, required unless the
+/// configuration says `tls=none` — with the certificate checked against the CA file, binds with the
+/// service account (or anonymously), searches the user with the filter template and the name escaped per
+/// RFC 4515, requires exactly one entry, and binds as that entry with the password. An empty password is
+/// refused before anything is sent: an empty simple bind is an "unauthenticated bind" that succeeds
+/// (RFC 4513 §5.1.2).
+///
+/// The blocking calls run on threads of their own through the package's blocking bridge; cancelling a
+/// login returns at once and shuts the connection's socket, which ends the call in progress.
+public final class LDAPAuthProvider: AuthProvider {
+    public struct Configuration: Sendable {
+        /// Tried in order.
+        public var uris: [String]
+        public var base: String
+        /// The search filter; `%s` is replaced by the escaped user name.
+        public var filter: String
+        /// The service account, and its password (read from a file, never written in the configuration).
+        public var bindDN: String?
+        public var bindPassword: Secret?
+        /// Whether `ldap://` URIs must be upgraded with StartTLS (on by default).
+        public var requiresTLS: Bool
+        /// The CA certificates to check the server's against (the system's when `nil`).
+        public var caFile: String?
+        public var timeout: Duration
+        /// Where `posixGroup` entries are searched for `memberUid`; `nil` uses `base`.
+        public var groupBase: String?
+
+        public init(
+            uris: [String],
+            base: String,
+            filter: String = "(&(objectClass=posixAccount)(uid=%s))",
+            bindDN: String? = nil,
+            bindPassword: Secret? = nil,
+            requiresTLS: Bool = true,
+            caFile: String? = nil,
+            timeout: Duration = .seconds(5),
+            groupBase: String? = nil
+        ) {
+            self.uris = uris
+            self.base = base
+            self.filter = filter
+            self.bindDN = bindDN
+            self.bindPassword = bindPassword
+            self.requiresTLS = requiresTLS
+            self.caFile = caFile
+            self.timeout = timeout
+            self.groupBase = groupBase
+        }
+    }
+
+    public let name = "ldap"
+    public let configuration: Configuration
+    public let passwordPrompt = "Password: "
+    static let threads = ThreadPool(name: "gatekeeper.ldap", maxThreads: 32, maxIdle: 4)
+
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        let password = try await request.conversation.askSecret(passwordPrompt)
+        // Never an unauthenticated bind.
+        guard password.count > 0 else { return .rejected(.wrongCredentials) }
+        let configuration = self.configuration
+        let username = request.username
+        let bridge = BlockingBridge<AuthOutcome>()
+        let connection = LDAPConnectionSlot()
+        bridge.onCancel { connection.shut() }
+        guard
+            let outcome = await bridge.run(
+                on: Self.threads,
+                { _ in LDAPLogin(configuration: configuration, slot: connection).run(username, password) })
+        else { throw .cancelled }
+        return outcome
+    }
+
+    /// RFC 4515: `*`, `(`, `)`, `\` and NUL as `\2a`, `\28`, `\29`, `\5c`, `\00`; every other byte as is.
+    public static func escapedForFilter(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        for byte in text.utf8 {
+            switch byte {
+            case 0x2A, 0x28, 0x29, 0x5C, 0x00:
+                bytes += Array("\\\(byte < 16 ? "0" : "")\(String(byte, radix: 16))".utf8)
+            default:
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// The connection of a login in progress, so a cancellation can shut its socket.
+final class LDAPConnectionSlot: @unchecked Sendable {
+    private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private var handle: OpaquePointer?
+    private var cancelled = false
+
+    init() { pthread_mutex_init(lock, nil) }
+    deinit {
+        pthread_mutex_destroy(lock)
+        lock.deallocate()
+    }
+
+    /// Records `handle`; `false` if the login was cancelled already.
+    func set(_ handle: OpaquePointer?) -> Bool {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        self.handle = handle
+        return !cancelled
+    }
+
+    var isCancelled: Bool {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        return cancelled
+    }
+
+    /// Shuts the socket: the blocking call in progress returns with an error.
+    func shut() {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        cancelled = true
+        guard let handle else { return }
+        var socket: Int32 = -1
+        if ldap_get_option(handle, LDAP_OPT_DESC, &socket) == LDAP_OPT_SUCCESS, socket >= 0 {
+            Glibc.shutdown(socket, Int32(SHUT_RDWR))
+        }
+    }
+}
+
+/// One login, on its thread.
+struct LDAPLogin {
+    let configuration: LDAPAuthProvider.Configuration
+    let slot: LDAPConnectionSlot
+
+    enum Failure: Error {
+        case unavailable(String)
+        case refused(String)
+    }
+
+    func run(_ username: String, _ password: Secret) -> AuthOutcome {
+        var reasons: [String] = []
+        for uri in configuration.uris {
+            if slot.isCancelled { return .unavailable(reason: "cancelled") }
+            switch attempt(uri, username, password) {
+            case .success(let outcome): return outcome
+            case .failure(.refused(let why)): return .unavailable(reason: "\(uri): \(why)")
+            case .failure(.unavailable(let why)): reasons.append("\(uri): \(why)")
+            }
+        }
+        return .unavailable(reason: "no directory server answered (\(reasons.joined(separator: "; ")))")
+    }
+
+    /// One server: `.unavailable` failures move on to the next.
+    private func attempt(_ uri: String, _ username: String, _ password: Secret) -> Result<AuthOutcome, Failure> {
+        var handle: OpaquePointer?
+        guard ldap_initialize(&handle, uri) == LDAP_SUCCESS, let handle else {
+            return .failure(.refused("not an LDAP URI"))
+        }
+        defer { ldap_unbind_ext_s(handle, nil, nil) }
+        guard slot.set(handle) else { return .failure(.unavailable("cancelled")) }
+        defer { _ = slot.set(nil) }
+        var version = LDAP_VERSION3
+        ldap_set_option(handle, LDAP_OPT_PROTOCOL_VERSION, &version)
+        var timeout = timeval(
+            tv_sec: Int(configuration.timeout.components.seconds),
+            tv_usec: Int(configuration.timeout.components.attoseconds / 1_000_000_000_000))
+        ldap_set_option(handle, LDAP_OPT_NETWORK_TIMEOUT, &timeout)
+        ldap_set_option(handle, LDAP_OPT_TIMEOUT, &timeout)
+        var demand = LDAP_OPT_X_TLS_HARD
+        ldap_set_option(handle, LDAP_OPT_X_TLS_REQUIRE_CERT, &demand)
+        if let caFile = configuration.caFile {
+            _ = caFile.withCString { ldap_set_option(handle, LDAP_OPT_X_TLS_CACERTFILE, $0) }
+        }
+        var fresh: Int32 = 0
+        ldap_set_option(handle, LDAP_OPT_X_TLS_NEWCTX, &fresh)
+        // No referrals: a server must not send the password to another.
+        ldap_set_option(handle, LDAP_OPT_REFERRALS, nil)
+
+        if uri.hasPrefix("ldap://") && configuration.requiresTLS {
+            let status = ldap_start_tls_s(handle, nil, nil)
+            guard status == LDAP_SUCCESS else { return .failure(Self.failure(status, "StartTLS")) }
+        }
+        // The service account, or an anonymous bind.
+        let serviceStatus = bind(handle, configuration.bindDN, configuration.bindPassword)
+        guard serviceStatus == LDAP_SUCCESS else {
+            return .failure(
+                serviceStatus == LDAP_INVALID_CREDENTIALS
+                    ? .refused("the service account's bind was refused") : Self.failure(serviceStatus, "bind"))
+        }
+        let filter = configuration.filter.replacing("%s", with: LDAPAuthProvider.escapedForFilter(username))
+        let entries: [LDAPEntry]
+        switch search(handle, base: configuration.base, filter: filter, limit: 2) {
+        case .success(let found): entries = found
+        case .failure(let failure): return .failure(failure)
+        }
+        guard entries.count <= 1 else { return .failure(.refused("the filter matches more than one entry")) }
+        guard let entry = entries.first else { return .success(.notMine) }
+        let userStatus = bind(handle, entry.dn, password)
+        switch userStatus {
+        case LDAP_SUCCESS: break
+        case LDAP_INVALID_CREDENTIALS: return .success(.rejected(.wrongCredentials))
+        default: return .failure(Self.failure(userStatus, "bind"))
+        }
+        // Groups: posixGroup entries naming the user, read with the service identity's rights again.
+        _ = bind(handle, configuration.bindDN, configuration.bindPassword)
+        let account = entry.first("uid") ?? username
+        var groups = Set(entry.values("memberOf").compactMap(Self.firstRDNValue))
+        let groupFilter = "(&(objectClass=posixGroup)(memberUid=\(LDAPAuthProvider.escapedForFilter(account))))"
+        if case .success(let found) = search(
+            handle, base: configuration.groupBase ?? configuration.base, filter: groupFilter, limit: 1000)
+        {
+            for group in found { if let name = group.first("cn") { groups.insert(name) } }
+        }
+        var attributes: [String: String] = ["dn": entry.dn]
+        for (key, attribute) in [
+            ("uid", "uidNumber"), ("gid", "gidNumber"), ("home", "homeDirectory"), ("shell", "loginShell"),
+        ] {
+            if let value = entry.first(attribute) { attributes[key] = value }
+        }
+        let identity = Identity(
+            username: (try? Username.validate(account)) ?? username,
+            displayName: entry.first("cn"), groups: groups, provider: "ldap",
+            attributes: attributes.mapValues { TextSafety.escaped($0) })
+        return .success(.authenticated(identity))
+    }
+
+    private func bind(_ handle: OpaquePointer, _ dn: String?, _ password: Secret?) -> Int32 {
+        guard let dn, let password, password.count > 0 else {
+            var empty = berval(bv_len: 0, bv_val: nil)
+            return ldap_sasl_bind_s(handle, "", nil, &empty, nil, nil, nil)
+        }
+        return password.withUnsafeBytes { bytes in
+            var credential = berval(
+                bv_len: ber_len_t(bytes.count),
+                bv_val: UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: CChar.self)))
+            return ldap_sasl_bind_s(handle, dn, nil, &credential, nil, nil, nil)
+        }
+    }
+
+    private func search(_ handle: OpaquePointer, base: String, filter: String, limit: Int32) -> Result<
+        [LDAPEntry], Failure
+    > {
+        var result: OpaquePointer?
+        let status = ldap_search_ext_s(handle, base, LDAP_SCOPE_SUBTREE, filter, nil, 0, nil, nil, nil, limit, &result)
+        defer { if let result { ldap_msgfree(result) } }
+        guard status == LDAP_SUCCESS || status == LDAP_SIZELIMIT_EXCEEDED, let result else {
+            return .failure(Self.failure(status, "search"))
+        }
+        var entries: [LDAPEntry] = []
+        var message = ldap_first_entry(handle, result)
+        while let current = message {
+            entries.append(LDAPEntry(handle: handle, message: current))
+            message = ldap_next_entry(handle, current)
+        }
+        if status == LDAP_SIZELIMIT_EXCEEDED && entries.count < Int(limit) { entries.append(entries.last!) }
+        return .success(entries)
+    }
+
+    private static func failure(_ status: Int32, _ step: String) -> Failure {
+        let message = ldap_err2string(status).map { String(cString: $0) } ?? "error \(status)"
+        switch status {
+        case LDAP_SERVER_DOWN, LDAP_TIMEOUT, LDAP_CONNECT_ERROR, LDAP_UNAVAILABLE, LDAP_BUSY:
+            return .unavailable("\(step): \(message)")
+        default:
+            return .refused("\(step): \(message)")
+        }
+    }
+
+    /// `cn=staff,ou=groups,…` → `staff`.
+    static func firstRDNValue(_ dn: String) -> String? {
+        guard let equals = dn.firstIndex(of: "="), let comma = dn.firstIndex(of: ",") ?? Optional(dn.endIndex),
+            equals < comma
+        else { return nil }
+        return String(dn[dn.index(after: equals)..<comma])
+    }
+}
+
+/// An entry's DN and attributes, copied out of libldap's message.
+struct LDAPEntry {
+    let dn: String
+    private var attributes: [String: [String]] = [:]
+
+    init(handle: OpaquePointer, message: OpaquePointer) {
+        if let pointer = ldap_get_dn(handle, message) {
+            dn = String(cString: pointer)
+            ldap_memfree(pointer)
+        } else {
+            dn = ""
+        }
+        for name in ["uid", "cn", "uidNumber", "gidNumber", "homeDirectory", "loginShell", "memberOf"] {
+            guard let values = ldap_get_values_len(handle, message, name) else { continue }
+            var index = 0
+            var list: [String] = []
+            while let value = values[index] {
+                let bytes = UnsafeRawBufferPointer(start: value.pointee.bv_val, count: Int(value.pointee.bv_len))
+                if let text = String(validating: bytes, as: UTF8.self) { list.append(text) }
+                index += 1
+            }
+            ldap_value_free_len(values)
+            attributes[name] = list
+        }
+    }
+
+    func values(_ name: String) -> [String] { attributes[name] ?? [] }
+    func first(_ name: String) -> String? { attributes[name]?.first }
+}

@@ -1,0 +1,59 @@
+public import Authentication
+import GatekeeperSupport
+public import ProviderPlugins
+
+/// `ldap uri=URI[,URI…] base=DN [filter=…] [binddn=DN bindpw_file=PATH] [tls=starttls|none] [ca=PATH]
+/// [timeout=SECONDS] [groupbase=DN]`.
+public enum LDAPProviderPlugin: AuthProviderPlugin {
+    public static let name = "ldap"
+    public static let summary = "accounts in an LDAP directory (OpenLDAP, 389-ds, Active Directory)"
+    public static let options = [
+        ProviderOption("uri", valueName: "URI,...", help: "ldaps:// or ldap:// servers, tried in order (required)"),
+        ProviderOption("base", valueName: "DN", help: "where users are searched (required)"),
+        ProviderOption(
+            "filter", valueName: "FILTER", help: "the search, %s the escaped name (default posixAccount uid)"),
+        ProviderOption("binddn", valueName: "DN", help: "the service account (anonymous when absent)"),
+        ProviderOption("bindpw_file", valueName: "PATH", help: "a private file holding its password"),
+        ProviderOption("tls", valueName: "starttls|none", help: "StartTLS on ldap:// URIs (default starttls)"),
+        ProviderOption("ca", valueName: "PATH", help: "the CA certificates to check servers against"),
+        ProviderOption("timeout", valueName: "SECONDS", help: "connect and operation timeout (default 5)"),
+        ProviderOption("groupbase", valueName: "DN", help: "where posixGroup entries are searched (default base)"),
+    ]
+
+    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+        guard let uris = options["uri"]?.split(separator: ",").map(String.init), !uris.isEmpty else {
+            throw .missingOption("uri", provider: name)
+        }
+        for uri in uris where !(uri.hasPrefix("ldap://") || uri.hasPrefix("ldaps://")) {
+            throw .invalidValue(option: "uri", value: uri, expected: "an ldap:// or ldaps:// URI")
+        }
+        guard let base = options["base"] else { throw .missingOption("base", provider: name) }
+        var configuration = LDAPAuthProvider.Configuration(uris: uris, base: base)
+        if let filter = options["filter"] {
+            guard filter.contains("%s") else {
+                throw .invalidValue(option: "filter", value: filter, expected: "a filter with %s for the user name")
+            }
+            configuration.filter = filter
+        }
+        switch options["tls"] ?? "starttls" {
+        case "starttls": configuration.requiresTLS = true
+        case "none": configuration.requiresTLS = false
+        case let other: throw .invalidValue(option: "tls", value: other, expected: "starttls or none")
+        }
+        configuration.caFile = options["ca"]
+        configuration.groupBase = options["groupbase"]
+        if let timeout = try options.duration("timeout") { configuration.timeout = timeout }
+        if let dn = options["binddn"] {
+            guard let file = options["bindpw_file"] else { throw .missingOption("bindpw_file", provider: name) }
+            switch readPrivateFile(file, maxBytes: 4096) {
+            case .success(var bytes):
+                while bytes.last == 0x0A || bytes.last == 0x0D { bytes.removeLast() }
+                configuration.bindDN = dn
+                configuration.bindPassword = Secret(wiping: &bytes)
+            case .failure(.inaccessible(let why)), .failure(.unsafe(let why)):
+                throw .unusable(provider: name, reason: "bindpw_file \(file) \(why)")
+            }
+        }
+        return LDAPAuthProvider(configuration)
+    }
+}

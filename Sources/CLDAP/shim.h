@@ -1,0 +1,2 @@
+#define LDAP_DEPRECATED 0
+#include <ldap.h>

@@ -1,0 +1,145 @@
+import Authentication
+import AuthenticationTesting
+import Foundation
+import LDAPProvider
+import TestSupport
+import Testing
+
+/// Against a real slapd: `ldapwhoami` and the server decide what is right.
+@Suite(.timeLimit(.minutes(2)))
+struct LDAPProviderTests {
+    static func provider(_ change: (inout LDAPAuthProvider.Configuration) -> Void = { _ in }) throws -> LDAPAuthProvider
+    {
+        let slapd = try SlapdFixture.shared.get()
+        var configuration = LDAPAuthProvider.Configuration(
+            uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))
+        change(&configuration)
+        return LDAPAuthProvider(configuration)
+    }
+
+    func login(_ provider: LDAPAuthProvider, _ user: String, _ password: String) async throws -> AuthOutcome {
+        try await provider.authenticate(
+            AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
+    }
+
+    static let conformance = ProviderConformance(fixture: .init(username: "alice", password: "wonderland")) {
+        try provider()
+    }
+
+    @Test(arguments: ProviderConformance.checks)
+    func conforms(_ check: ProviderConformance.Check) async {
+        let problems = await Self.conformance.run(check)
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    @Test func theIdentityCarriesTheDirectorysAttributesAndGroups() async throws {
+        guard case .authenticated(let identity) = try await login(try Self.provider(), "alice", "wonderland") else {
+            Issue.record("alice was refused")
+            return
+        }
+        #expect(identity.displayName == "Alice Example" && identity.groups == ["staff"])
+        #expect(identity.attributes["uid"] == "2001" && identity.attributes["gid"] == "2000")
+        #expect(identity.attributes["home"] == "/home/alice" && identity.attributes["shell"] == "/bin/bash")
+        guard case .authenticated(let bob) = try await login(try Self.provider(), "bob", "builder") else {
+            Issue.record("bob was refused")
+            return
+        }
+        #expect(bob.groups.isEmpty)
+    }
+
+    @Test func ldapwhoamiAgreesForEveryAccount() async throws {
+        let slapd = try SlapdFixture.shared.get()
+        let provider = try Self.provider()
+        for (user, password, _) in SlapdFixture.accounts {
+            for attempt in [password, password + "-wrong"] {
+                let (status, _) = try shell(
+                    "LDAPTLS_CACERT='\(slapd.caFile)' ldapwhoami -ZZ -x -H \(slapd.uri) -D '\(slapd.dn(user))' -y /dev/stdin",
+                    input: attempt)
+                let outcome = try await login(provider, user, attempt)
+                let admitted = if case .authenticated = outcome { true } else { false }
+                #expect(admitted == (status == 0), "\(user) with \(attempt == password ? "the" : "a wrong") password")
+            }
+        }
+    }
+
+    @Test func anEmptyPasswordNeverReachesTheServer() async throws {
+        // An empty simple bind is an unauthenticated bind, which the server would accept.
+        #expect(try await login(try Self.provider(), "alice", "") == .rejected(.wrongCredentials))
+    }
+
+    @Test(arguments: [
+        "*", "alice*", "*)(uid=*", "alice)(|(uid=*", "\\2a", "al\\5cice", "(uid=alice)", "alice\0", "bob)(cn=*",
+    ])
+    func filterMetacharactersMatchNoOtherEntry(_ name: String) async throws {
+        let outcome = try await login(try Self.provider(), name, "wonderland")
+        #expect(outcome == .notMine, "\(name.debugDescription): \(outcome)")
+        #expect(!LDAPAuthProvider.escapedForFilter(name).contains { "*()".contains($0) })
+    }
+
+    @Test func tlsIsRequiredAndChecked() async throws {
+        // A CA that did not sign the server's certificate: the connection is refused, nothing is sent.
+        let other = temporaryDirectory("gatekeeper-other-ca")
+        _ = try shell(
+            "openssl req -x509 -newkey rsa:2048 -nodes -keyout '\(other)/key.pem' -out '\(other)/cert.pem' -days 1 -subj /CN=other"
+        )
+        guard
+            case .unavailable = try await login(
+                try Self.provider { $0.caFile = other + "/cert.pem" }, "alice", "wonderland")
+        else {
+            Issue.record("a server certificate from another CA was accepted")
+            return
+        }
+        // Plain LDAP only when the configuration says so.
+        guard case .authenticated = try await login(try Self.provider { $0.requiresTLS = false }, "alice", "wonderland")
+        else {
+            Issue.record("plain LDAP, asked for explicitly, failed")
+            return
+        }
+    }
+
+    @Test func aDeadServerIsUnavailableAndTheNextOneAnswers() async throws {
+        let slapd = try SlapdFixture.shared.get()
+        let dead = "ldap://127.0.0.1:1"
+        guard case .unavailable = try await login(try Self.provider { $0.uris = [dead] }, "alice", "wonderland") else {
+            Issue.record("a dead server was not unavailable")
+            return
+        }
+        guard
+            case .authenticated = try await login(
+                try Self.provider { $0.uris = [dead, slapd.uri] }, "alice", "wonderland")
+        else {
+            Issue.record("failover to the second server failed")
+            return
+        }
+    }
+}
+
+/// The plugin as a configuration names it, through gatekeeper-run.
+@Suite(.timeLimit(.minutes(1)))
+struct LDAPConfigurationTests {
+    @Test func gatekeeperRunLogsInThroughTheDirectory() throws {
+        let slapd = try SlapdFixture.shared.get()
+        let directory = temporaryDirectory("gatekeeper-ldap-conf")
+        let config = directory + "/ldap.conf"
+        try """
+        delay 0
+        required ldap uri=ldap://127.0.0.1:1,\(slapd.uri) base=\(slapd.base) ca=\(slapd.caFile) timeout=3
+
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        chmod(config, 0o600)
+        func attempt(_ password: String) throws -> RunResult {
+            try run(
+                builtExecutable("gatekeeper-run"),
+                [
+                    "--config", config, "--state-dir", directory + "/state", "--user", "carol", "--password-stdin",
+                    "--",
+                    "sh", "-c", "echo $GATEKEEPER_USER $GATEKEEPER_PROVIDER",
+                ], input: password + "\n")
+        }
+        let admitted = try attempt("carol-2026")
+        #expect(admitted.status == 0 && admitted.stdout == "carol ldap\n", "\(admitted.stderr)")
+        #expect(try attempt("wrong").status == 77)
+        let check = try run(builtExecutable("gatekeeper-run"), ["--check-config", config], input: "")
+        #expect(check.status == 0 && check.stdout.contains("] ldap base=\(slapd.base)"))
+    }
+}

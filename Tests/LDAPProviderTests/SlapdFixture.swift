@@ -1,0 +1,133 @@
+import Foundation
+import Synchronization
+import TestSupport
+
+/// The running slapd's pid file, for the exit handler (which can capture nothing).
+private let slapdPidFile = Mutex<String?>(nil)
+
+/// A throwaway slapd on loopback ports, in a temporary directory with its own slapd.conf, LDIF and TLS
+/// certificate; nothing of the system's configuration is touched. A watchdog stops it when this test
+/// process ends, however it ends.
+final class SlapdFixture: @unchecked Sendable {
+    let directory: String
+    let port: Int
+    let base = "dc=example,dc=test"
+    let server: Spawned
+
+    var uri: String { "ldap://127.0.0.1:\(port)" }
+    var caFile: String { directory + "/cert.pem" }
+    func dn(_ uid: String) -> String { "uid=\(uid),ou=people,\(base)" }
+
+    /// The accounts: user name, password, whether in the staff group.
+    static let accounts = [("alice", "wonderland", true), ("bob", "builder", false), ("carol", "carol-2026", true)]
+
+    static let shared = Result { try SlapdFixture() }
+
+    init() throws {
+        directory = temporaryDirectory("gatekeeper-slapd")
+        try FileManager.default.createDirectory(atPath: directory + "/db", withIntermediateDirectories: true)
+        let (certified, output) = try shell(
+            "openssl req -x509 -newkey rsa:2048 -nodes -keyout '\(directory)/key.pem' -out '\(directory)/cert.pem' "
+                + "-days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost")
+        guard certified == 0 else { throw FixtureFailure("openssl: \(output)") }
+        try """
+        include /etc/ldap/schema/core.schema
+        include /etc/ldap/schema/cosine.schema
+        include /etc/ldap/schema/nis.schema
+        include /etc/ldap/schema/inetorgperson.schema
+        modulepath /usr/lib/ldap
+        moduleload back_mdb
+        pidfile \(directory)/slapd.pid
+        TLSCertificateFile \(directory)/cert.pem
+        TLSCertificateKeyFile \(directory)/key.pem
+        database mdb
+        suffix "\(base)"
+        rootdn "cn=admin,\(base)"
+        rootpw admin-secret
+        directory \(directory)/db
+        access to attrs=userPassword by anonymous auth by * none
+        access to * by * read
+
+        """.write(toFile: directory + "/slapd.conf", atomically: true, encoding: .utf8)
+        var ldif = """
+            dn: \(base)
+            objectClass: dcObject
+            objectClass: organization
+            o: Example
+            dc: example
+
+            dn: ou=people,\(base)
+            objectClass: organizationalUnit
+            ou: people
+
+            dn: ou=groups,\(base)
+            objectClass: organizationalUnit
+            ou: groups
+
+            """
+        for (index, (user, password, _)) in Self.accounts.enumerated() {
+            ldif += """
+
+                dn: uid=\(user),ou=people,\(base)
+                objectClass: inetOrgPerson
+                objectClass: posixAccount
+                uid: \(user)
+                cn: \(user.capitalized) Example
+                sn: Example
+                uidNumber: \(2001 + index)
+                gidNumber: 2000
+                homeDirectory: /home/\(user)
+                loginShell: /bin/bash
+                userPassword: \(password)
+
+                """
+        }
+        ldif += "\ndn: cn=staff,ou=groups,\(base)\nobjectClass: posixGroup\ncn: staff\ngidNumber: 2000\n"
+        for (user, _, staff) in Self.accounts where staff { ldif += "memberUid: \(user)\n" }
+        try ldif.write(toFile: directory + "/data.ldif", atomically: true, encoding: .utf8)
+        let (added, addOutput) = try shell("slapadd -f '\(directory)/slapd.conf' -l '\(directory)/data.ldif'")
+        guard added == 0 else { throw FixtureFailure("slapadd: \(addOutput)") }
+
+        var started: (Spawned, Int)?
+        for _ in 0..<10 {
+            let candidate = Int.random(in: 20_000...60_000)
+            // The watchdog: slapd in the foreground, stopped when this process or slapd itself is gone.
+            let script = """
+                slapd -d 0 -f '\(directory)/slapd.conf' -h 'ldap://127.0.0.1:\(candidate)/' & server=$!
+                trap 'kill $server 2>/dev/null' EXIT
+                while kill -0 \(getpid()) 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 1; done
+                """
+            let process = try Spawned(URL(fileURLWithPath: "/bin/sh"), ["-c", script])
+            let deadline = ContinuousClock.now + .seconds(10)
+            var ready = false
+            while ContinuousClock.now < deadline {
+                if (try? shell("ldapwhoami -x -H ldap://127.0.0.1:\(candidate) >/dev/null 2>&1"))?.status == 0 {
+                    ready = true
+                    break
+                }
+                usleep(50_000)
+            }
+            if ready {
+                started = (process, candidate)
+                break
+            }
+            process.interrupt()
+            _ = process.finish()
+        }
+        guard let started else { throw FixtureFailure("slapd did not start on any port") }
+        (server, port) = started
+        slapdPidFile.withLock { $0 = directory + "/slapd.pid" }
+        atexit {
+            guard let path = slapdPidFile.withLock({ $0 }),
+                let text = try? String(contentsOfFile: path, encoding: .utf8),
+                let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            else { return }
+            kill(pid, SIGTERM)
+        }
+    }
+}
+
+struct FixtureFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
