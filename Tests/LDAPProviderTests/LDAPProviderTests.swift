@@ -143,3 +143,50 @@ struct LDAPConfigurationTests {
         #expect(check.status == 0 && check.stdout.contains("] ldap base=\(slapd.base)"))
     }
 }
+
+/// A server that accepts connections and then says nothing: cancelling a login waiting on it returns at
+/// once, and the connection is shut rather than left waiting for the timeout.
+@Suite(.timeLimit(.minutes(1)))
+struct LDAPCancellationTests {
+    @Test func cancellingALoginWaitingOnASilentServerReturnsAtOnce() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
+        }
+        listen(listener, 8)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        // Operations time out after a minute: far beyond the suite's time limit.
+        let provider = LDAPAuthProvider(
+            .init(uris: ["ldap://127.0.0.1:\(port)"], base: "dc=example,dc=test", timeout: .seconds(60)))
+        let login = Task {
+            try await provider.authenticate(
+                AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("x"))))
+        }
+        // The connection arrives (and is never answered).
+        let accepted = accept(listener, nil, nil)
+        #expect(accepted >= 0)
+        defer { close(accepted) }
+        let start = ContinuousClock.now
+        login.cancel()
+        await #expect(throws: AuthError.cancelled) { try await login.value }
+        #expect(ContinuousClock.now - start < .seconds(30))
+        // The provider's side of the connection is shut: the silent server reads end-of-file.
+        var byte: UInt8 = 0
+        var received = 1
+        for _ in 0..<200 {
+            received = recv(accepted, &byte, 1, Int32(MSG_DONTWAIT))
+            if received == 0 { break }
+            usleep(10_000)
+        }
+        #expect(received == 0, "the connection was left open")
+    }
+}
