@@ -74,14 +74,16 @@ public final class LDAPAuthProvider: AuthProvider {
         guard password.count > 0 else { return .rejected(.wrongCredentials) }
         let configuration = self.configuration
         let username = request.username
-        let bridge = BlockingBridge<AuthOutcome>()
+        let bridge = BlockingBridge<(AuthOutcome, [String])>()
         let connection = LDAPConnectionSlot()
         bridge.onCancel { connection.shut() }
         guard
-            let outcome = await bridge.run(
+            let (outcome, messages) = await bridge.run(
                 on: Self.threads,
                 { _ in LDAPLogin(configuration: configuration, slot: connection).run(username, password) })
         else { throw .cancelled }
+        // What the password policy said (grace logins left, an expiry near), once the login is decided.
+        for message in messages { await request.conversation.show(message, as: .info) }
         return outcome
     }
 
@@ -126,16 +128,28 @@ final class LDAPConnectionSlot: @unchecked Sendable {
         return cancelled
     }
 
-    /// Shuts the socket: the blocking call in progress returns with an error.
+    /// Shuts the socket: the blocking call in progress returns with an error. A connection still being
+    /// made has no socket yet; then it is shut as soon as it has one (tried for a second).
     func shut() {
+        if shutNow() { return }
+        Task.detached { [self] in
+            for _ in 0..<100 {
+                try? await Task.sleep(for: .milliseconds(10))
+                if shutNow() { return }
+            }
+        }
+    }
+
+    /// Marks the login cancelled and shuts the socket if there is one; `true` when nothing is left to do.
+    private func shutNow() -> Bool {
         pthread_mutex_lock(lock)
         defer { pthread_mutex_unlock(lock) }
         cancelled = true
-        guard let handle else { return }
+        guard let handle else { return false }
         var socket: Int32 = -1
-        if ldap_get_option(handle, LDAP_OPT_DESC, &socket) == LDAP_OPT_SUCCESS, socket >= 0 {
-            Glibc.shutdown(socket, Int32(SHUT_RDWR))
-        }
+        guard ldap_get_option(handle, LDAP_OPT_DESC, &socket) == LDAP_OPT_SUCCESS, socket >= 0 else { return false }
+        Glibc.shutdown(socket, Int32(SHUT_RDWR))
+        return true
     }
 }
 
@@ -149,21 +163,24 @@ struct LDAPLogin {
         case refused(String)
     }
 
-    func run(_ username: String, _ password: Secret) -> AuthOutcome {
+    func run(_ username: String, _ password: Secret) -> (AuthOutcome, [String]) {
         var reasons: [String] = []
         for uri in configuration.uris {
-            if slot.isCancelled { return .unavailable(reason: "cancelled") }
-            switch attempt(uri, username, password) {
-            case .success(let outcome): return outcome
-            case .failure(.refused(let why)): return .unavailable(reason: "\(uri): \(why)")
+            if slot.isCancelled { return (.unavailable(reason: "cancelled"), []) }
+            var messages: [String] = []
+            switch attempt(uri, username, password, &messages) {
+            case .success(let outcome): return (outcome, messages)
+            case .failure(.refused(let why)): return (.unavailable(reason: "\(uri): \(why)"), [])
             case .failure(.unavailable(let why)): reasons.append("\(uri): \(why)")
             }
         }
-        return .unavailable(reason: "no directory server answered (\(reasons.joined(separator: "; ")))")
+        return (.unavailable(reason: "no directory server answered (\(reasons.joined(separator: "; ")))"), [])
     }
 
     /// One server: `.unavailable` failures move on to the next.
-    private func attempt(_ uri: String, _ username: String, _ password: Secret) -> Result<AuthOutcome, Failure> {
+    private func attempt(_ uri: String, _ username: String, _ password: Secret, _ messages: inout [String])
+        -> Result<AuthOutcome, Failure>
+    {
         var handle: OpaquePointer?
         guard ldap_initialize(&handle, uri) == LDAP_SUCCESS, let handle else {
             return .failure(.refused("not an LDAP URI"))
@@ -207,11 +224,20 @@ struct LDAPLogin {
         }
         guard entries.count <= 1 else { return .failure(.refused("the filter matches more than one entry")) }
         guard let entry = entries.first else { return .success(.notMine) }
-        let userStatus = bind(handle, entry.dn, password)
-        switch userStatus {
-        case LDAP_SUCCESS: break
-        case LDAP_INVALID_CREDENTIALS: return .success(.rejected(.wrongCredentials))
+        let (userStatus, policy) = bindWithPolicy(handle, entry.dn, password)
+        switch (userStatus, policy.error) {
+        case (LDAP_INVALID_CREDENTIALS, PP_accountLocked?): return .success(.rejected(.locked(until: nil)))
+        case (LDAP_INVALID_CREDENTIALS, PP_passwordExpired?): return .success(.rejected(.passwordChangeRequired))
+        case (LDAP_INVALID_CREDENTIALS, _): return .success(.rejected(.wrongCredentials))
+        case (LDAP_SUCCESS, PP_changeAfterReset?): return .success(.rejected(.passwordChangeRequired))
+        case (LDAP_SUCCESS, _): break
         default: return .failure(Self.failure(userStatus, "bind"))
+        }
+        if policy.grace >= 0 {
+            messages.append(
+                "Your password has expired; \(policy.grace) grace login\(policy.grace == 1 ? "" : "s") left.")
+        } else if policy.expire > 0 {
+            messages.append("Your password expires in \((policy.expire + 86_399) / 86_400) day(s).")
         }
         // Groups: posixGroup entries naming the user, read with the service identity's rights again.
         _ = bind(handle, configuration.bindDN, configuration.bindPassword)
@@ -234,6 +260,57 @@ struct LDAPLogin {
             displayName: entry.first("cn"), groups: groups, provider: "ldap",
             attributes: attributes.mapValues { TextSafety.escaped($0) })
         return .success(.authenticated(identity))
+    }
+
+    /// What the password-policy response control said: its error, grace logins left (-1 when none were
+    /// used), seconds to expiry (-1 when not said).
+    struct Policy {
+        var error: LDAPPasswordPolicyError?
+        var grace: Int32 = -1
+        var expire: Int32 = -1
+    }
+
+    /// A simple bind as `dn` asking for the password-policy control (slapd's ppolicy overlay answers it).
+    private func bindWithPolicy(_ handle: OpaquePointer, _ dn: String, _ password: Secret) -> (Int32, Policy) {
+        var request: UnsafeMutablePointer<LDAPControl>?
+        guard ldap_create_passwordpolicy_control(handle, &request) == LDAP_SUCCESS, let request else {
+            return (bind(handle, dn, password), Policy())
+        }
+        defer { ldap_control_free(request) }
+        var controls: [UnsafeMutablePointer<LDAPControl>?] = [request, nil]
+        var messageID: Int32 = 0
+        let sent = password.withUnsafeBytes { bytes in
+            var credential = berval(
+                bv_len: ber_len_t(bytes.count),
+                bv_val: UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: CChar.self)))
+            return controls.withUnsafeMutableBufferPointer {
+                ldap_sasl_bind(handle, dn, nil, &credential, $0.baseAddress, nil, &messageID)
+            }
+        }
+        guard sent == LDAP_SUCCESS else { return (sent, Policy()) }
+        var timeout = timeval(tv_sec: Int(configuration.timeout.components.seconds), tv_usec: 0)
+        var result: OpaquePointer?
+        let kind = ldap_result(handle, messageID, LDAP_MSG_ALL, &timeout, &result)
+        guard kind > 0, let result else {
+            if let result { ldap_msgfree(result) }
+            return (kind == 0 ? LDAP_TIMEOUT : LDAP_SERVER_DOWN, Policy())
+        }
+        var status: Int32 = 0
+        var responses: UnsafeMutablePointer<UnsafeMutablePointer<LDAPControl>?>?
+        guard ldap_parse_result(handle, result, &status, nil, nil, nil, &responses, 1) == LDAP_SUCCESS else {
+            return (LDAP_SERVER_DOWN, Policy())
+        }
+        defer { if let responses { ldap_controls_free(responses) } }
+        var policy = Policy()
+        if let responses, let response = ldap_control_find(LDAP_CONTROL_PASSWORDPOLICYRESPONSE, responses, nil) {
+            var expire: ber_int_t = -1
+            var grace: ber_int_t = -1
+            var error = PP_noError
+            if ldap_parse_passwordpolicy_control(handle, response, &expire, &grace, &error) == LDAP_SUCCESS {
+                policy = Policy(error: error == PP_noError ? nil : error, grace: grace, expire: expire)
+            }
+        }
+        return (status, policy)
     }
 
     private func bind(_ handle: OpaquePointer, _ dn: String?, _ password: Secret?) -> Int32 {

@@ -62,6 +62,23 @@ struct LDAPProviderTests {
         }
     }
 
+    /// slapd's ppolicy overlay: a locked account, a password expired with grace logins, one to change.
+    @Test func thePasswordPolicyControlIsAnswered() async throws {
+        let provider = try Self.provider()
+        #expect(try await login(provider, "dave", "dave-2026") == .rejected(.locked(until: nil)))
+        #expect(try await login(provider, "fay", "fay-2026") == .rejected(.passwordChangeRequired))
+        let conversation = ScriptedConversation(.secret("erin-2026"))
+        let outcome = try await provider.authenticate(AuthRequest(username: "erin", conversation: conversation))
+        guard case .authenticated = outcome else {
+            Issue.record("erin, with grace logins left, was refused: \(outcome)")
+            return
+        }
+        #expect(
+            conversation.messages.contains { $0.hasPrefix("Your password has expired;") && $0.contains("grace login") })
+        // A wrong password is only that, locked account or not.
+        #expect(try await login(provider, "erin", "wrong") == .rejected(.wrongCredentials))
+    }
+
     @Test func anEmptyPasswordNeverReachesTheServer() async throws {
         // An empty simple bind is an unauthenticated bind, which the server would accept.
         #expect(try await login(try Self.provider(), "alice", "") == .rejected(.wrongCredentials))

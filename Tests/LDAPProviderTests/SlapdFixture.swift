@@ -37,6 +37,7 @@ final class SlapdFixture: @unchecked Sendable {
         include /etc/ldap/schema/inetorgperson.schema
         modulepath /usr/lib/ldap
         moduleload back_mdb
+        moduleload ppolicy
         pidfile \(directory)/slapd.pid
         TLSCertificateFile \(directory)/cert.pem
         TLSCertificateKeyFile \(directory)/key.pem
@@ -45,6 +46,9 @@ final class SlapdFixture: @unchecked Sendable {
         rootdn "cn=admin,\(base)"
         rootpw admin-secret
         directory \(directory)/db
+        overlay ppolicy
+        ppolicy_default "cn=default,ou=policies,\(base)"
+        ppolicy_use_lockout
         access to attrs=userPassword by anonymous auth by * none
         access to * by * read
 
@@ -79,6 +83,53 @@ final class SlapdFixture: @unchecked Sendable {
                 homeDirectory: /home/\(user)
                 loginShell: /bin/bash
                 userPassword: \(password)
+
+                """
+        }
+        // Password policies (slapd's ppolicy overlay): a default one, and one whose passwords expire after a
+        // minute with three grace logins; dave is locked, erin's password expired long ago, fay's was reset.
+        ldif += """
+
+            dn: ou=policies,\(base)
+            objectClass: organizationalUnit
+            ou: policies
+
+            dn: cn=default,ou=policies,\(base)
+            objectClass: device
+            objectClass: pwdPolicy
+            cn: default
+            pwdAttribute: userPassword
+            pwdLockout: TRUE
+            pwdMaxFailure: 50
+            pwdMustChange: TRUE
+
+            dn: cn=expiring,ou=policies,\(base)
+            objectClass: device
+            objectClass: pwdPolicy
+            cn: expiring
+            pwdAttribute: userPassword
+            pwdMaxAge: 60
+            pwdGraceAuthNLimit: 3
+
+            """
+        for (user, extra) in [
+            ("dave", "pwdAccountLockedTime: 000001010000Z"),
+            ("erin", "pwdPolicySubentry: cn=expiring,ou=policies,\(base)\npwdChangedTime: 20200101000000Z"),
+            ("fay", "pwdReset: TRUE"),
+        ] {
+            ldif += """
+
+                dn: uid=\(user),ou=people,\(base)
+                objectClass: inetOrgPerson
+                objectClass: posixAccount
+                uid: \(user)
+                cn: \(user.capitalized) Example
+                sn: Example
+                uidNumber: 2100
+                gidNumber: 2000
+                homeDirectory: /home/\(user)
+                userPassword: \(user)-2026
+                \(extra)
 
                 """
         }
