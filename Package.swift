@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "FileProvider", targets: ["FileProvider"]),
         .library(name: "OTPProvider", targets: ["OTPProvider"]),
         .library(name: "LDAPProvider", targets: ["LDAPProvider"]),
+        .library(name: "OfflineCache", targets: ["OfflineCache"]),
         .executable(name: "gatekeeper-run", targets: ["gatekeeper-run"]),
         .executable(name: "gatekeeper-repl", targets: ["gatekeeper-repl"]),
         .executable(name: "gatekeeper-passwd", targets: ["gatekeeper-passwd"]),
@@ -97,9 +98,13 @@ let package = Package(
 
         .target(
             name: "LDAPProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CLDAP"],
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "OfflineCache", "CLDAP"],
             path: "Plugins/LDAPProvider"
         ),
+
+        // Logins checked against a cache of recent successes while a backend is unreachable; wraps any
+        // provider (its verifiers are yescrypt hashes, made by the users-file module).
+        .target(name: "OfflineCache", dependencies: ["Authentication", "GatekeeperSupport", "FileProvider"]),
 
         // C libraries from Debian, through pkg-config.
         .systemLibrary(name: "CPAM", pkgConfig: "pam", providers: [.apt(["libpam0g-dev"])]),
@@ -188,7 +193,10 @@ let package = Package(
         .testTarget(name: "GatekeeperSupportTests", dependencies: ["GatekeeperSupport", "TestSupport"]),
         .testTarget(
             name: "LDAPProviderTests",
-            dependencies: ["Authentication", "AuthenticationTesting", "LDAPProvider", "TestSupport", "gatekeeper-run"]
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "LDAPProvider", "OfflineCache", "TestSupport",
+                "gatekeeper-run",
+            ]
         ),
         .testTarget(
             name: "OTPProviderTests",

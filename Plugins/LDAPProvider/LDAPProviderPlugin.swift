@@ -1,5 +1,6 @@
 public import Authentication
 import GatekeeperSupport
+import OfflineCache
 public import ProviderPlugins
 
 /// `ldap uri=URI[,URI…] base=DN [filter=…] [binddn=DN bindpw_file=PATH] [tls=starttls|none] [ca=PATH]
@@ -18,6 +19,11 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         ProviderOption("ca", valueName: "PATH", help: "the CA certificates to check servers against"),
         ProviderOption("timeout", valueName: "SECONDS", help: "connect and operation timeout (default 5)"),
         ProviderOption("groupbase", valueName: "DN", help: "where posixGroup entries are searched (default base)"),
+        ProviderOption(
+            "offline_cache", valueName: "DIR",
+            help: "keep verifiers of recent logins here for when every server is down"),
+        ProviderOption(
+            "offline_max_age", valueName: "AGE", help: "how old a cached login may be, e.g. 7d (default 7d)"),
     ]
 
     public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
@@ -54,6 +60,26 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
                 throw .unusable(provider: name, reason: "bindpw_file \(file) \(why)")
             }
         }
-        return LDAPAuthProvider(configuration)
+        let provider = LDAPAuthProvider(configuration)
+        guard let cache = options["offline_cache"] else { return provider }
+        var maxAge = Duration.seconds(7 * 86_400)
+        if let text = options["offline_max_age"] {
+            let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+            guard let unit = text.last.flatMap({ units[$0] }), let count = Int64(text.dropLast()), count > 0,
+                count * unit <= 90 * 86_400
+            else {
+                throw .invalidValue(
+                    option: "offline_max_age", value: text, expected: "an age such as 12h or 7d (at most 90d)")
+            }
+            maxAge = .seconds(count * unit)
+        }
+        guard cache.hasPrefix("/") else {
+            throw .invalidValue(option: "offline_cache", value: cache, expected: "an absolute directory")
+        }
+        do throws(AuthError) {
+            return try OfflineCachingProvider(wrapping: provider, directory: cache, maxAge: maxAge)
+        } catch {
+            throw .unusable(provider: name, reason: error.reason ?? error.description)
+        }
     }
 }
