@@ -114,6 +114,54 @@ struct LDAPProviderTests {
         }
     }
 
+    /// A conversation that kills a server when the password is asked, and then answers.
+    final class KillingConversation: Conversation, Sendable {
+        let server: SlapdFixture
+        let password: String
+        init(_ server: SlapdFixture, _ password: String) {
+            self.server = server
+            self.password = password
+        }
+        func ask(_ prompt: String) async throws(AuthError) -> String { password }
+        func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
+            server.kill()
+            return Secret(copying: password.utf8)
+        }
+        func show(_ message: String, as kind: MessageKind) async {}
+    }
+
+    /// The directory dies during a login: the entry is unavailable and the next entry of the stack answers;
+    /// with two servers, the second answers.
+    @Test func aServerKilledDuringTheLoginFallsBack() async throws {
+        let shared = try SlapdFixture.shared.get()
+        let doomed = try SlapdFixture()
+        func ldap(_ uris: [String]) -> LDAPAuthProvider {
+            LDAPAuthProvider(.init(uris: uris, base: doomed.base, caFile: doomed.caFile, timeout: .seconds(3)))
+        }
+        let stack = ProviderChain([
+            .init(
+                ChainControl(
+                    actions: [.success: .done, .authinfoUnavailable: .ignore, .userUnknown: .ignore], default: .die),
+                ldap([doomed.uri])),
+            .init(.required, StubAuthProvider(accounts: ["alice": ("wonderland", [])])),
+        ])
+        let outcome = try await stack.authenticate(
+            AuthRequest(username: "alice", conversation: KillingConversation(doomed, "wonderland")))
+        guard case .authenticated(let identity) = outcome else {
+            Issue.record("the stack did not fall back: \(outcome)")
+            return
+        }
+        #expect(identity.provider == "stub")
+        #expect(stack.lastTrace?.steps.first?.result == .authinfoUnavailable)
+        // Two servers, the first dead: the second answers.
+        guard case .authenticated(let second) = try await login(ldap([doomed.uri, shared.uri]), "alice", "wonderland")
+        else {
+            Issue.record("failover to the second slapd failed")
+            return
+        }
+        #expect(second.provider == "ldap")
+    }
+
     @Test func aDeadServerIsUnavailableAndTheNextOneAnswers() async throws {
         let slapd = try SlapdFixture.shared.get()
         let dead = "ldap://127.0.0.1:1"

@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 import TestSupport
 
-/// The running slapd's pid file, for the exit handler (which can capture nothing).
-private let slapdPidFile = Mutex<String?>(nil)
+/// The running slapds' pid files, for the exit handler (which can capture nothing).
+private let slapdPidFiles = Mutex<[String]>([])
 
 /// A throwaway slapd on loopback ports, in a temporary directory with its own slapd.conf, LDIF and TLS
 /// certificate; nothing of the system's configuration is touched. A watchdog stops it when this test
@@ -18,18 +18,38 @@ final class SlapdFixture: @unchecked Sendable {
     var caFile: String { directory + "/cert.pem" }
     func dn(_ uid: String) -> String { "uid=\(uid),ou=people,\(base)" }
 
+    /// Kills the server, as a crash or a pulled cable would, and waits until it no longer answers.
+    func kill() {
+        if let text = try? String(contentsOfFile: directory + "/slapd.pid", encoding: .utf8),
+            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
+            Glibc.kill(pid, SIGKILL)
+        }
+        for _ in 0..<200 where (try? shell("ldapwhoami -x -H \(uri) >/dev/null 2>&1"))?.status == 0 { usleep(10_000) }
+    }
+
     /// The accounts: user name, password, whether in the staff group.
     static let accounts = [("alice", "wonderland", true), ("bob", "builder", false), ("carol", "carol-2026", true)]
 
     static let shared = Result { try SlapdFixture() }
 
+    static let certificates = Result { () throws -> String in
+        let directory = temporaryDirectory("gatekeeper-slapd-tls")
+        let (status, output) = try shell(
+            "openssl req -x509 -newkey rsa:2048 -nodes -keyout '\(directory)/key.pem' -out '\(directory)/cert.pem' "
+                + "-days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost")
+        guard status == 0 else { throw FixtureFailure("openssl: \(output)") }
+        return directory
+    }
+
     init() throws {
         directory = temporaryDirectory("gatekeeper-slapd")
         try FileManager.default.createDirectory(atPath: directory + "/db", withIntermediateDirectories: true)
-        let (certified, output) = try shell(
-            "openssl req -x509 -newkey rsa:2048 -nodes -keyout '\(directory)/key.pem' -out '\(directory)/cert.pem' "
-                + "-days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost")
-        guard certified == 0 else { throw FixtureFailure("openssl: \(output)") }
+        // One certificate for every server of the run, so a client trusting it can fail over between them.
+        let certificates = try Self.certificates.get()
+        for name in ["cert.pem", "key.pem"] {
+            try FileManager.default.copyItem(atPath: certificates + "/" + name, toPath: directory + "/" + name)
+        }
         try """
         include /etc/ldap/schema/core.schema
         include /etc/ldap/schema/cosine.schema
@@ -167,13 +187,14 @@ final class SlapdFixture: @unchecked Sendable {
         }
         guard let started else { throw FixtureFailure("slapd did not start on any port") }
         (server, port) = started
-        slapdPidFile.withLock { $0 = directory + "/slapd.pid" }
+        slapdPidFiles.withLock { $0.append(directory + "/slapd.pid") }
         atexit {
-            guard let path = slapdPidFile.withLock({ $0 }),
-                let text = try? String(contentsOfFile: path, encoding: .utf8),
-                let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
-            else { return }
-            kill(pid, SIGTERM)
+            for path in slapdPidFiles.withLock({ $0 }) {
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+                    let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+                else { continue }
+                Glibc.kill(pid, SIGTERM)
+            }
         }
     }
 }
