@@ -25,7 +25,7 @@ DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin lib
 	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3 liboath-dev oathtool libpam-oath \
 	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl
 
-.PHONY: deps build run test bench sanitize leaks lint fuzz-stacks
+.PHONY: deps build run ldap-demo test bench sanitize leaks lint fuzz-stacks
 
 deps:
 	@missing=""; \
@@ -49,6 +49,10 @@ run: build
 # threads (as many as cores: two on CI) for the tool's whole run, fail delay included; run side by side,
 # such tests starve the tests that need the pool to make progress. Each test still runs its own
 # concurrency (a hundred logins at once, cancellation races) as it would anywhere.
+# The REPL against a throwaway OpenLDAP directory (Examples/ldap/demo.sh), stopped when the REPL ends.
+ldap-demo: build
+	@bash Examples/ldap/demo.sh $$($(SWIFT) build --show-bin-path)/gatekeeper-repl
+
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel

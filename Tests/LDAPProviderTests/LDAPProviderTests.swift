@@ -269,3 +269,21 @@ struct LDAPCancellationTests {
         #expect(received == 0, "the connection was left open")
     }
 }
+
+/// `make ldap-demo`: the REPL against a throwaway directory, which is gone when the REPL ends.
+@Suite(.timeLimit(.minutes(1)))
+struct LDAPDemoTests {
+    @Test func theREPLRunsAgainstTheDemoDirectory() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Examples/ldap/demo.sh").standardized.path
+        let result = try run(
+            URL(fileURLWithPath: "/bin/bash"), [script, builtExecutable("gatekeeper-repl").path],
+            input: "login\ncarol\ncarol-2026\nwhoami\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("Signed in as") && result.stdout.contains("carol (Carol Example)"))
+        let port = try #require(
+            result.stdout.split(separator: "ldap://127.0.0.1:").dropFirst().first?.prefix { $0.isNumber })
+        #expect(
+            try shell("ldapwhoami -x -H ldap://127.0.0.1:\(port)").status != 0, "the demo directory is still running")
+    }
+}

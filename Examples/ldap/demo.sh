@@ -1,0 +1,61 @@
+#!/bin/bash
+# Starts a throwaway OpenLDAP directory on a loopback port (its own slapd.conf, LDIF and TLS certificate in
+# a temporary directory; nothing of the system's configuration is touched) and runs the REPL against it.
+# The directory is stopped however the REPL ends. Accounts: alice / wonderland and carol / carol-2026
+# (group staff), bob / builder.
+#
+# usage: Examples/ldap/demo.sh PATH-TO-gatekeeper-repl      (make ldap-demo runs it)
+set -euo pipefail
+repl=${1:?usage: demo.sh PATH-TO-gatekeeper-repl}
+work=$(mktemp -d /tmp/gatekeeper-ldap-demo.XXXXXX)
+port=$((20000 + RANDOM % 30000))
+cleanup() {
+    [ -f "$work/slapd.pid" ] && kill "$(cat "$work/slapd.pid")" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/db"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" -days 1 \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost 2>/dev/null
+cat > "$work/slapd.conf" <<CONF
+include /etc/ldap/schema/core.schema
+include /etc/ldap/schema/cosine.schema
+include /etc/ldap/schema/nis.schema
+include /etc/ldap/schema/inetorgperson.schema
+modulepath /usr/lib/ldap
+moduleload back_mdb
+pidfile $work/slapd.pid
+TLSCertificateFile $work/cert.pem
+TLSCertificateKeyFile $work/key.pem
+database mdb
+suffix "dc=example,dc=test"
+rootdn "cn=admin,dc=example,dc=test"
+rootpw admin-secret
+directory $work/db
+access to attrs=userPassword by anonymous auth by * none
+access to * by * read
+CONF
+{
+    printf 'dn: dc=example,dc=test\nobjectClass: dcObject\nobjectClass: organization\no: Example\ndc: example\n\n'
+    printf 'dn: ou=people,dc=example,dc=test\nobjectClass: organizationalUnit\nou: people\n\n'
+    n=2001
+    for account in alice:wonderland bob:builder carol:carol-2026; do
+        user=${account%%:*}
+        printf 'dn: uid=%s,ou=people,dc=example,dc=test\nobjectClass: inetOrgPerson\nobjectClass: posixAccount\n' "$user"
+        printf 'uid: %s\ncn: %s Example\nsn: Example\nuidNumber: %s\ngidNumber: 2000\nhomeDirectory: /home/%s\n' \
+            "$user" "${user^}" "$n" "$user"
+        printf 'userPassword: %s\n\n' "${account#*:}"
+        n=$((n + 1))
+    done
+    printf 'dn: cn=staff,dc=example,dc=test\nobjectClass: posixGroup\ncn: staff\ngidNumber: 2000\n'
+    printf 'memberUid: alice\nmemberUid: carol\n'
+} > "$work/data.ldif"
+slapadd -f "$work/slapd.conf" -l "$work/data.ldif" 2>/dev/null
+slapd -f "$work/slapd.conf" -h "ldap://127.0.0.1:$port/"
+for _ in $(seq 100); do ldapwhoami -x -H "ldap://127.0.0.1:$port" >/dev/null 2>&1 && break; sleep 0.05; done
+cat > "$work/ldap.conf" <<CONF
+required ldap uri=ldap://127.0.0.1:$port base=dc=example,dc=test ca=$work/cert.pem
+CONF
+chmod 600 "$work/ldap.conf"
+echo "A throwaway directory at ldap://127.0.0.1:$port (StartTLS required): alice / wonderland, carol / carol-2026 (staff), bob / builder."
+"$repl" --config "$work/ldap.conf"
