@@ -242,12 +242,13 @@ struct LDAPLogin {
         // Groups: posixGroup entries naming the user, read with the service identity's rights again.
         _ = bind(handle, configuration.bindDN, configuration.bindPassword)
         let account = entry.first("uid") ?? username
-        var groups = Set(entry.values("memberOf").compactMap(Self.firstRDNValue))
+        // Everything from the directory is text to show: escaped like any other input.
+        var groups = Set(entry.values("memberOf").compactMap(Self.firstRDNValue).map { TextSafety.escaped($0) })
         let groupFilter = "(&(objectClass=posixGroup)(memberUid=\(LDAPAuthProvider.escapedForFilter(account))))"
         if case .success(let found) = search(
             handle, base: configuration.groupBase ?? configuration.base, filter: groupFilter, limit: 1000)
         {
-            for group in found { if let name = group.first("cn") { groups.insert(name) } }
+            for group in found { if let name = group.first("cn") { groups.insert(TextSafety.escaped(name)) } }
         }
         var attributes: [String: String] = ["dn": entry.dn]
         for (key, attribute) in [
@@ -257,7 +258,7 @@ struct LDAPLogin {
         }
         let identity = Identity(
             username: (try? Username.validate(account)) ?? username,
-            displayName: entry.first("cn"), groups: groups, provider: "ldap",
+            displayName: entry.first("cn").map { TextSafety.escaped($0) }, groups: groups, provider: "ldap",
             attributes: attributes.mapValues { TextSafety.escaped($0) })
         return .success(.authenticated(identity))
     }
