@@ -35,6 +35,8 @@ public final class LDAPAuthProvider: AuthProvider {
         public var timeout: Duration
         /// Where `posixGroup` entries are searched for `memberUid`; `nil` uses `base`.
         public var groupBase: String?
+        /// How many connections may be open at once, kept between logins.
+        public var connections: Int = 8
 
         public init(
             uris: [String],
@@ -62,10 +64,16 @@ public final class LDAPAuthProvider: AuthProvider {
     public let name = "ldap"
     public let configuration: Configuration
     public let passwordPrompt = "Password: "
+    /// Connections kept between logins (at most ``Configuration/connections``).
+    let pool: LDAPConnectionPool
+
+    /// The most connections this provider had open at once, and how many it made: for tests and `make bench`.
+    public var connectionStatistics: (mostOpen: Int, made: Int) { (pool.mostOpen, pool.made) }
     static let threads = ThreadPool(name: "gatekeeper.ldap", maxThreads: 32, maxIdle: 4)
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
+        pool = LDAPConnectionPool(capacity: configuration.connections)
     }
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
@@ -80,7 +88,9 @@ public final class LDAPAuthProvider: AuthProvider {
         guard
             let (outcome, messages) = await bridge.run(
                 on: Self.threads,
-                { _ in LDAPLogin(configuration: configuration, slot: connection).run(username, password) })
+                { [pool] _ in
+                    LDAPLogin(configuration: configuration, slot: connection, pool: pool).run(username, password)
+                })
         else { throw .cancelled }
         // What the password policy said (grace logins left, an expiry near), once the login is decided.
         for message in messages { await request.conversation.show(message, as: .info) }
@@ -157,6 +167,7 @@ final class LDAPConnectionSlot: @unchecked Sendable {
 struct LDAPLogin {
     let configuration: LDAPAuthProvider.Configuration
     let slot: LDAPConnectionSlot
+    let pool: LDAPConnectionPool
 
     enum Failure: Error {
         case unavailable(String)
@@ -165,28 +176,81 @@ struct LDAPLogin {
 
     func run(_ username: String, _ password: Secret) -> (AuthOutcome, [String]) {
         var reasons: [String] = []
-        for uri in configuration.uris {
+        // Servers that failed a moment ago are tried last, not first.
+        let order = configuration.uris.filter { !pool.isResting($0) } + configuration.uris.filter { pool.isResting($0) }
+        for uri in order {
             if slot.isCancelled { return (.unavailable(reason: "cancelled"), []) }
             var messages: [String] = []
-            switch attempt(uri, username, password, &messages) {
-            case .success(let outcome): return (outcome, messages)
+            switch pooled(uri, username, password, &messages) {
+            case .success(let outcome):
+                pool.answered(uri)
+                return (outcome, messages)
             case .failure(.refused(let why)): return (.unavailable(reason: "\(uri): \(why)"), [])
-            case .failure(.unavailable(let why)): reasons.append("\(uri): \(why)")
+            case .failure(.unavailable(let why)):
+                if !slot.isCancelled { pool.failed(uri) }
+                reasons.append("\(uri): \(why)")
             }
         }
         return (.unavailable(reason: "no directory server answered (\(reasons.joined(separator: "; ")))"), [])
     }
 
     /// One server: `.unavailable` failures move on to the next.
-    private func attempt(_ uri: String, _ username: String, _ password: Secret, _ messages: inout [String])
+    /// One server, on a pooled connection when one is idle (a stale one is replaced by a fresh one once).
+    private func pooled(_ uri: String, _ username: String, _ password: Secret, _ messages: inout [String])
         -> Result<AuthOutcome, Failure>
     {
-        var handle: OpaquePointer?
-        guard ldap_initialize(&handle, uri) == LDAP_SUCCESS, let handle else {
+        for round in 0..<2 {
+            let handle: OpaquePointer
+            let reused: Bool
+            switch pool.take(uri, wait: configuration.timeout) {
+            case .busy:
+                return .failure(.unavailable("all \(pool.capacity) connections stayed busy"))
+            case .reuse(let idle) where round == 0:
+                (handle, reused) = (idle, true)
+            case .reuse(let idle):
+                pool.give(idle, to: uri, healthy: false)
+                continue
+            case .connect:
+                switch connect(uri) {
+                case .success(let made):
+                    pool.counted()
+                    (handle, reused) = (made, false)
+                case .failure(let failure):
+                    pool.release()
+                    return .failure(failure)
+                }
+            }
+            guard slot.set(handle) else {
+                pool.give(handle, to: uri, healthy: false)
+                return .failure(.unavailable("cancelled"))
+            }
+            let result = attempt(on: handle, uri, username, password, &messages)
+            _ = slot.set(nil)
+            let cancelled = slot.isCancelled
+            switch result {
+            case .failure(.unavailable) where reused && !cancelled:
+                pool.give(handle, to: uri, healthy: false)  // Closed by the server while idle: try a new one.
+                continue
+            case .success:
+                pool.give(handle, to: uri, healthy: !cancelled)
+            case .failure:
+                pool.give(handle, to: uri, healthy: false)
+            }
+            return result
+        }
+        return .failure(.unavailable("no connection could be made"))
+    }
+
+    /// A new connection to `uri`, with its options set and TLS up.
+    private func connect(_ uri: String) -> Result<OpaquePointer, Failure> {
+        var made: OpaquePointer?
+        guard ldap_initialize(&made, uri) == LDAP_SUCCESS, let handle = made else {
             return .failure(.refused("not an LDAP URI"))
         }
-        defer { ldap_unbind_ext_s(handle, nil, nil) }
-        guard slot.set(handle) else { return .failure(.unavailable("cancelled")) }
+        guard slot.set(handle) else {
+            ldap_unbind_ext_s(handle, nil, nil)
+            return .failure(.unavailable("cancelled"))
+        }
         defer { _ = slot.set(nil) }
         var version = LDAP_VERSION3
         ldap_set_option(handle, LDAP_OPT_PROTOCOL_VERSION, &version)
@@ -204,11 +268,24 @@ struct LDAPLogin {
         ldap_set_option(handle, LDAP_OPT_X_TLS_NEWCTX, &fresh)
         // No referrals: a server must not send the password to another.
         ldap_set_option(handle, LDAP_OPT_REFERRALS, nil)
-
         if uri.hasPrefix("ldap://") && configuration.requiresTLS {
             let status = ldap_start_tls_s(handle, nil, nil)
-            guard status == LDAP_SUCCESS else { return .failure(Self.failure(status, "StartTLS")) }
+            guard status == LDAP_SUCCESS else {
+                ldap_unbind_ext_s(handle, nil, nil)
+                return .failure(Self.failure(status, "StartTLS"))
+            }
         }
+        return .success(handle)
+    }
+
+    /// The login's operations on a connection: service bind, search, user bind, groups.
+    private func attempt(
+        on handle: OpaquePointer,
+        _ uri: String,
+        _ username: String,
+        _ password: Secret,
+        _ messages: inout [String]
+    ) -> Result<AuthOutcome, Failure> {
         // The service account, or an anonymous bind.
         let serviceStatus = bind(handle, configuration.bindDN, configuration.bindPassword)
         guard serviceStatus == LDAP_SUCCESS else {

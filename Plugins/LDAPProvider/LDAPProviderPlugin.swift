@@ -20,6 +20,8 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         ProviderOption("timeout", valueName: "SECONDS", help: "connect and operation timeout (default 5)"),
         ProviderOption("groupbase", valueName: "DN", help: "where posixGroup entries are searched (default base)"),
         ProviderOption(
+            "connections", valueName: "N", help: "connections kept open between logins, at most (default 8)"),
+        ProviderOption(
             "offline_cache", valueName: "DIR",
             help: "keep verifiers of recent logins here for when every server is down"),
         ProviderOption(
@@ -49,6 +51,12 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         configuration.caFile = options["ca"]
         configuration.groupBase = options["groupbase"]
         if let timeout = try options.duration("timeout") { configuration.timeout = timeout }
+        if let text = options["connections"] {
+            guard let count = Int(text), (1...256).contains(count) else {
+                throw .invalidValue(option: "connections", value: text, expected: "a number from 1 to 256")
+            }
+            configuration.connections = count
+        }
         if let dn = options["binddn"] {
             guard let file = options["bindpw_file"] else { throw .missingOption("bindpw_file", provider: name) }
             switch readPrivateFile(file, maxBytes: 4096) {

@@ -79,6 +79,27 @@ struct LDAPProviderTests {
         #expect(try await login(provider, "erin", "wrong") == .rejected(.wrongCredentials))
     }
 
+    /// Connections are kept between logins, and never more than the bound are open.
+    @Test func connectionsAreReusedWithinTheirBound() async throws {
+        let sequential = try Self.provider()
+        for _ in 0..<10 { _ = try await login(sequential, "alice", "wonderland") }
+        #expect(sequential.connectionStatistics.made == 1)
+        let concurrent = try Self.provider { $0.connections = 4 }
+        let outcomes = try await withThrowingTaskGroup(of: AuthOutcome.self) { group in
+            for index in 0..<16 {
+                let (user, password) = index.isMultiple(of: 2) ? ("alice", "wonderland") : ("bob", "builder")
+                group.addTask {
+                    try await concurrent.authenticate(
+                        AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.allSatisfy { if case .authenticated = $0 { true } else { false } })
+        #expect(concurrent.connectionStatistics.mostOpen <= 4)
+        #expect(concurrent.connectionStatistics.made <= 4)
+    }
+
     @Test func anEmptyPasswordNeverReachesTheServer() async throws {
         // An empty simple bind is an unauthenticated bind, which the server would accept.
         #expect(try await login(try Self.provider(), "alice", "") == .rejected(.wrongCredentials))

@@ -1,0 +1,137 @@
+import CLDAP
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Connections kept open between logins — connected, TLS set up — so a login pays for the handshake only
+/// when no connection is idle. At most `capacity` are open at once, in use or idle; a login that finds
+/// them all in use waits for one (at most `wait`). A server that failed to answer is skipped for a while,
+/// one second after its first failure, doubling to thirty, unless every server is in that state.
+final class LDAPConnectionPool: @unchecked Sendable {
+    let capacity: Int
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let freed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var idle: [String: [OpaquePointer]] = [:]
+    private var open = 0
+    private var down: [String: (until: Int64, backoff: Int64)] = [:]
+    /// For tests and `make bench`: the most connections ever open at once, and how many were made.
+    private(set) var mostOpen = 0
+    private(set) var made = 0
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 1)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(freed, nil)
+    }
+
+    deinit {
+        for handles in idle.values { for handle in handles { ldap_unbind_ext_s(handle, nil, nil) } }
+        pthread_cond_destroy(freed)
+        pthread_mutex_destroy(mutex)
+        freed.deallocate()
+        mutex.deallocate()
+    }
+
+    enum Grant {
+        /// An idle connection to reuse.
+        case reuse(OpaquePointer)
+        /// Room for a new connection, which the caller makes (then ``made(_:)`` or ``release()``).
+        case connect
+        /// Every connection stayed in use for longer than `wait`.
+        case busy
+    }
+
+    /// An idle connection to `uri`, or room to make one.
+    func take(_ uri: String, wait: Duration) -> Grant {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let deadline = ContinuousClock.now + wait
+        while true {
+            if let handle = idle[uri]?.popLast() { return .reuse(handle) }
+            if open < capacity {
+                open += 1
+                mostOpen = max(mostOpen, open)
+                return .connect
+            }
+            // Full: close an idle connection to another server to make room, or wait for one.
+            if let other = idle.first(where: { !$0.value.isEmpty })?.key, let handle = idle[other]?.popLast() {
+                ldap_unbind_ext_s(handle, nil, nil)
+                open -= 1
+                continue
+            }
+            guard ContinuousClock.now < deadline else { return .busy }
+            var until = timespec()
+            clock_gettime(CLOCK_REALTIME, &until)
+            until.tv_nsec += 50_000_000
+            if until.tv_nsec >= 1_000_000_000 {
+                until.tv_sec += 1
+                until.tv_nsec -= 1_000_000_000
+            }
+            pthread_cond_timedwait(freed, mutex, &until)
+        }
+    }
+
+    /// A new connection was made in the room ``take(_:wait:)`` granted.
+    func counted() {
+        pthread_mutex_lock(mutex)
+        made += 1
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// The room was not used (the connection could not be made).
+    func release() {
+        pthread_mutex_lock(mutex)
+        open -= 1
+        pthread_cond_signal(freed)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// A connection comes back: kept for the next login when `healthy`, closed otherwise.
+    func give(_ handle: OpaquePointer, to uri: String, healthy: Bool) {
+        pthread_mutex_lock(mutex)
+        if healthy {
+            idle[uri, default: []].append(handle)
+        } else {
+            ldap_unbind_ext_s(handle, nil, nil)
+            open -= 1
+        }
+        pthread_cond_signal(freed)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Whether `uri` failed recently enough to be skipped now.
+    func isResting(_ uri: String) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard let state = down[uri] else { return false }
+        return Self.now() < state.until
+    }
+
+    func failed(_ uri: String) {
+        pthread_mutex_lock(mutex)
+        let previous = down[uri]?.backoff ?? 0
+        let backoff: Int64 = previous == 0 ? 1_000 : min(previous * 2, 30_000)
+        down[uri] = (Self.now() + backoff, backoff)
+        // Its idle connections are of no use either.
+        for handle in idle[uri] ?? [] {
+            ldap_unbind_ext_s(handle, nil, nil)
+            open -= 1
+        }
+        idle[uri] = []
+        pthread_mutex_unlock(mutex)
+    }
+
+    func answered(_ uri: String) {
+        pthread_mutex_lock(mutex)
+        down[uri] = nil
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Milliseconds on the monotonic clock.
+    private static func now() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+}
