@@ -148,9 +148,12 @@ let package = Package(
             dependencies: [
                 "Authentication", "AuthenticationTesting", "MockProvider", "PAMProvider", "CPAMBaseline",
                 "FileProvider", "CCrypt", "HostProtection", "PluginHost", "ProviderPlugins", "gatekeeper-pam-helper",
+                "LDAPProvider", "CLDAPBaseline",
             ],
             path: "Benchmarks/gatekeeper-bench"
         ),
+        // The raw libldap calls the LDAP provider is measured against.
+        .target(name: "CLDAPBaseline", dependencies: ["CLDAP"], path: "Benchmarks/CLDAPBaseline"),
         // The raw libpam calls the PAM provider is measured against.
         .target(
             name: "CPAMBaseline",

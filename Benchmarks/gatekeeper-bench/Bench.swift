@@ -152,6 +152,12 @@ enum Bench {
             print(processTable(figures) + processJSON(figures))
             return
         }
+        // `gatekeeper-bench --ldap`: only the directory logins against raw libldap.
+        if arguments.contains("--ldap") {
+            let figures = await LDAPBench.measured()
+            print(ldapTable(figures) + ldapJSON(figures))
+            return
+        }
         // `gatekeeper-bench --helpers`: only what running a backend in a process of its own costs.
         if arguments.contains("--helpers") {
             let figures = await HelperBench.measured()
@@ -219,6 +225,7 @@ enum Bench {
         let fileFigures = try await FileBench.run()
         let hostFigures = Result { try HostBench.run() }
         let helperFigures = await HelperBench.measured()
+        let ldapFigures = await LDAPBench.measured()
         let processFigures = Result { try ProcessBench.run() }
 
         print(
@@ -237,7 +244,7 @@ enum Bench {
             cancel a login in flight, p50                   \(fixed(p50, 3)) ms
             cancel a login in flight, p99                   \(fixed(p99, 3)) ms     <= \(fixed(delayMs / 100, 3)) ms (1% of the \(Int(delayMs)) ms delay)
             cancel a login in flight, max                   \(fixed(maximum, 3)) ms
-            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(processTable(processFigures))
+            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(processTable(processFigures))
             """
         )
         print(
@@ -246,7 +253,7 @@ enum Bench {
             "goal_ratio":2,"member_ns":\(fixed(member)),\
             "untimed_ns":\(fixed(untimed)),"untimed_ratio":\(fixed(untimed / bare)),"clock_read_ns":\(fixed(clockRead)),"bare_inlined_ns":\(fixed(inlined))},"cancellation":{"samples":\(samples),\
             "delay_ms":\(Int(delayMs)),"p50_ms":\(fixed(p50, 3)),"p99_ms":\(fixed(p99, 3)),"max_ms":\(fixed(maximum, 3)),\
-            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),\
+            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),"ldap":\(ldapJSON(ldapFigures)),\
             "processes":\(processJSON(processFigures))}
             """
         )

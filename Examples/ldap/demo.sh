@@ -5,15 +5,22 @@
 # (group staff), bob / builder.
 #
 # usage: Examples/ldap/demo.sh PATH-TO-gatekeeper-repl      (make ldap-demo runs it)
+#        Examples/ldap/demo.sh --start DIR                 start the directory in DIR and leave it running
+#                                                          (DIR/port, DIR/cert.pem; stop it: kill $(cat DIR/slapd.pid))
 set -euo pipefail
-repl=${1:?usage: demo.sh PATH-TO-gatekeeper-repl}
-work=$(mktemp -d /tmp/gatekeeper-ldap-demo.XXXXXX)
+if [ "${1:-}" = "--start" ]; then
+    work=${2:?usage: demo.sh --start DIR}
+    repl=""
+else
+    repl=${1:?usage: demo.sh PATH-TO-gatekeeper-repl}
+    work=$(mktemp -d /tmp/gatekeeper-ldap-demo.XXXXXX)
+    cleanup() {
+        [ -f "$work/slapd.pid" ] && kill "$(cat "$work/slapd.pid")" 2>/dev/null || true
+        rm -rf "$work"
+    }
+    trap cleanup EXIT
+fi
 port=$((20000 + RANDOM % 30000))
-cleanup() {
-    [ -f "$work/slapd.pid" ] && kill "$(cat "$work/slapd.pid")" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
 mkdir -p "$work/db"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" -days 1 \
     -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost 2>/dev/null
@@ -53,6 +60,10 @@ CONF
 slapadd -f "$work/slapd.conf" -l "$work/data.ldif" 2>/dev/null
 slapd -f "$work/slapd.conf" -h "ldap://127.0.0.1:$port/"
 for _ in $(seq 100); do ldapwhoami -x -H "ldap://127.0.0.1:$port" >/dev/null 2>&1 && break; sleep 0.05; done
+if [ -z "$repl" ]; then
+    echo "$port" > "$work/port"
+    exit 0
+fi
 cat > "$work/ldap.conf" <<CONF
 required ldap uri=ldap://127.0.0.1:$port base=dc=example,dc=test ca=$work/cert.pem
 CONF

@@ -36,7 +36,7 @@ public final class LDAPAuthProvider: AuthProvider {
         /// Where `posixGroup` entries are searched for `memberUid`; `nil` uses `base`.
         public var groupBase: String?
         /// How many connections may be open at once, kept between logins.
-        public var connections: Int = 8
+        public var connections: Int
 
         public init(
             uris: [String],
@@ -47,7 +47,8 @@ public final class LDAPAuthProvider: AuthProvider {
             requiresTLS: Bool = true,
             caFile: String? = nil,
             timeout: Duration = .seconds(5),
-            groupBase: String? = nil
+            groupBase: String? = nil,
+            connections: Int = 8
         ) {
             self.uris = uris
             self.base = base
@@ -58,6 +59,7 @@ public final class LDAPAuthProvider: AuthProvider {
             self.caFile = caFile
             self.timeout = timeout
             self.groupBase = groupBase
+            self.connections = connections
         }
     }
 
@@ -316,8 +318,10 @@ struct LDAPLogin {
         } else if policy.expire > 0 {
             messages.append("Your password expires in \((policy.expire + 86_399) / 86_400) day(s).")
         }
-        // Groups: posixGroup entries naming the user, read with the service identity's rights again.
-        _ = bind(handle, configuration.bindDN, configuration.bindPassword)
+        // Groups: posixGroup entries naming the user, read with the service account's rights when there is
+        // one (it may read what users may not); without one, the user's own rights serve, which saves a
+        // round trip (the next login binds afresh in any case).
+        if configuration.bindDN != nil { _ = bind(handle, configuration.bindDN, configuration.bindPassword) }
         let account = entry.first("uid") ?? username
         // Everything from the directory is text to show: escaped like any other input.
         var groups = Set(entry.values("memberOf").compactMap(Self.firstRDNValue).map { TextSafety.escaped($0) })

@@ -1,0 +1,123 @@
+import Authentication
+import AuthenticationTesting
+import CLDAPBaseline
+import Foundation
+import LDAPProvider
+
+/// 1,000 logins from 16 concurrent tasks through ``LDAPAuthProvider`` (StartTLS, pooled connections, a
+/// bound of 16) against the same work with the raw libldap calls in C on 16 threads, each with its own
+/// connection — both against a throwaway slapd started for the run (`Examples/ldap/demo.sh --start`).
+struct LDAPBench {
+    struct Figures {
+        var rawSeconds: Double
+        var providerSeconds: Double
+        var p50: Double
+        var p99: Double
+        var mostOpen: Int
+        var bound: Int
+        let logins = 1000
+    }
+
+    static func measured() async -> Result<Figures, any Error> {
+        do {
+            return .success(try await run())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    static func run() async throws -> Figures {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-bench-ldap-\(UUID())")
+            .path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
+            .standardized.path
+        guard system("bash '\(repository)/Examples/ldap/demo.sh' --start '\(directory)' >/dev/null 2>&1") == 0,
+            let port = try? String(contentsOfFile: directory + "/port", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        else { throw LDAPBenchError.noDirectory }
+        defer {
+            if let pid = try? String(contentsOfFile: directory + "/slapd.pid", encoding: .utf8) {
+                kill(Int32(pid.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, SIGTERM)
+            }
+        }
+        let uri = "ldap://127.0.0.1:\(port)"
+        let base = "dc=example,dc=test"
+        let caFile = directory + "/cert.pem"
+        let bound = 16
+        let provider = LDAPAuthProvider(
+            .init(uris: [uri], base: base, caFile: caFile, timeout: .seconds(10), connections: bound))
+        // Warm up both.
+        _ = gatekeeper_ldap_baseline(uri, caFile, base, "alice", "wonderland", 32, 16)
+        _ = try await logins(provider, 32)
+        var figures = Figures(
+            rawSeconds: .infinity, providerSeconds: .infinity, p50: 0, p99: 0, mostOpen: 0, bound: bound)
+        for _ in 0..<3 {
+            let raw = gatekeeper_ldap_baseline(uri, caFile, base, "alice", "wonderland", Int32(figures.logins), 16)
+            guard raw > 0 else { throw LDAPBenchError.rawLoginFailed }
+            figures.rawSeconds = min(figures.rawSeconds, raw)
+            let (seconds, latencies) = try await logins(provider, figures.logins)
+            if seconds < figures.providerSeconds {
+                figures.providerSeconds = seconds
+                let sorted = latencies.sorted()
+                figures.p50 = sorted[sorted.count / 2]
+                figures.p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
+            }
+        }
+        figures.mostOpen = provider.connectionStatistics.mostOpen
+        return figures
+    }
+
+    /// `count` logins from 16 tasks; the seconds in all and each login's seconds.
+    static func logins(_ provider: LDAPAuthProvider, _ count: Int) async throws -> (Double, [Double]) {
+        let start = ContinuousClock.now
+        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+            for task in 0..<16 {
+                let share = count / 16 + (task < count % 16 ? 1 : 0)
+                group.addTask {
+                    var mine: [Double] = []
+                    for _ in 0..<share {
+                        let begun = ContinuousClock.now
+                        let outcome = try await provider.authenticate(
+                            AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("wonderland"))))
+                        guard case .authenticated = outcome else { throw LDAPBenchError.loginFailed("\(outcome)") }
+                        mine.append(nanoseconds(begun.duration(to: .now)) / 1e9)
+                    }
+                    return mine
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        return (nanoseconds(start.duration(to: .now)) / 1e9, latencies)
+    }
+}
+
+enum LDAPBenchError: Error {
+    case noDirectory
+    case rawLoginFailed
+    case loginFailed(String)
+}
+
+func ldapTable(_ result: Result<LDAPBench.Figures, any Error>) -> String {
+    guard case .success(let f) = result else { return "ldap: not measured (\(result))\n" }
+    let raw = Double(f.logins) / f.rawSeconds
+    let ours = Double(f.logins) / f.providerSeconds
+    return """
+        1,000 LDAP logins, 16 at once, raw libldap (C)  \(fixed(raw, 1)) logins/s
+        the same through LDAPAuthProvider               \(fixed(ours, 1)) logins/s, p50 \(fixed(f.p50 * 1000, 2)) ms, p99 \(fixed(f.p99 * 1000, 2)) ms
+        ratio provider / raw throughput                 \(fixed(ours / raw))         >= 0.8
+        connections open at most / bound               \(f.mostOpen) / \(f.bound)
+
+        """
+}
+
+func ldapJSON(_ result: Result<LDAPBench.Figures, any Error>) -> String {
+    guard case .success(let f) = result else { return "null" }
+    let raw = Double(f.logins) / f.rawSeconds
+    let ours = Double(f.logins) / f.providerSeconds
+    return """
+        {"logins":\(f.logins),"raw_per_s":\(fixed(raw, 1)),"provider_per_s":\(fixed(ours, 1)),\
+        "ratio":\(fixed(ours / raw)),"goal_ratio":0.8,"p50_ms":\(fixed(f.p50 * 1000, 2)),"p99_ms":\(fixed(f.p99 * 1000, 2)),\
+        "most_open":\(f.mostOpen),"bound":\(f.bound)}
+        """
+}
