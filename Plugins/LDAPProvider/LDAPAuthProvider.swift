@@ -37,6 +37,13 @@ public final class LDAPAuthProvider: AuthProvider {
         public var groupBase: String?
         /// How many connections may be open at once, kept between logins.
         public var connections: Int
+        /// Where groups come from: the entry's `memberOf`, `posixGroup` entries' `memberUid`, or both.
+        public var groupSources: Set<GroupSource> = [.memberOf, .memberUid]
+
+        public enum GroupSource: String, Sendable, Hashable, CaseIterable {
+            case memberOf = "memberof"
+            case memberUid = "memberuid"
+        }
 
         public init(
             uris: [String],
@@ -324,10 +331,13 @@ struct LDAPLogin {
         if configuration.bindDN != nil { _ = bind(handle, configuration.bindDN, configuration.bindPassword) }
         let account = entry.first("uid") ?? username
         // Everything from the directory is text to show: escaped like any other input.
-        var groups = Set(entry.values("memberOf").compactMap(Self.firstRDNValue).map { TextSafety.escaped($0) })
+        var groups =
+            configuration.groupSources.contains(.memberOf)
+            ? Set(entry.values("memberOf").compactMap(Self.firstRDNValue).map { TextSafety.escaped($0) }) : []
         let groupFilter = "(&(objectClass=posixGroup)(memberUid=\(LDAPAuthProvider.escapedForFilter(account))))"
-        if case .success(let found) = search(
-            handle, base: configuration.groupBase ?? configuration.base, filter: groupFilter, limit: 1000)
+        if configuration.groupSources.contains(.memberUid),
+            case .success(let found) = search(
+                handle, base: configuration.groupBase ?? configuration.base, filter: groupFilter, limit: 1000)
         {
             for group in found { if let name = group.first("cn") { groups.insert(TextSafety.escaped(name)) } }
         }

@@ -51,6 +51,16 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         configuration.caFile = options["ca"]
         configuration.groupBase = options["groupbase"]
         if let timeout = try options.duration("timeout") { configuration.timeout = timeout }
+        if let text = options["groups"] {
+            var sources: Set<LDAPAuthProvider.Configuration.GroupSource> = []
+            for word in text.split(separator: ",") {
+                guard let source = LDAPAuthProvider.Configuration.GroupSource(rawValue: String(word)) else {
+                    throw .invalidValue(option: "groups", value: text, expected: "memberof, memberuid, or both")
+                }
+                sources.insert(source)
+            }
+            configuration.groupSources = sources
+        }
         if let text = options["connections"] {
             guard let count = Int(text), (1...256).contains(count) else {
                 throw .invalidValue(option: "connections", value: text, expected: "a number from 1 to 256")

@@ -45,6 +45,13 @@ struct LDAPProviderTests {
             return
         }
         #expect(bob.groups.isEmpty)
+        // Groups only from memberOf (which this directory does not keep): none.
+        let memberOfOnly = try Self.provider { $0.groupSources = [.memberOf] }
+        guard case .authenticated(let plain) = try await login(memberOfOnly, "alice", "wonderland") else {
+            Issue.record("alice was refused")
+            return
+        }
+        #expect(plain.groups.isEmpty)
     }
 
     @Test func ldapwhoamiAgreesForEveryAccount() async throws {
@@ -127,6 +134,17 @@ struct LDAPProviderTests {
             Issue.record("a server certificate from another CA was accepted")
             return
         }
+        // A server that refuses StartTLS gets no password: the login is unavailable.
+        let plain = try SlapdFixture(tls: false)
+        defer { plain.kill() }
+        let refused = try await login(
+            LDAPAuthProvider(.init(uris: [plain.uri], base: plain.base, caFile: plain.caFile, timeout: .seconds(3))),
+            "alice", "wonderland")
+        guard case .unavailable(let reason) = refused else {
+            Issue.record("a server refusing StartTLS was used: \(refused)")
+            return
+        }
+        #expect(reason.contains("StartTLS"))
         // Plain LDAP only when the configuration says so.
         guard case .authenticated = try await login(try Self.provider { $0.requiresTLS = false }, "alice", "wonderland")
         else {

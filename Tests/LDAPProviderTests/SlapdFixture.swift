@@ -42,7 +42,8 @@ final class SlapdFixture: @unchecked Sendable {
         return directory
     }
 
-    init() throws {
+    /// - Parameter tls: Whether the server offers TLS (StartTLS); without it, StartTLS is refused.
+    init(tls: Bool = true) throws {
         directory = temporaryDirectory("gatekeeper-slapd")
         try FileManager.default.createDirectory(atPath: directory + "/db", withIntermediateDirectories: true)
         // One certificate for every server of the run, so a client trusting it can fail over between them.
@@ -59,8 +60,7 @@ final class SlapdFixture: @unchecked Sendable {
         moduleload back_mdb
         moduleload ppolicy
         pidfile \(directory)/slapd.pid
-        TLSCertificateFile \(directory)/cert.pem
-        TLSCertificateKeyFile \(directory)/key.pem
+        \(tls ? "TLSCertificateFile \(directory)/cert.pem\nTLSCertificateKeyFile \(directory)/key.pem" : "")
         database mdb
         suffix "\(base)"
         rootdn "cn=admin,\(base)"
