@@ -12,6 +12,15 @@ import Synchronization
 
 let clock = ContinuousClock()
 
+/// `body`'s figures, or why they could not be measured.
+func measuring<Figures>(_ body: () async throws -> Figures) async -> Result<Figures, any Error> {
+    do {
+        return .success(try await body())
+    } catch {
+        return .failure(error)
+    }
+}
+
 /// Keeps a value alive so the optimiser cannot drop the work that produced it.
 @inline(never)
 func blackHole<T>(_ value: T) {

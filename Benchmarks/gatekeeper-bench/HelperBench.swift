@@ -20,13 +20,7 @@ struct HelperBench {
     }
 
     /// The figures, or why they could not be measured.
-    static func measured() async -> Result<Figures, any Error> {
-        do {
-            return .success(try await run())
-        } catch {
-            return .failure(error)
-        }
-    }
+    static func measured() async -> Result<Figures, any Error> { await measuring { try await run() } }
 
     static func run() async throws -> Figures {
         let uid = getuid()

@@ -18,13 +18,8 @@ struct LDAPBench {
         let logins = 1000
     }
 
-    static func measured() async -> Result<Figures, any Error> {
-        do {
-            return .success(try await run())
-        } catch {
-            return .failure(error)
-        }
-    }
+    /// The figures, or why they could not be measured.
+    static func measured() async -> Result<Figures, any Error> { await measuring { try await run() } }
 
     static func run() async throws -> Figures {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-bench-ldap-\(UUID())")
