@@ -110,6 +110,11 @@ public final class Spawned {
         kill(pid, SIGINT)
     }
 
+    /// Sends `signal` to the process.
+    public func send(_ signal: Int32) {
+        kill(pid, signal)
+    }
+
     public var stdout: String { (try? String(contentsOfFile: path("stdout"), encoding: .utf8)) ?? "" }
     public var stderr: String { (try? String(contentsOfFile: path("stderr"), encoding: .utf8)) ?? "" }
 
