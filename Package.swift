@@ -148,7 +148,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "AuthenticationTesting", "MockProvider", "PAMProvider", "CPAMBaseline",
                 "FileProvider", "CCrypt", "HostProtection", "PluginHost", "ProviderPlugins", "gatekeeper-pam-helper",
-                "LDAPProvider", "CLDAPBaseline",
+                "LDAPProvider", "CLDAPBaseline", "DebugProvider",
             ],
             path: "Benchmarks/gatekeeper-bench"
         ),

@@ -13,7 +13,7 @@ import Synchronization
 let clock = ContinuousClock()
 
 /// `body`'s figures, or why they could not be measured.
-func measuring<Figures>(_ body: () async throws -> Figures) async -> Result<Figures, any Error> {
+func measuring<Figures>(_ body: @Sendable () async throws -> Figures) async -> Result<Figures, any Error> {
     do {
         return .success(try await body())
     } catch {
@@ -161,6 +161,12 @@ enum Bench {
             print(processTable(figures) + processJSON(figures))
             return
         }
+        // `gatekeeper-bench --stacks`: only a stack of five entries against one.
+        if arguments.contains("--stacks") {
+            let figures = await measuring { try await ChainBench.run() }
+            print(chainTable(figures) + chainJSON(figures))
+            return
+        }
         // `gatekeeper-bench --ldap`: only the directory logins against raw libldap.
         if arguments.contains("--ldap") {
             let figures = await LDAPBench.measured()
@@ -235,6 +241,7 @@ enum Bench {
         let hostFigures = Result { try HostBench.run() }
         let helperFigures = await HelperBench.measured()
         let ldapFigures = await LDAPBench.measured()
+        let chainFigures = await measuring { try await ChainBench.run() }
         let processFigures = Result { try ProcessBench.run() }
 
         print(
@@ -253,7 +260,7 @@ enum Bench {
             cancel a login in flight, p50                   \(fixed(p50, 3)) ms
             cancel a login in flight, p99                   \(fixed(p99, 3)) ms     <= \(fixed(delayMs / 100, 3)) ms (1% of the \(Int(delayMs)) ms delay)
             cancel a login in flight, max                   \(fixed(maximum, 3)) ms
-            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(processTable(processFigures))
+            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(chainTable(chainFigures))\(processTable(processFigures))
             """
         )
         print(
@@ -262,7 +269,7 @@ enum Bench {
             "goal_ratio":2,"member_ns":\(fixed(member)),\
             "untimed_ns":\(fixed(untimed)),"untimed_ratio":\(fixed(untimed / bare)),"clock_read_ns":\(fixed(clockRead)),"bare_inlined_ns":\(fixed(inlined))},"cancellation":{"samples":\(samples),\
             "delay_ms":\(Int(delayMs)),"p50_ms":\(fixed(p50, 3)),"p99_ms":\(fixed(p99, 3)),"max_ms":\(fixed(maximum, 3)),\
-            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),"ldap":\(ldapJSON(ldapFigures)),\
+            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),"ldap":\(ldapJSON(ldapFigures)),"stacks":\(chainJSON(chainFigures)),\
             "processes":\(processJSON(processFigures))}
             """
         )
