@@ -76,7 +76,15 @@ public final class FaillockStore: LockoutStore {
     }
 
     public func status(of account: String, policy: LockoutPolicy) throws(AuthError) -> LockoutStatus {
-        try withTally(of: account, known: nil, create: false) { (records, now, admin) throws(StateFileError) in
+        // A failure this login might make must be countable: with the directory unwritable (a read-only
+        // or full file system), the login is refused rather than left to unlimited guessing.
+        guard faccessat(tallies.descriptor, ".", W_OK, AT_EACCESS) == 0,
+            faccessat(unknown.descriptor, ".", W_OK, AT_EACCESS) == 0
+        else {
+            throw .providerUnavailable(
+                reason: "the lockout directory \(directory) cannot be written: \(errorDescription())")
+        }
+        return try withTally(of: account, known: nil, create: false) { (records, now, admin) throws(StateFileError) in
             guard let records else { return .open(failures: 0) }
             return policy.status(
                 failures: Self.validTimes(records), now: now, unit: .seconds(1), isAdministrator: admin)

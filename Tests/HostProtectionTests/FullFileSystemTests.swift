@@ -1,0 +1,98 @@
+import Authentication
+import AuthenticationTesting
+import FileProvider
+import Foundation
+import HostProtection
+import Synchronization
+import TestSupport
+import Testing
+
+/// State on a file system that fills up or turns read-only: each gives a typed error or a report, fails
+/// closed, loses nothing written before, and the process goes on serving.
+@Suite(
+    .serialized, .timeLimit(.minutes(2)),
+    .enabled(if: getuid() == 0, "mounts a small tmpfs: needs root (CI runs as root)"))
+struct FullFileSystemTests {
+    /// A 256 KiB tmpfs, unmounted at the end.
+    final class SmallDisk {
+        let path = temporaryDirectory("gatekeeper-full")
+        init() throws {
+            let (status, output) = try shell("mount -t tmpfs -o size=256k,mode=0700 tmpfs '\(path)'")
+            guard status == 0 else { throw FixtureFailure("mount: \(output)") }
+        }
+        func fill() throws {
+            _ = try shell("dd if=/dev/zero of='\(path)/filler' bs=4k 2>/dev/null; sync")
+        }
+        deinit { _ = try? shell("umount -l '\(path)'") }
+    }
+
+    struct FixtureFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    @Test func aFullDiskRefusesNewStateAndKeepsTheOld() async throws {
+        let disk = try SmallDisk()
+        let policy = LockoutPolicy(deny: 3)
+        let store = try FaillockStore(directory: disk.path + "/tally")
+        _ = try store.recordFailure(of: "alice", known: true, source: .service("t"), policy: policy)
+        let users = UsersFileStore(path: disk.path + "/users")
+        try users.addUser(
+            "bob", hash: try PasswordHash.make(Secret(copying: "builder".utf8), scheme: .bcrypt), createFile: true)
+        let reports = Mutex<[String]>([])
+        let log = try JSONAuditLog(path: disk.path + "/audit/audit.jsonl") { message in
+            reports.withLock { $0.append(message) }
+        }
+        log.record(AuditEvent(kind: .signedIn, username: "bob", provider: "file"))
+        try disk.fill()
+
+        // The lockout: a new account's file cannot be made → a typed error, so the login fails closed.
+        #expect(throws: AuthError.providerUnavailable(reason: "")) {
+            try store.recordFailure(of: "carol", known: true, source: .service("t"), policy: policy)
+        }
+        // alice's earlier failure is still counted.
+        #expect(try store.status(of: "alice", policy: policy) == .open(failures: 1))
+        // The users file: a change that cannot be written leaves the file as it was.
+        #expect(throws: UsersFileError.self) {
+            try users.addUser("fay", hash: try PasswordHash.make(Secret(copying: "x-2026".utf8), scheme: .bcrypt))
+        }
+        let file = try FileAuthProvider(.init(path: disk.path + "/users"))
+        guard
+            case .authenticated = try await file.authenticate(
+                AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("builder"))))
+        else {
+            Issue.record("the users file was damaged by a write that failed")
+            return
+        }
+        // The audit log: reported once, the login goes on, the records before are intact.
+        for _ in 0..<200 { log.record(AuditEvent(kind: .signedOut, username: "bob", provider: "file")) }
+        #expect(reports.withLock { $0.count } == 1)
+        let verification = try JSONAuditLog.verify(disk.path + "/audit/audit.jsonl")
+        #expect(verification.problem == nil || verification.problem?.reason.contains("not a chained record") == true)
+        #expect(verification.verified >= 1)
+    }
+
+    @Test func aReadOnlyDirectoryFailsClosed() async throws {
+        let disk = try SmallDisk()
+        let policy = LockoutPolicy(deny: 3)
+        let store = try FaillockStore(directory: disk.path + "/tally")
+        _ = try shell("mount -o remount,ro '\(disk.path)'")
+        #expect(throws: AuthError.providerUnavailable(reason: "")) {
+            try store.recordFailure(of: "alice", known: true, source: .service("t"), policy: policy)
+        }
+        // A gatekeeper over it refuses every login, before any provider is asked, rather than let failures
+        // go uncounted (unlimited guessing); the audit says why.
+        let audit = RecordingAuditSink()
+        let provider = StubAuthProvider(accounts: ["alice": ("wonderland", [])])
+        let gatekeeper = Gatekeeper(
+            provider: provider, configuration: .init(lockout: policy, failDelay: .zero), audit: audit, lockout: store)
+        await #expect(throws: AuthError.providerUnavailable(reason: "")) {
+            try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        }
+        #expect(provider.authenticationCount == 0)
+        #expect(audit.events.contains { $0.kind == .stateUnavailable })
+        #expect(throws: AuthError.providerUnavailable(reason: "")) {
+            try FaillockStore(directory: disk.path + "/other")
+        }
+    }
+}
