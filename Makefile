@@ -62,7 +62,9 @@ bench: deps
 	# The whole-process figures measure gatekeeper-run as a tool ships: the Swift runtime linked in
 	# statically (dynamically linked, `gatekeeper-run --help` took 1.8 ms and 3.7 MiB more when measured).
 	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build/static --product gatekeeper-run
-	GATEKEEPER_RUN=.build/static/release/gatekeeper-run $(SWIFT) run -c release --skip-build gatekeeper-bench
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build/static --product gatekeeper-passwd
+	GATEKEEPER_RUN=.build/static/release/gatekeeper-run GATEKEEPER_PASSWD=.build/static/release/gatekeeper-passwd \
+		$(SWIFT) run -c release --skip-build gatekeeper-bench
 
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan

@@ -161,6 +161,12 @@ enum Bench {
             print(processTable(figures) + processJSON(figures))
             return
         }
+        // `gatekeeper-bench --passwd`: only gatekeeper-passwd add against htpasswd -B.
+        if arguments.contains("--passwd") {
+            let figures = Result { try PasswdBench.run() }
+            print(passwdTable(figures) + passwdJSON(figures))
+            return
+        }
         // `gatekeeper-bench --stacks`: only a stack of five entries against one.
         if arguments.contains("--stacks") {
             let figures = await measuring { try await ChainBench.run() }
@@ -242,6 +248,7 @@ enum Bench {
         let helperFigures = await HelperBench.measured()
         let ldapFigures = await LDAPBench.measured()
         let chainFigures = await measuring { try await ChainBench.run() }
+        let passwdFigures = Result { try PasswdBench.run() }
         let processFigures = Result { try ProcessBench.run() }
 
         print(
@@ -260,7 +267,7 @@ enum Bench {
             cancel a login in flight, p50                   \(fixed(p50, 3)) ms
             cancel a login in flight, p99                   \(fixed(p99, 3)) ms     <= \(fixed(delayMs / 100, 3)) ms (1% of the \(Int(delayMs)) ms delay)
             cancel a login in flight, max                   \(fixed(maximum, 3)) ms
-            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(chainTable(chainFigures))\(processTable(processFigures))
+            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(chainTable(chainFigures))\(passwdTable(passwdFigures))\(processTable(processFigures))
             """
         )
         print(
@@ -269,7 +276,7 @@ enum Bench {
             "goal_ratio":2,"member_ns":\(fixed(member)),\
             "untimed_ns":\(fixed(untimed)),"untimed_ratio":\(fixed(untimed / bare)),"clock_read_ns":\(fixed(clockRead)),"bare_inlined_ns":\(fixed(inlined))},"cancellation":{"samples":\(samples),\
             "delay_ms":\(Int(delayMs)),"p50_ms":\(fixed(p50, 3)),"p99_ms":\(fixed(p99, 3)),"max_ms":\(fixed(maximum, 3)),\
-            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),"ldap":\(ldapJSON(ldapFigures)),"stacks":\(chainJSON(chainFigures)),\
+            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),"ldap":\(ldapJSON(ldapFigures)),"stacks":\(chainJSON(chainFigures)),"passwd":\(passwdJSON(passwdFigures)),\
             "processes":\(processJSON(processFigures))}
             """
         )

@@ -1,0 +1,94 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `gatekeeper-passwd add --scheme bcrypt` against `htpasswd -B` (both bcrypt at libxcrypt's and
+/// htpasswd's default cost, 5), whole processes, each adding one user to a new file: medians of 21
+/// interleaved runs. `make bench` builds gatekeeper-passwd with the Swift runtime linked statically, as
+/// gatekeeper-run.
+enum PasswdBench {
+    struct Figures {
+        var ours: Double
+        var htpasswd: Double
+    }
+
+    static func run(runs: Int = 21) throws -> Figures {
+        let passwd =
+            ProcessInfo.processInfo.environment["GATEKEEPER_PASSWD"]
+            ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("gatekeeper-passwd").path
+        guard FileManager.default.fileExists(atPath: "/usr/bin/htpasswd") else { throw PasswdBenchError.noHtpasswd }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "gatekeeper-bench-passwd-\(UUID())"
+        ).path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var ours: [Double] = []
+        var theirs: [Double] = []
+        for round in 0..<(runs + 2) {
+            let a = try time([
+                passwd, "add", "\(directory)/ours-\(round)", "alice", "--scheme", "bcrypt", "--password-stdin",
+                "--create",
+            ])
+            let b = try time(["/usr/bin/htpasswd", "-B", "-i", "-c", "\(directory)/theirs-\(round)", "alice"])
+            if round >= 2 {  // The first two warm the caches.
+                ours.append(a)
+                theirs.append(b)
+            }
+        }
+        return Figures(ours: ours.sorted()[runs / 2], htpasswd: theirs.sorted()[runs / 2])
+    }
+
+    /// Seconds for `command`, its password on standard input.
+    private static func time(_ command: [String]) throws -> Double {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw PasswdBenchError.failed("pipe") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
+        posix_spawn_file_actions_addclose(&actions, ends[1])
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = command.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let start = ContinuousClock.now
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, environ)
+        close(ends[0])
+        guard spawned == 0 else {
+            close(ends[1])
+            throw PasswdBenchError.failed(command[0])
+        }
+        _ = "bench-password\n".withCString { write(ends[1], $0, strlen($0)) }
+        close(ends[1])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard status == 0 else { throw PasswdBenchError.failed("\(command[0]) exited with \(status)") }
+        return nanoseconds(start.duration(to: .now)) / 1e9
+    }
+}
+
+enum PasswdBenchError: Error {
+    case noHtpasswd
+    case failed(String)
+}
+
+func passwdTable(_ result: Result<PasswdBench.Figures, any Error>) -> String {
+    guard case .success(let f) = result else { return "gatekeeper-passwd: not measured (\(result))\n" }
+    return """
+        htpasswd -B -i -c FILE USER, wall               \(fixed(f.htpasswd * 1000, 3)) ms
+        gatekeeper-passwd add FILE USER --scheme bcrypt \(fixed(f.ours * 1000, 3)) ms
+        ratio gatekeeper-passwd / htpasswd              \(fixed(f.ours / f.htpasswd))         <= 1.10
+
+        """
+}
+
+func passwdJSON(_ result: Result<PasswdBench.Figures, any Error>) -> String {
+    guard case .success(let f) = result else { return "null" }
+    return """
+        {"htpasswd_ms":\(fixed(f.htpasswd * 1000, 3)),"gatekeeper_passwd_ms":\(fixed(f.ours * 1000, 3)),"ratio":\(fixed(f.ours / f.htpasswd)),"goal_ratio":1.10}
+        """
+}
