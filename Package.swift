@@ -76,7 +76,7 @@ let package = Package(
 
         // Provider plugins: each depends on the core only, never on another provider.
         .target(
-            name: "MockProvider", dependencies: ["Authentication", "ProviderPlugins"], path: "Plugins/MockProvider"),
+            name: "MockProvider", dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins"], path: "Plugins/MockProvider"),
         .target(
             name: "DebugProvider", dependencies: ["Authentication", "ProviderPlugins"], path: "Plugins/DebugProvider"),
         .target(

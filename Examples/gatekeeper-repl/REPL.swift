@@ -1,7 +1,6 @@
 import Authentication
 import GatekeeperSupport
 import HostProtection
-import Synchronization
 import TerminalLogin
 import ToolSupport
 
@@ -10,10 +9,10 @@ final class REPL: Sendable {
     let gatekeeper: Gatekeeper
     let screen: Screen
     let conversation: LoginConversation
-    private let selection = Mutex<Tab>(.home)
+    private let selection = Locked<Tab>(.home)
     private let history = CommandHistory()
     /// Cancels the command in progress (Ctrl-C while a provider works); `nil` between commands.
-    private let interruption = Mutex<(@Sendable () -> Void)?>(nil)
+    private let interruption = Locked<(@Sendable () -> Void)?>(nil)
 
     /// Logins remembered for this terminal session by host tools (`gatekeeper-run`), shown by `status`.
     let cache: LoginCache?

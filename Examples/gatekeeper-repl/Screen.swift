@@ -1,5 +1,5 @@
 import Authentication
-import Synchronization
+import GatekeeperSupport
 import TerminalLogin
 import ToolSupport
 
@@ -17,7 +17,7 @@ final class Screen: Sendable {
     let colour: Bool
     /// The running spinner, and a generation that stops a spinner's late frame from drawing after it was
     /// stopped.
-    private let spinner = Mutex<(task: Task<Void, Never>?, generation: Int, terminal: termios?)>((nil, 0, nil))
+    private let spinner = Locked<(task: Task<Void, Never>?, generation: Int, terminal: termios?)>((nil, 0, nil))
 
     init(console: TerminalConversation, environment: [String: String]) {
         self.console = console

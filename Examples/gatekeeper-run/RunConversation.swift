@@ -1,5 +1,5 @@
+import GatekeeperSupport
 import Authentication
-import Synchronization
 import TerminalLogin
 
 /// Answers the login's user-name question from `--user` and the password from standard input when
@@ -13,12 +13,12 @@ final class RunConversation: Conversation {
     let user: String?
     let prompter: TerminalConversation
     private let readsFromPrompter: Bool
-    private let password: Mutex<Secret?>
+    private let password: Locked<Secret?>
 
     init(user: String?, password: Secret?, prompter: TerminalConversation) {
         self.user = user
         self.readsFromPrompter = password == nil
-        self.password = Mutex(password)
+        self.password = Locked(password)
         self.prompter = prompter
     }
 

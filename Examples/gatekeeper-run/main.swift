@@ -9,7 +9,7 @@ import OTPProvider
 import PAMProvider
 import PluginHost
 import ProviderPlugins
-import Synchronization
+import GatekeeperSupport
 import TerminalLogin
 import ToolSupport
 
@@ -188,7 +188,7 @@ if stdinPassword == nil, let cache, let session, let remembered = cache.lookup(i
 }
 
 // Ctrl-C while the provider works cancels the login (exit 130) instead of killing the process mid-way.
-let pendingRun = Mutex<(task: Task<Access<Never>, any Error>?, interrupted: Bool)>((nil, false))
+let pendingRun = Locked<(task: Task<Access<Never>, any Error>?, interrupted: Bool)>((nil, false))
 let interrupts = InterruptMonitor {
     // The terminal echoed ^C without a line break; end the line before the message that follows.
     if isatty(2) == 1 { _ = write(2, "\n", 1) }

@@ -1,6 +1,5 @@
 public import Authentication
 import GatekeeperSupport
-import Synchronization
 
 /// Accounts in an htpasswd-compatible users file (see ``UsersFile``), verified through libxcrypt.
 ///
@@ -43,7 +42,7 @@ public final class FileAuthProvider: AuthProvider {
     public let name = "file"
     public let configuration: Configuration
     private let store: UsersFileStore
-    private let snapshot: Mutex<Snapshot>
+    private let snapshot: Locked<Snapshot>
     /// Checked for unknown users when the file has no hash to stand in (no entries).
     private let fallbackStandIn: PasswordHash
 
@@ -61,7 +60,7 @@ public final class FileAuthProvider: AuthProvider {
         self.configuration = configuration
         store = UsersFileStore(path: configuration.path)
         let (file, fingerprint) = try store.load()
-        snapshot = Mutex(Snapshot(file: file, fingerprint: fingerprint))
+        snapshot = Locked(Snapshot(file: file, fingerprint: fingerprint))
         do {
             fallbackStandIn = try PasswordHash.make(
                 Secret(copying: "stand-in for unknown users".utf8), scheme: configuration.defaultScheme)

@@ -1,5 +1,5 @@
 public import Authentication
-import Synchronization
+import GatekeeperSupport
 
 /// An in-memory provider that answers after a delay, like a login server across a network.
 ///
@@ -67,7 +67,7 @@ public final class MockAuthProvider: AuthProvider {
     public let passwordPrompt: String
 
     private let users: [String: User]
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var failures: [Failure] = []

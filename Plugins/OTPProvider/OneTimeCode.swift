@@ -1,6 +1,5 @@
 import COath
 import GatekeeperSupport
-import Synchronization
 
 /// HOTP (RFC 4226) and TOTP (RFC 6238) codes, computed by OATH Toolkit's liboath — the library pam_oath
 /// itself uses, so a code this package accepts is one pam_oath would.

@@ -1,3 +1,4 @@
+import GatekeeperSupport
 import Dispatch
 import Synchronization
 
@@ -7,7 +8,7 @@ final class PAMSessions: Sendable {
     /// The identity attribute naming an open session.
     static let attribute = "pam.session"
 
-    private let held = Mutex<[String: Session]>([:])
+    private let held = Locked<[String: Session]>([:])
 
     /// Registers a new session; call from the transaction's thread.
     func open() -> Session {
@@ -31,7 +32,7 @@ final class PAMSessions: Sendable {
     final class Session: Sendable {
         let id = Session.nextID()
         private let release = DispatchSemaphore(value: 0)
-        private let closed = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+        private let closed = Locked<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
 
         private static let counter = Atomic<UInt64>(0)
 

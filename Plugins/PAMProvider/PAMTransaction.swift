@@ -1,7 +1,6 @@
 import Authentication
 import CPAM
 import GatekeeperSupport
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -17,7 +16,7 @@ final class PAMTransaction: Sendable {
     private let bridge = BlockingBridge<Result<AuthOutcome, AuthError>>()
     /// What the conversation said: the person cancelled a question, or it failed with an error to pass on
     /// instead of PAM's generic conversation error.
-    private let conversationState = Mutex<(cancelled: Bool, error: AuthError?)>((false, nil))
+    private let conversationState = Locked<(cancelled: Bool, error: AuthError?)>((false, nil))
 
     init(request: AuthRequest, configuration: PAMAuthProvider.Configuration, sessions: PAMSessions) {
         self.request = request

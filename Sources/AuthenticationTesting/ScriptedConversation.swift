@@ -1,5 +1,5 @@
 public import Authentication
-import Synchronization
+import GatekeeperSupport
 
 /// A conversation that answers from a script, and records what it was asked and shown.
 ///
@@ -33,15 +33,15 @@ public final class ScriptedConversation: Conversation {
         case shown(String, MessageKind)
     }
 
-    private let state: Mutex<(answers: [Answer], events: [Event])>
+    private let state: Locked<(answers: [Answer], events: [Event])>
     private let hangStarted = AsyncStream<Void>.makeStream()
 
     public init(_ answers: Answer...) {
-        state = Mutex((answers, []))
+        state = Locked((answers, []))
     }
 
     public init(answers: [Answer]) {
-        state = Mutex((answers, []))
+        state = Locked((answers, []))
     }
 
     /// Everything asked and shown so far, in order.

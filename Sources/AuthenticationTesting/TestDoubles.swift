@@ -1,5 +1,5 @@
 public import Authentication
-import Synchronization
+import GatekeeperSupport
 
 /// A provider whose answers a test decides: a closure gets each request.
 ///
@@ -12,7 +12,7 @@ import Synchronization
 public final class StubAuthProvider: AuthProvider {
     public let name: String
     private let answer: @Sendable (AuthRequest) async throws(AuthError) -> AuthOutcome
-    private let counts = Mutex((authentications: 0, signOuts: 0))
+    private let counts = Locked((authentications: 0, signOuts: 0))
 
     public init(
         name: String = "stub",
@@ -50,7 +50,7 @@ public final class StubAuthProvider: AuthProvider {
 
 /// An audit sink that keeps every event, for assertions.
 public final class RecordingAuditSink: AuditSink {
-    private let recorded = Mutex<[AuditEvent]>([])
+    private let recorded = Locked<[AuditEvent]>([])
 
     public init() {}
 
@@ -70,7 +70,7 @@ public final class RecordingAuditSink: AuditSink {
 /// ```
 public final class ManualClock: Sendable {
     private let origin = ContinuousClock.now
-    private let offset = Mutex<Duration>(.zero)
+    private let offset = Locked<Duration>(.zero)
 
     public init() {}
 

@@ -1,4 +1,3 @@
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -23,7 +22,7 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
         var cancelHandlers: [@Sendable () -> Void] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     package init() {}
 
@@ -78,7 +77,7 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
     /// is cancelled before or while it is asked.
     package func ask<T: Sendable, E: Error>(_ question: @escaping @Sendable () async throws(E) -> T) -> Result<T, E>? {
         let answered = Signal()
-        let answer = Mutex<Result<T, E>?>(nil)
+        let answer = Locked<Result<T, E>?>(nil)
         let task = Task {
             do throws(E) {
                 let value = try await question()

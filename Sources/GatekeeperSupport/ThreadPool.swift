@@ -1,4 +1,3 @@
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -18,7 +17,7 @@ package final class ThreadPool: Sendable {
     private let maxIdle: Int
     /// What the pool is for, in messages.
     package let name: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var threads = 0
@@ -140,7 +139,7 @@ private struct Job: Sendable {
 /// The handshake between an async caller and the pool thread: whichever of "done" and "cancelled"
 /// comes first resumes the caller, once.
 private final class Bridge<T: Sendable>: Sendable {
-    private let state = Mutex<(finished: Bool, continuation: CheckedContinuation<T?, Never>?)>((false, nil))
+    private let state = Locked<(finished: Bool, continuation: CheckedContinuation<T?, Never>?)>((false, nil))
 
     var isFinished: Bool { state.withLock { $0.finished } }
 
@@ -165,7 +164,7 @@ private final class Bridge<T: Sendable>: Sendable {
 private final class Worker: Sendable {
     private let pool: ThreadPool
     private let wakeup = Semaphore()
-    private let assigned = Mutex<Job?>(nil)
+    private let assigned = Locked<Job?>(nil)
 
     private init(pool: ThreadPool) {
         self.pool = pool

@@ -1,7 +1,6 @@
 public import Authentication
 import FoundationEssentials
 import GatekeeperSupport
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -35,7 +34,7 @@ public final class JSONAuditLog: AuditSink {
     private let name: String
     private let digester: AuditDigest
     private let onFailure: @Sendable (String) -> Void
-    private let failing = Mutex(false)
+    private let failing = Locked(false)
 
     static let genesis = String(repeating: "0", count: 64)
 

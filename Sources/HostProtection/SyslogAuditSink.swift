@@ -1,7 +1,6 @@
 public import Authentication
 import FoundationEssentials
 import GatekeeperSupport
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -22,7 +21,7 @@ public final class SyslogAuditSink: AuditSink {
     public let socketPath: String
     private let identifier: String
     private let onFailure: @Sendable (String) -> Void
-    private let state = Mutex<(socket: Int32, failing: Bool)>((-1, false))
+    private let state = Locked<(socket: Int32, failing: Bool)>((-1, false))
 
     /// `authpriv`, as `LOG_AUTHPRIV`.
     static let facility: Int32 = 10 << 3

@@ -1,7 +1,6 @@
 public import Authentication
 import FileProvider
 import GatekeeperSupport
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -142,7 +141,7 @@ public final class OfflineCachingProvider: AuthProvider {
         }
     }
 
-    private let lock = Mutex(())
+    private let lock = Locked(())
 
     private func read() -> [String: CacheEntry] {
         guard let file = try? directory.openFile(fileName, creatingWith: nil) else { return [:] }
@@ -170,7 +169,7 @@ public final class OfflineCachingProvider: AuthProvider {
 /// Passes every question on, keeping the first hidden answer (the password) for the cache.
 final class CapturingConversation: Conversation, Sendable {
     let base: any Conversation
-    private let captured = Mutex<Secret?>(nil)
+    private let captured = Locked<Secret?>(nil)
 
     init(_ base: any Conversation) { self.base = base }
 

@@ -2,7 +2,6 @@ public import Authentication
 import CGatekeeperPlugin
 import GatekeeperSupport
 public import ProviderPlugins
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -62,7 +61,7 @@ public enum PluginExport {
     static let threads = ThreadPool(name: "gatekeeper.plugin-export", maxThreads: 64, maxIdle: 2)
 }
 
-private let exported = Mutex<ExportedPlugin?>(nil)
+private let exported = Locked<ExportedPlugin?>(nil)
 
 private final class ExportedPlugin: @unchecked Sendable {
     let name: String
@@ -78,7 +77,7 @@ private final class ExportedPlugin: @unchecked Sendable {
 /// One instance: the provider, and the logins in progress by their conversation context.
 private final class ExportedInstance: Sendable {
     let provider: any AuthProvider
-    let logins = Mutex<[UInt: Task<Void, Never>]>([:])
+    let logins = Locked<[UInt: Task<Void, Never>]>([:])
 
     init(_ provider: any AuthProvider) { self.provider = provider }
 
@@ -189,7 +188,7 @@ private let exportedAuthenticate:
             username: String(cString: username),
             conversation: CallbackConversation(wrapped: Callbacks(value: conversation.pointee)))
         let done = Signal()
-        let result = Mutex<Result<AuthOutcome, AuthError>>(.failure(.cancelled))
+        let result = Locked<Result<AuthOutcome, AuthError>>(.failure(.cancelled))
         let key = UInt(bitPattern: conversation.pointee.context)
         let task = Task {
             do throws(AuthError) {

@@ -2,7 +2,6 @@ public import Authentication
 import CGatekeeperPlugin
 import GatekeeperSupport
 public import ProviderPlugins
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -72,7 +71,7 @@ public final class SharedObjectPlugin: Sendable {
     }
 
     /// Plugins loaded so far, by device and inode: loading is once per file.
-    private static let loaded = Mutex<[FileIdentity: SharedObjectPlugin]>([:])
+    private static let loaded = Locked<[FileIdentity: SharedObjectPlugin]>([:])
 
     private struct FileIdentity: Hashable {
         var device: UInt64

@@ -1,7 +1,6 @@
 public import Authentication
 import CGatekeeperPlugin
 import GatekeeperSupport
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -54,7 +53,7 @@ final class PluginLogin: @unchecked Sendable {
     /// login's thread.
     private var answers: [UnsafeMutableRawBufferPointer] = []
     /// What the conversation threw, passed on instead of the plugin's answer.
-    private let conversationError = Mutex<AuthError?>(nil)
+    private let conversationError = Locked<AuthError?>(nil)
 
     init(request: AuthRequest, instance: PluginInstance, provider: String) {
         self.request = request

@@ -1,7 +1,6 @@
 public import Authentication
 import Dispatch
 import GatekeeperSupport
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -260,7 +259,7 @@ public enum CommandInput: Hashable, Sendable {
 /// The lines entered at a command prompt, for Up and Down. Consecutive repeats and empty lines are not
 /// kept, and only the newest `capacity` lines are.
 public final class CommandHistory: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = Locked<[String]>([])
     private let capacity: Int
 
     public init(capacity: Int = 500) {

@@ -1,3 +1,4 @@
+import GatekeeperSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -18,7 +19,7 @@ public enum TerminalRestoration {
     static let fatalSignals: [Int32] = [SIGTERM, SIGHUP, SIGQUIT, SIGPIPE]
 
     /// Bookkeeping, touched only outside signal handlers.
-    private static let changes = Mutex<(depth: Int, installed: Bool)>((0, false))
+    private static let changes = Locked<(depth: Int, installed: Bool)>((0, false))
 
     /// Changes the settings of the terminal on `descriptor` with `modify`, remembering the old ones for
     /// the signal handlers until ``restore(_:on:)``.

@@ -1,4 +1,4 @@
-import Synchronization
+import GatekeeperSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -20,7 +20,7 @@ public enum LaunchSignals {
         var ignored: [Int32]
     }
 
-    private static let snapshot = Mutex<Snapshot?>(nil)
+    private static let snapshot = Locked<Snapshot?>(nil)
 
     /// The signals a handler can be set for (everything but SIGKILL and SIGSTOP; numbers glibc keeps for
     /// itself are refused by `sigaction` and left alone).

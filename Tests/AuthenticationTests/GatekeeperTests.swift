@@ -1,3 +1,4 @@
+import GatekeeperSupport
 import Authentication
 import AuthenticationTesting
 import Synchronization
@@ -184,7 +185,7 @@ struct LockoutStoreTests {
     /// Remembers what it was told; `locked` names the accounts it says are locked out.
     final class RecordingStore: LockoutStore {
         let locked: Set<String>
-        let events = Mutex<[String]>([])
+        let events = Locked<[String]>([])
 
         init(locked: Set<String>) { self.locked = locked }
 

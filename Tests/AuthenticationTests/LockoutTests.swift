@@ -1,6 +1,5 @@
 import Authentication
 import AuthenticationTesting
-import Synchronization
 import TestSupport
 import Testing
 

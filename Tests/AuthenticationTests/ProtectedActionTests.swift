@@ -1,3 +1,4 @@
+import GatekeeperSupport
 import AuthenticationTesting
 import Synchronization
 import TestSupport

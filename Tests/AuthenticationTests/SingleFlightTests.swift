@@ -1,4 +1,3 @@
-import Synchronization
 import TestSupport
 import Testing
 
@@ -6,7 +5,7 @@ import Testing
 
 /// The state machine behind a lock, as the gatekeeper keeps it.
 private final class Shared: Sendable {
-    let machine = Mutex(SingleFlight())
+    let machine = Locked(SingleFlight())
 
     func withLock<T>(_ body: (inout SingleFlight) -> T) -> T { machine.withLock { body(&$0) } }
 }

@@ -1,3 +1,4 @@
+import GatekeeperSupport
 import Authentication
 import AuthenticationTesting
 import Dispatch
@@ -18,7 +19,7 @@ final class BlockingProvider: AuthProvider {
     let name = "blocking"
     private let gate = DispatchSemaphore(value: 0)
     /// Calls blocked now, and whether the gate is open for good.
-    private let state = Mutex<(blocked: Int, released: Bool)>((0, false))
+    private let state = Locked<(blocked: Int, released: Bool)>((0, false))
     private let threads = DispatchQueue(label: "blocking-provider", attributes: .concurrent)
     let started = AsyncStream<Void>.makeStream()
     let finished = AsyncStream<Void>.makeStream()
@@ -61,7 +62,7 @@ final class BlockingProvider: AuthProvider {
 /// Collects a gatekeeper's states.
 final class StateRecorder: Sendable {
     private final class Log: Sendable {
-        let states = Mutex<[Gatekeeper.State]>([])
+        let states = Locked<[Gatekeeper.State]>([])
     }
 
     private let log = Log()

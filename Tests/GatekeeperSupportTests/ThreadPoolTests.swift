@@ -1,5 +1,4 @@
 import GatekeeperSupport
-import Synchronization
 import TestSupport
 import Testing
 

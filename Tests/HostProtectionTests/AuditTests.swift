@@ -5,7 +5,6 @@ import GatekeeperSupport
 import HostProtection
 import MockProvider
 import ProviderPlugins
-import Synchronization
 import TestSupport
 import Testing
 import ToolSupport
@@ -111,7 +110,7 @@ struct AuditLogTests {
     }
 
     @Test func aLogThatCannotBeWrittenIsReportedOnceAndTheLoginGoesOn() async throws {
-        let reports = Mutex<[String]>([])
+        let reports = Locked<[String]>([])
         let log = try JSONAuditLog(path: path) { message in reports.withLock { $0.append(message) } }
         // The log becomes a directory: every write fails.
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
@@ -207,7 +206,7 @@ struct SyslogAuditTests {
     }
 
     @Test func aMissingSocketIsReportedOnceAndSendingResumes() throws {
-        let reports = Mutex<[String]>([])
+        let reports = Locked<[String]>([])
         let path = temporaryDirectory("gatekeeper-syslog") + "/log"
         let sink = SyslogAuditSink(socketPath: path, identifier: "t") { message in
             reports.withLock { $0.append(message) }

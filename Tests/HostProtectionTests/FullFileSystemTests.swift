@@ -3,7 +3,7 @@ import AuthenticationTesting
 import FileProvider
 import Foundation
 import HostProtection
-import Synchronization
+import GatekeeperSupport
 import TestSupport
 import Testing
 
@@ -39,7 +39,7 @@ struct FullFileSystemTests {
         let users = UsersFileStore(path: disk.path + "/users")
         try users.addUser(
             "bob", hash: try PasswordHash.make(Secret(copying: "builder".utf8), scheme: .bcrypt), createFile: true)
-        let reports = Mutex<[String]>([])
+        let reports = Locked<[String]>([])
         let log = try JSONAuditLog(path: disk.path + "/audit/audit.jsonl") { message in
             reports.withLock { $0.append(message) }
         }

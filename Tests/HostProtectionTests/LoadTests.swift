@@ -1,3 +1,4 @@
+import GatekeeperSupport
 import Authentication
 import AuthenticationTesting
 import FileProvider
@@ -38,7 +39,7 @@ struct LoadTests {
 
     /// What the actions did, counted from every task.
     final class Tally: Sendable {
-        let ran = Mutex<[String: Int]>([:])
+        let ran = Locked<[String: Int]>([:])
         let wrongIdentity = Atomic<Int>(0)
         let dismissed = Atomic<Int>(0)
     }

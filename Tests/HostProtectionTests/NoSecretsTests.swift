@@ -5,7 +5,7 @@ import Foundation
 import HostProtection
 import MockProvider
 import PAMProvider
-import Synchronization
+import GatekeeperSupport
 import TestSupport
 import Testing
 
@@ -25,7 +25,7 @@ struct NoSecretsTests {
         let listener = try SyslogAuditTests.SyslogListener()
         let syslog = SyslogAuditSink(socketPath: listener.path, identifier: "gatekeeper-test")
         let audit = AuditSinks([json, syslog, recording])
-        let datagrams = Mutex<[String]>([])
+        let datagrams = Locked<[String]>([])
 
         let mock = MockAuthProvider(
             users: [

@@ -3,7 +3,6 @@ import AuthenticationTesting
 import Foundation
 import LDAPProvider
 import OfflineCache
-import Synchronization
 import TestSupport
 import Testing
 
@@ -13,8 +12,8 @@ struct OfflineCacheTests {
     /// alice / wonderland, reachable or not as the test says.
     final class Switchable: AuthProvider {
         let name = "switchable"
-        let reachable = Mutex(true)
-        let known = Mutex(true)
+        let reachable = Locked(true)
+        let known = Locked(true)
 
         func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
             let password = try await request.conversation.askSecret("Password: ")

@@ -1,9 +1,9 @@
 import Foundation
-import Synchronization
+import GatekeeperSupport
 import TestSupport
 
 /// The running slapds' pid files, for the exit handler (which can capture nothing).
-private let slapdPidFiles = Mutex<[String]>([])
+private let slapdPidFiles = Locked<[String]>([])
 
 /// A throwaway slapd on loopback ports, in a temporary directory with its own slapd.conf, LDIF and TLS
 /// certificate; nothing of the system's configuration is touched. A watchdog stops it when this test

@@ -2,7 +2,6 @@ import Authentication
 import AuthenticationTesting
 import DebugProvider
 import MockProvider
-import Synchronization
 import TestSupport
 import Testing
 

@@ -1,4 +1,4 @@
-import Synchronization
+import GatekeeperSupport
 
 /// Providers stacked as PAM stacks modules: each entry's answer is one PAM return code
 /// (``AuthOutcome/pamResult``), and its ``ChainControl`` decides, with Linux-PAM's exact rules, whether
@@ -247,7 +247,7 @@ extension ProviderChain {
 
 /// Receives the trace of one login.
 final class TraceCollector: Sendable {
-    private let storage = Mutex<ProviderChain.Trace?>(nil)
+    private let storage = Locked<ProviderChain.Trace?>(nil)
 
     var trace: ProviderChain.Trace? { storage.withLock { $0 } }
 
@@ -258,7 +258,7 @@ final class TraceCollector: Sendable {
 /// `Secret`, wiped when the login ends) and given again to a later entry asking the same prompt.
 private final class SharingConversation: Conversation {
     private let base: any Conversation
-    private let answers = Mutex<[String: Secret]>([:])
+    private let answers = Locked<[String: Secret]>([:])
 
     init(_ base: any Conversation) { self.base = base }
 
@@ -284,7 +284,7 @@ private final class SharingConversation: Conversation {
 
 /// The last trace, shared between logins.
 private final class TraceLog: Sendable {
-    private let storage = Mutex<ProviderChain.Trace?>(nil)
+    private let storage = Locked<ProviderChain.Trace?>(nil)
 
     var last: ProviderChain.Trace? { storage.withLock { $0 } }
 

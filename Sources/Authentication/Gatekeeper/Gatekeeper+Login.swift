@@ -1,4 +1,5 @@
-import Synchronization
+import GatekeeperSupport
+
 
 extension Gatekeeper {
     /// The answer of the admission check.

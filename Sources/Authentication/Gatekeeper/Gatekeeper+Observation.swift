@@ -1,4 +1,5 @@
-import Synchronization
+import GatekeeperSupport
+
 
 extension Gatekeeper {
     /// The gatekeeper's state, now and at every change, for as long as the stream is iterated.

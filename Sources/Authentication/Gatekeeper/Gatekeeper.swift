@@ -1,4 +1,4 @@
-import Synchronization
+import GatekeeperSupport
 
 /// Runs protected actions only for an authenticated, and where asked authorized, identity.
 ///
@@ -14,7 +14,7 @@ import Synchronization
 ///
 /// The state is broadcast to any number of observers through ``states()``.
 ///
-/// `Gatekeeper` keeps its state behind a `Mutex` rather than being an actor, so that the signed-in fast
+/// `Gatekeeper` keeps its state behind a lock (`Locked`) rather than being an actor, so that the signed-in fast
 /// path (one lock, one clock read) costs about as much as a bare flag check; see `make bench`.
 public final class Gatekeeper: Sendable {
     /// The provider that checks logins.
@@ -28,7 +28,7 @@ public final class Gatekeeper: Sendable {
     let clock: SessionClock
     let timeouts: Timeouts
     /// Everything that changes, behind one lock.
-    let core = Mutex(LockedState())
+    let core = Locked(LockedState())
 
     /// Creates a gatekeeper.
     /// - Parameters:

@@ -1,4 +1,4 @@
-/// The gatekeeper's mutable state, only ever touched inside its one `Mutex`: the session, the shared
+/// The gatekeeper's mutable state, only ever touched inside its one lock: the session, the shared
 /// login, and the observers of its state.
 struct LockedState: ~Copyable {
     var session: Session?

@@ -1,4 +1,4 @@
-import Synchronization
+import GatekeeperSupport
 
 /// Failed logins counted in memory, for this process's life, under pam_faillock's rules
 /// (``LockoutPolicy``). At most 10,000 names are tracked, so trying many names cannot grow it without
@@ -6,7 +6,7 @@ import Synchronization
 /// other, so the answers do not tell which names exist. It knows no system accounts, so no name gets
 /// uid 0's exemption.
 public final class MemoryLockoutStore: LockoutStore {
-    private let table = Mutex(FailureTable())
+    private let table = Locked(FailureTable())
     private let clock: SessionClock
 
     /// - Parameter now: A clock to use instead of `ContinuousClock`, for tests that move time.
