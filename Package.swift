@@ -76,7 +76,8 @@ let package = Package(
 
         // Provider plugins: each depends on the core only, never on another provider.
         .target(
-            name: "MockProvider", dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins"], path: "Plugins/MockProvider"),
+            name: "MockProvider", dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins"],
+            path: "Plugins/MockProvider"),
         .target(
             name: "DebugProvider", dependencies: ["Authentication", "ProviderPlugins"], path: "Plugins/DebugProvider"),
         .target(
@@ -151,6 +152,15 @@ let package = Package(
                 "LDAPProvider", "CLDAPBaseline", "DebugProvider",
             ],
             path: "Benchmarks/gatekeeper-bench"
+        ),
+        // The fuzz targets (make fuzz), and in ordinary builds the replayer of their corpus.
+        .executableTarget(
+            name: "gatekeeper-fuzz",
+            dependencies: [
+                "Authentication", "ProviderPlugins", "MockProvider", "DebugProvider", "FileProvider", "PAMProvider",
+                "HostProtection", "PluginHost", "LDAPProvider",
+            ],
+            path: "Fuzz/gatekeeper-fuzz"
         ),
         // The raw libldap calls the LDAP provider is measured against.
         .target(name: "CLDAPBaseline", dependencies: ["CLDAP"], path: "Benchmarks/CLDAPBaseline"),
@@ -231,7 +241,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ToolSupportTests",
-            dependencies: ["Authentication", "ProviderPlugins", "ToolSupport", "TestSupport"]
+            dependencies: ["Authentication", "ProviderPlugins", "ToolSupport", "TestSupport", "gatekeeper-fuzz"]
         ),
         .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "TestSupport"]),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),
