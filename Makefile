@@ -1,13 +1,17 @@
 # swift-gatekeeper: every command installs what is missing first (as root, with apt-get), then builds.
 #   make run       build and start the REPL (gatekeeper-repl) with the demo accounts
 #   make test      build and run every test
-#   make bench     build in release mode and print the benchmark figures
-#   make sanitize  run the tests under AddressSanitizer (ThreadSanitizer cannot see Synchronization.Mutex
-#                  on Linux and reports races inside its critical sections, so it is not used)
+#   make bench     build in release mode and print the benchmark figures (BENCHMARKS.md keeps the last)
+#   make sanitize  run the tests under AddressSanitizer, then the concurrent tests under ThreadSanitizer
+#   make fuzz      run each libFuzzer target for FUZZ_SECONDS (60) seconds; FUZZ_TARGETS="..." picks some
+#   make faults    the fault-injection tests: full and read-only file systems, killed writers, hanging and
+#                  crashing PAM modules, an LDAP server killed, unreachable or slow, audit sinks gone
 #   make leaks     1,000 PAM logins under LeakSanitizer; fails on any leak
 #   make lint      check formatting with swift-format
 #   make fuzz-stacks  200,000 random provider stacks against libpam (make test runs 10,000 with a fixed
 #                  seed); STACK_SEED=N repeats a run
+
+SHELL := /bin/bash
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/usr/bin/swift-format)
@@ -25,7 +29,7 @@ DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin lib
 	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3 liboath-dev oathtool libpam-oath \
 	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl
 
-.PHONY: deps build run ldap-demo test bench sanitize leaks lint fuzz-stacks
+.PHONY: deps build run ldap-demo test bench bench-smoke sanitize leaks lint fuzz fuzz-smoke fuzz-stacks faults
 
 deps:
 	@missing=""; \
@@ -56,6 +60,7 @@ ldap-demo: build
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
+	$(MAKE) --no-print-directory bench-smoke fuzz-smoke
 
 bench: deps
 	$(SWIFT) build -c release --product gatekeeper-bench
@@ -66,19 +71,46 @@ bench: deps
 	GATEKEEPER_RUN=.build/static/release/gatekeeper-run GATEKEEPER_PASSWD=.build/static/release/gatekeeper-passwd \
 		$(SWIFT) run -c release --skip-build gatekeeper-bench
 
+# What CI runs so the benchmark cannot rot: every measurement with a hundredth of its work, in the debug
+# build; it must run to its end with every section measured and well-formed JSON. Not figures.
+bench-smoke: deps
+	$(SWIFT) build --product gatekeeper-bench
+	$(SWIFT) build --product gatekeeper-run
+	$(SWIFT) build --product gatekeeper-passwd
+	$(SWIFT) build --product gatekeeper-pam-helper
+	set -o pipefail; $$($(SWIFT) build --show-bin-path)/gatekeeper-bench --smoke --json | python3 Benchmarks/check-report.py
+
 sanitize: deps
 	$(SWIFT) build --build-tests --sanitize=address --scratch-path .build/asan
 	# Leak detection is off here: FoundationEssentials' String(contentsOfFile:) leaks its read buffer in
 	# Swift 6.3.1, which the test helpers call; leaks in this package are checked by `make leaks`.
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --no-parallel --sanitize=address --scratch-path .build/asan
+	# ThreadSanitizer over the tests that run logins, writers and lookups side by side. Every lock of the
+	# package is a pthread mutex (GatekeeperSupport.Locked), which TSan follows; nothing is suppressed.
+	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(SWIFT) test --skip-build --no-parallel \
+		--sanitize=thread --scratch-path .build/tsan --filter '$(TSAN_TESTS)'
 
 leaks: deps
 	@$(SWIFT) build --sanitize=address --scratch-path .build/asan-bench --product gatekeeper-bench 2>&1 \
 		| grep -v "Cannot export local symbol" || true
 	ASAN_OPTIONS=detect_leaks=1 .build/asan-bench/debug/gatekeeper-bench --pam-leak-loop 1000
 
+# The fuzz targets (Fuzz/gatekeeper-fuzz), built with libFuzzer and AddressSanitizer.
+FUZZ_TARGETS ?= users-file configuration validation pam-conversation helper-protocol faillock ldap-filter
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	$(SWIFT) build --product gatekeeper-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DGATEKEEPER_FUZZ \
+		-Xlinker --export-dynamic-symbol=LLVMFuzzerRunDriver --scratch-path .build/fuzz 2>&1 \
+		| grep -v "Cannot export local symbol"; test $${PIPESTATUS[0]} -eq 0
+	bash Fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# What CI runs so the fuzz targets cannot rot: each for a few seconds.
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-4}
+
 lint:
-	$(SWIFT_FORMAT) lint --strict -r Sources Plugins Examples Tests Benchmarks Package.swift
+	$(SWIFT_FORMAT) lint --strict -r Sources Plugins Examples Tests Benchmarks Fuzz Package.swift
 
 fuzz-stacks: deps
 	$(SWIFT) build --build-tests

@@ -66,10 +66,12 @@ struct HelperBench {
         var figures = Figures(
             pamInProcess: .infinity, pamIsolated: .infinity, usersFile: .infinity, checkpassword: .infinity)
         for _ in 0..<5 {
-            figures.pamInProcess = min(figures.pamInProcess, try await seconds(50, pam.provider, "root", "secret"))
-            figures.pamIsolated = min(figures.pamIsolated, try await seconds(50, isolated, "root", "secret"))
-            figures.usersFile = min(figures.usersFile, try await seconds(10, file, "bob", "builder"))
-            figures.checkpassword = min(figures.checkpassword, try await seconds(10, helperProvider, "bob", "builder"))
+            figures.pamInProcess = min(
+                figures.pamInProcess, try await seconds(scaled(50), pam.provider, "root", "secret"))
+            figures.pamIsolated = min(figures.pamIsolated, try await seconds(scaled(50), isolated, "root", "secret"))
+            figures.usersFile = min(figures.usersFile, try await seconds(scaled(10), file, "bob", "builder"))
+            figures.checkpassword = min(
+                figures.checkpassword, try await seconds(scaled(10), helperProvider, "bob", "builder"))
         }
         return figures
     }

@@ -1,5 +1,5 @@
-import GatekeeperSupport
 import Authentication
+import GatekeeperSupport
 import TerminalLogin
 
 /// Answers the login's user-name question from `--user` and the password from standard input when

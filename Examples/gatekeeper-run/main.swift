@@ -2,6 +2,7 @@
 import Authentication
 import DebugProvider
 import FileProvider
+import GatekeeperSupport
 import HostProtection
 import LDAPProvider
 import MockProvider
@@ -9,7 +10,6 @@ import OTPProvider
 import PAMProvider
 import PluginHost
 import ProviderPlugins
-import GatekeeperSupport
 import TerminalLogin
 import ToolSupport
 

@@ -1,5 +1,5 @@
-import GatekeeperSupport
 import Dispatch
+import GatekeeperSupport
 import Synchronization
 
 /// The PAM sessions a provider holds open until sign-out. Each one's transaction waits on its thread,

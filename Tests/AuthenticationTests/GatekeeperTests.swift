@@ -1,6 +1,6 @@
-import GatekeeperSupport
 import Authentication
 import AuthenticationTesting
+import GatekeeperSupport
 import Synchronization
 import TestSupport
 import Testing

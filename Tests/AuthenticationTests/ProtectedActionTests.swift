@@ -1,5 +1,5 @@
-import GatekeeperSupport
 import AuthenticationTesting
+import GatekeeperSupport
 import Synchronization
 import TestSupport
 import Testing

@@ -1,7 +1,7 @@
-import GatekeeperSupport
 import Authentication
 import AuthenticationTesting
 import Dispatch
+import GatekeeperSupport
 import Synchronization
 import TestSupport
 

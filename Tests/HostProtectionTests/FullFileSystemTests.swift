@@ -2,8 +2,8 @@ import Authentication
 import AuthenticationTesting
 import FileProvider
 import Foundation
-import HostProtection
 import GatekeeperSupport
+import HostProtection
 import TestSupport
 import Testing
 

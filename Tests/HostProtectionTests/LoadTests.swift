@@ -1,8 +1,8 @@
-import GatekeeperSupport
 import Authentication
 import AuthenticationTesting
 import FileProvider
 import Foundation
+import GatekeeperSupport
 import MockProvider
 import Synchronization
 import TestSupport

@@ -2,10 +2,10 @@ import Authentication
 import AuthenticationTesting
 import FileProvider
 import Foundation
+import GatekeeperSupport
 import HostProtection
 import MockProvider
 import PAMProvider
-import GatekeeperSupport
 import TestSupport
 import Testing
 

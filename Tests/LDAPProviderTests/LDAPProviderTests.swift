@@ -267,32 +267,16 @@ struct LDAPConfigurationTests {
 @Suite(.timeLimit(.minutes(1)))
 struct LDAPCancellationTests {
     @Test func cancellingALoginWaitingOnASilentServerReturnsAtOnce() async throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
-        }
-        listen(listener, 8)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let server = try MisbehavingServer(.silent)
         // Operations time out after a minute: far beyond the suite's time limit.
         let provider = LDAPAuthProvider(
-            .init(uris: ["ldap://127.0.0.1:\(port)"], base: "dc=example,dc=test", timeout: .seconds(60)))
+            .init(uris: [server.uri], base: "dc=example,dc=test", timeout: .seconds(60)))
         let login = Task {
             try await provider.authenticate(
                 AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("x"))))
         }
         // The connection arrives (and is never answered).
-        let accepted = accept(listener, nil, nil)
-        #expect(accepted >= 0)
-        defer { close(accepted) }
+        let accepted = try #require(server.waitForConnection())
         let start = ContinuousClock.now
         login.cancel()
         await #expect(throws: AuthError.cancelled) { try await login.value }
@@ -306,6 +290,54 @@ struct LDAPCancellationTests {
             usleep(10_000)
         }
         #expect(received == 0, "the connection was left open")
+    }
+}
+
+/// A directory that cannot be reached: every such server is unavailable, never a rejection, the login
+/// ends within the configured timeout, and the next server (or the next entry) answers.
+@Suite(.timeLimit(.minutes(2)))
+struct LDAPFaultTests {
+    func login(_ uris: [String]) async throws -> AuthOutcome {
+        let slapd = try SlapdFixture.shared.get()
+        let provider = LDAPAuthProvider(
+            .init(uris: uris, base: slapd.base, caFile: slapd.caFile, timeout: .seconds(1)))
+        return try await provider.authenticate(
+            AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("wonderland"))))
+    }
+
+    @Test(arguments: [MisbehavingServer.Behaviour.dropping, .silent])
+    func aServerThatDropsOrNeverAnswersIsUnavailable(_ behaviour: MisbehavingServer.Behaviour) async throws {
+        let server = try MisbehavingServer(behaviour)
+        let alone = try await login([server.uri])
+        guard case .unavailable = alone else {
+            Issue.record("\(behaviour): \(alone)")
+            return
+        }
+        let slapd = try SlapdFixture.shared.get()
+        guard case .authenticated = try await login([server.uri, slapd.uri]) else {
+            Issue.record("\(behaviour): the second server did not answer")
+            return
+        }
+    }
+
+    /// Forty logins at once through a provider whose first server drops every connection: each one is
+    /// answered by the second, and none is lost or refused.
+    @Test func concurrentLoginsFailOverFromADroppingServer() async throws {
+        let slapd = try SlapdFixture.shared.get()
+        let server = try MisbehavingServer(.dropping)
+        let provider = LDAPAuthProvider(
+            .init(uris: [server.uri, slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3)))
+        let outcomes = await withTaskGroup(of: AuthOutcome?.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    try? await provider.authenticate(
+                        AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("wonderland"))))
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.count == 40)
+        #expect(outcomes.allSatisfy { if case .authenticated? = $0 { true } else { false } }, "\(outcomes)")
     }
 }
 

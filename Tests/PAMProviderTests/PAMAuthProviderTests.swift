@@ -132,6 +132,38 @@ struct PAMAuthProviderTests {
         #expect(outcome == .unavailable(reason: "there is no PAM service file \(fixture.directory)/no-such-service."))
     }
 
+    /// A stack naming a module that is not installed: libpam fails the login (as pamtester shows), the
+    /// provider says unavailable, not rejected, and the next login on a good service works.
+    @Test func aStackNamingAMissingModuleIsUnavailableAndServingGoesOn() async throws {
+        let fixture = try PAMFixture.shared.get()
+        let service = "gk-missing-module"
+        let file = fixture.directory + "/" + service
+        try "auth required /nonexistent/pam_gatekeeper_missing.so\naccount required pam_permit.so\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        defer { unlink(file) }
+        // pamtester, through pam_wrapper so it reads the same private directory.
+        func pamtester(_ service: String) throws -> (status: Int32, output: String) {
+            try shell(
+                "PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR=\(fixture.directory) LD_PRELOAD=libpam_wrapper.so "
+                    + "pamtester \(service) alice authenticate 2>&1", input: "secret\n")
+        }
+        let peer = try pamtester(service)
+        #expect(peer.status != 0 && peer.output.contains("pamtester: Module is unknown"), "\(peer.output)")
+        #expect(try pamtester("gk-matrix").output.contains("successfully authenticated"), "the peer's set-up is wrong")
+        let provider = try PAMAuthProvider(.init(service: service, configurationDirectory: fixture.directory))
+        let outcome = try await provider.authenticate(
+            AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("secret"))))
+        #expect(outcome == .unavailable(reason: "PAM: Module is unknown."))
+        let good = try PAMAuthProvider(.init(service: "gk-matrix", configurationDirectory: fixture.directory))
+        guard
+            case .authenticated = try await good.authenticate(
+                AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("secret"))))
+        else {
+            Issue.record("a good service did not log in afterwards")
+            return
+        }
+    }
+
     @Test(arguments: ["", ".", "..", "a/b", "../etc/passwd", "with space", "tab\there"])
     func refusesServiceNamesThatAreNotFileNames(_ service: String) {
         #expect(throws: PAMConfigurationError.self) { try PAMAuthProvider(.init(service: service)) }

@@ -1,6 +1,5 @@
 import GatekeeperSupport
 
-
 extension Gatekeeper {
     /// The answer of the admission check.
     @usableFromInline

@@ -1,6 +1,5 @@
 import GatekeeperSupport
 
-
 extension Gatekeeper {
     /// The gatekeeper's state, now and at every change, for as long as the stream is iterated.
     ///
