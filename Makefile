@@ -13,6 +13,10 @@
 
 SHELL := /bin/bash
 
+# A test filter written over several lines: the blanks the line breaks leave are removed.
+empty :=
+regex = $(subst $(empty) ,,$(strip $(1)))
+
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/usr/bin/swift-format)
 
@@ -95,6 +99,22 @@ leaks: deps
 	@$(SWIFT) build --sanitize=address --scratch-path .build/asan-bench --product gatekeeper-bench 2>&1 \
 		| grep -v "Cannot export local symbol" || true
 	ASAN_OPTIONS=detect_leaks=1 .build/asan-bench/debug/gatekeeper-bench --pam-leak-loop 1000
+
+# The fault-injection tests (make test runs them too): file systems full or read-only (as root), state
+# replaced by a directory, writers killed with SIGKILL, PAM modules that hang, crash or are missing, LDAP
+# servers killed, dropping connections or silent, audit sinks that cannot be written.
+FAULT_TESTS := $(call regex, FullFileSystemTests|ReplacedStateTests|KilledWriterTests|KilledLockoutWriterTests|IsolatedPAMTests|\
+	aStackNamingAMissingModule|LDAPFaultTests|LDAPCancellationTests|aServerKilledDuringTheLoginFallsBack|\
+	aDeadServerIsUnavailable|theDirectoryDownLogsInFromTheCache|aLogThatCannotBeWrittenIsReportedOnce|\
+	aMissingSocketIsReportedOnce)
+faults: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --no-parallel --filter '$(FAULT_TESTS)'
+
+# ThreadSanitizer's share of make sanitize: the tests that run logins, writers and look-ups side by side.
+TSAN_TESTS := $(call regex, GatekeeperTests|ProtectedActionTests|SingleFlightTests|LoadTests|ProviderChainTests|ThreadPoolTests|\
+	FileAuthProviderTests|PAMAuthProviderTests|IsolatedPAMTests|LDAPProviderTests|LDAPFaultTests|\
+	LDAPCancellationTests|OfflineCacheTests|FaillockStoreTests|AuditLogTests|PluginLoadingTests)
 
 # The fuzz targets (Fuzz/gatekeeper-fuzz), built with libFuzzer and AddressSanitizer.
 FUZZ_TARGETS ?= users-file configuration validation pam-conversation helper-protocol faillock ldap-filter

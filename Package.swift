@@ -37,7 +37,7 @@ let package = Package(
         // terminal concern.
         .target(name: "ProviderPlugins", dependencies: ["Authentication"]),
         // Test doubles and the provider conformance suite, for host tools and for this package's tests.
-        .target(name: "AuthenticationTesting", dependencies: ["Authentication"]),
+        .target(name: "AuthenticationTesting", dependencies: ["Authentication", "GatekeeperSupport"]),
         // A Conversation on the controlling terminal (echo off, Ctrl-C / Ctrl-D cancel) and the shared
         // command-line handling of provider options, used by the example executables.
         .target(name: "TerminalLogin", dependencies: ["Authentication", "GatekeeperSupport"]),

@@ -33,6 +33,7 @@ func nanoseconds(_ duration: Duration) -> Double {
 }
 
 func fixed(_ value: Double, _ digits: Int = 2) -> String {
+    if digits == 0 { return String(Int(value.rounded())) }
     var text = String(Int((value * pow(10, Double(digits))).rounded()))
     while text.count <= digits { text = "0" + text }
     text.insert(".", at: text.index(text.endIndex, offsetBy: -digits))
@@ -173,6 +174,12 @@ enum Bench {
             report(chainTable(figures), json: "{\"stacks\":\(chainJSON(figures))}")
             return
         }
+        // `gatekeeper-bench --load`: only 1,000 protected actions at once through each backend.
+        if arguments.contains("--load") {
+            let figures = await measuring { try await LoadBench.run() }
+            report(loadTable(figures), json: "{\"load\":\(loadJSON(figures))}")
+            return
+        }
         // `gatekeeper-bench --ldap`: only the directory logins against raw libldap.
         if arguments.contains("--ldap") {
             let figures = await LDAPBench.measured()
@@ -248,6 +255,7 @@ enum Bench {
         let hostFigures = Result { try HostBench.run() }
         let helperFigures = await HelperBench.measured()
         let ldapFigures = await LDAPBench.measured()
+        let loadFigures = await measuring { try await LoadBench.run() }
         let chainFigures = await measuring { try await ChainBench.run() }
         let passwdFigures = Result { try PasswdBench.run() }
         let processFigures = Result { try ProcessBench.run() }
@@ -267,14 +275,14 @@ enum Bench {
             cancel a login in flight, p50                   \(fixed(p50, 3)) ms
             cancel a login in flight, p99                   \(fixed(p99, 3)) ms     \(Goals.atMost("cancel a login in flight, p99 (ms)", p99, delayMs / 100, digits: 3)) (1% of the \(Int(delayMs)) ms delay)
             cancel a login in flight, max                   \(fixed(maximum, 3)) ms
-            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(chainTable(chainFigures))\(passwdTable(passwdFigures))\(processTable(processFigures))
+            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(loadTable(loadFigures))\(chainTable(chainFigures))\(passwdTable(passwdFigures))\(processTable(processFigures))
             """
         let json = """
             {"fast_path":{"bare_ns":\(fixed(bare)),"signed_in_ns":\(fixed(signedIn)),"ratio":\(fixed(ratio)),\
             "goal_ratio":2,"member_ns":\(fixed(member)),\
             "untimed_ns":\(fixed(untimed)),"untimed_ratio":\(fixed(untimed / bare)),"clock_read_ns":\(fixed(clockRead)),"bare_inlined_ns":\(fixed(inlined))},"cancellation":{"samples":\(samples),\
             "delay_ms":\(Int(delayMs)),"p50_ms":\(fixed(p50, 3)),"p99_ms":\(fixed(p99, 3)),"max_ms":\(fixed(maximum, 3)),\
-            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),"ldap":\(ldapJSON(ldapFigures)),"stacks":\(chainJSON(chainFigures)),"passwd":\(passwdJSON(passwdFigures)),\
+            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),"ldap":\(ldapJSON(ldapFigures)),"load":\(loadJSON(loadFigures)),"stacks":\(chainJSON(chainFigures)),"passwd":\(passwdJSON(passwdFigures)),\
             "processes":\(processJSON(processFigures))}
             """
         report(table, json: json)

@@ -22,23 +22,9 @@ struct LDAPBench {
     static func measured() async -> Result<Figures, any Error> { await measuring { try await run() } }
 
     static func run() async throws -> Figures {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-bench-ldap-\(UUID())")
-            .path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
-            .standardized.path
-        guard system("bash '\(repository)/Examples/ldap/demo.sh' --start '\(directory)' >/dev/null 2>&1") == 0,
-            let port = try? String(contentsOfFile: directory + "/port", encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        else { throw LDAPBenchError.noDirectory }
-        defer {
-            if let pid = try? String(contentsOfFile: directory + "/slapd.pid", encoding: .utf8) {
-                kill(Int32(pid.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, SIGTERM)
-            }
-        }
-        let uri = "ldap://127.0.0.1:\(port)"
-        let base = "dc=example,dc=test"
-        let caFile = directory + "/cert.pem"
+        let demo = try DemoDirectory()
+        defer { demo.stop() }
+        let (uri, base, caFile) = (demo.uri, demo.base, demo.caFile)
         let bound = 16
         let provider = LDAPAuthProvider(
             .init(uris: [uri], base: base, caFile: caFile, timeout: .seconds(10), connections: bound))
@@ -115,4 +101,58 @@ func ldapJSON(_ result: Result<LDAPBench.Figures, any Error>) -> String {
         "ratio":\(fixed(ours / raw)),"goal_ratio":0.8,"p50_ms":\(fixed(f.p50 * 1000, 2)),"p99_ms":\(fixed(f.p99 * 1000, 2)),\
         "most_open":\(f.mostOpen),"bound":\(f.bound)}
         """
+}
+
+/// The throwaway directory of `make ldap-demo` (Examples/ldap/demo.sh), started for a measurement and
+/// stopped after it.
+final class DemoDirectory {
+    let directory: String
+    let uri: String
+    let base = "dc=example,dc=test"
+    var caFile: String { directory + "/cert.pem" }
+
+    init() throws {
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-bench-ldap-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
+            .standardized.path
+        guard system("bash '\(repository)/Examples/ldap/demo.sh' --start '\(directory)' >/dev/null 2>&1") == 0,
+            let port = try? String(contentsOfFile: directory + "/port", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        else { throw LDAPBenchError.noDirectory }
+        uri = "ldap://127.0.0.1:\(port)"
+    }
+
+    /// Adds accounts (through `ldapadd`, as the directory's administrator).
+    func add(_ accounts: [(username: String, password: String)]) throws {
+        var ldif = ""
+        for (index, account) in accounts.enumerated() {
+            ldif += """
+                dn: uid=\(account.username),ou=people,\(base)
+                objectClass: inetOrgPerson
+                objectClass: posixAccount
+                uid: \(account.username)
+                cn: \(account.username)
+                sn: Load
+                uidNumber: \(3000 + index)
+                gidNumber: 2000
+                homeDirectory: /home/\(account.username)
+                userPassword: \(account.password)
+
+
+                """
+        }
+        let file = directory + "/load.ldif"
+        try ldif.write(toFile: file, atomically: true, encoding: .utf8)
+        guard
+            system("ldapadd -x -H '\(uri)' -D 'cn=admin,\(base)' -w admin-secret -f '\(file)' >/dev/null 2>&1") == 0
+        else { throw LDAPBenchError.loginFailed("ldapadd refused the load accounts") }
+    }
+
+    func stop() {
+        if let pid = try? String(contentsOfFile: directory + "/slapd.pid", encoding: .utf8) {
+            kill(Int32(pid.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, SIGTERM)
+        }
+    }
 }

@@ -4,7 +4,6 @@ import FileProvider
 import Foundation
 import GatekeeperSupport
 import MockProvider
-import Synchronization
 import TestSupport
 import Testing
 
@@ -37,43 +36,35 @@ struct LoadTests {
         return [("mock", mock), ("users file", file), ("three-entry stack", stack)]
     }
 
-    /// What the actions did, counted from every task.
-    final class Tally: Sendable {
-        let ran = Locked<[String: Int]>([:])
-        let wrongIdentity = Atomic<Int>(0)
-        let dismissed = Atomic<Int>(0)
+    @Test func everyActionRunsOnceAndOnlyForItsOwnUser() async throws {
+        let load = GatekeeperLoad(accounts: Self.users, intruders: Self.intruders, actionsPerAccount: 20)
+        for (name, provider) in try Self.backends() {
+            let result = await load.run(against: provider)
+            #expect(result.total == 1000, "\(name): \(result.total) actions ran")
+            #expect(Self.users.allSatisfy { result.ran[$0.0] == 20 }, "\(name)")
+            #expect(Self.intruders.allSatisfy { result.ran[$0.0] == nil }, "\(name): an intruder's action ran")
+            #expect(result.wrongIdentity == 0 && result.failed == 0, "\(name)")
+            #expect(result.dismissed == 200, "\(name)")
+            #expect(load.isSound(result), "\(name)")
+        }
     }
 
-    @Test func everyActionRunsOnceAndOnlyForItsOwnUser() async throws {
-        for (name, provider) in try Self.backends() {
-            let tally = Tally()
-            await withTaskGroup(of: Void.self) { group in
-                for (user, password) in Self.users + Self.intruders {
-                    let intruder = Self.intruders.contains { $0.0 == user }
-                    let gatekeeper = Gatekeeper(
-                        provider: provider, configuration: .init(maxAttempts: 1, lockout: nil, failDelay: .zero))
-                    for _ in 0..<20 {
-                        group.addTask {
-                            let action = RequiresAuthentication(.signedIn) { identity -> Void in
-                                if identity.username != user { tally.wrongIdentity.add(1, ordering: .relaxed) }
-                                tally.ran.withLock { $0[user, default: 0] += 1 }
-                            }
-                            let conversation = ScriptedConversation(
-                                .text(user), .secret(intruder ? "not-" + password : password))
-                            if case .dismissed = try? await action.run(through: gatekeeper, conversation: conversation)
-                            {
-                                tally.dismissed.add(1, ordering: .relaxed)
-                            }
-                        }
-                    }
-                }
+    /// The count catches what it is for: a backend that lets anyone in as someone else, or lets a wrong
+    /// password through, is found unsound.
+    @Test func theCountFindsABackendThatMixesUpUsersOrLetsIntrudersIn() async {
+        struct Liar: AuthProvider {
+            let name = "liar"
+            let asUser: String?
+            func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+                _ = try await request.conversation.askSecret("Password: ")
+                return .authenticated(Identity(username: asUser ?? request.username, provider: name))
             }
-            let counts = tally.ran.withLock { $0 }
-            #expect(counts.values.reduce(0, +) == 1000, "\(name): \(counts.values.reduce(0, +)) actions ran")
-            #expect(Self.users.allSatisfy { counts[$0.0] == 20 }, "\(name)")
-            #expect(Self.intruders.allSatisfy { counts[$0.0] == nil }, "\(name): an intruder's action ran")
-            #expect(tally.wrongIdentity.load(ordering: .relaxed) == 0, "\(name)")
-            #expect(tally.dismissed.load(ordering: .relaxed) == 200, "\(name)")
         }
+        let load = GatekeeperLoad(
+            accounts: Array(Self.users.prefix(5)), intruders: [Self.intruders[0]], actionsPerAccount: 4)
+        let everyoneIsUser0 = await load.run(against: Liar(asUser: "user0"))
+        #expect(everyoneIsUser0.wrongIdentity > 0 && !load.isSound(everyoneIsUser0))
+        let anyPassword = await load.run(against: Liar(asUser: nil))
+        #expect(anyPassword.ran[Self.intruders[0].0] == 4 && !load.isSound(anyPassword))
     }
 }

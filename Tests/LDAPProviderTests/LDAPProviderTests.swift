@@ -293,6 +293,21 @@ struct LDAPCancellationTests {
     }
 }
 
+/// 1,000 protected actions at once across 50 directory accounts, ten more with wrong passwords, through
+/// one provider and its bounded pool of connections: every action runs once and only for its own user.
+@Suite(.timeLimit(.minutes(3)))
+struct LDAPLoadTests {
+    @Test func everyActionRunsOnceAndOnlyForItsOwnUser() async throws {
+        let accounts = SlapdFixture.loadAccounts
+        let load = GatekeeperLoad(
+            accounts: Array(accounts.prefix(50)), intruders: Array(accounts.dropFirst(50)), actionsPerAccount: 20)
+        let result = await load.run(against: try LDAPProviderTests.provider())
+        #expect(result.total == 1000, "\(result.total) actions ran, \(result.failed) failed")
+        #expect(result.dismissed == 200 && result.wrongIdentity == 0)
+        #expect(load.isSound(result))
+    }
+}
+
 /// A directory that cannot be reached: every such server is unavailable, never a rejection, the login
 /// ends within the configured timeout, and the next server (or the next entry) answers.
 @Suite(.timeLimit(.minutes(2)))

@@ -29,7 +29,12 @@ final class SlapdFixture: @unchecked Sendable {
     }
 
     /// The accounts: user name, password, whether in the staff group.
-    static let accounts = [("alice", "wonderland", true), ("bob", "builder", false), ("carol", "carol-2026", true)]
+    static let accounts =
+        [("alice", "wonderland", true), ("bob", "builder", false), ("carol", "carol-2026", true)]
+        + loadAccounts.map { ($0.username, $0.password, false) }
+
+    /// Sixty more accounts for the load test: `load0` to `load59`, password `load-password-N`.
+    static let loadAccounts = (0..<60).map { (username: "load\($0)", password: "load-password-\($0)") }
 
     static let shared = Result { try SlapdFixture() }
 
