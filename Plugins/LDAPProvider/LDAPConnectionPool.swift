@@ -1,4 +1,5 @@
 import CLDAP
+import GatekeeperSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -26,7 +27,10 @@ final class LDAPConnectionPool: @unchecked Sendable {
     }
 
     deinit {
-        for handles in idle.values { for handle in handles { ldap_unbind_ext_s(handle, nil, nil) } }
+        // Released on whatever thread lets go last; an unbind to a server that is gone must not raise SIGPIPE.
+        BrokenPipes.suppressed {
+            for handles in idle.values { for handle in handles { ldap_unbind_ext_s(handle, nil, nil) } }
+        }
         pthread_cond_destroy(freed)
         pthread_mutex_destroy(mutex)
         freed.deallocate()

@@ -202,6 +202,8 @@ private final class Worker: Sendable {
     }
 
     private func loop() {
+        // Pool threads run C libraries that write to sockets; a peer that went away must not end the host.
+        BrokenPipes.blockInThisThread()
         var job = assigned.withLock { $0.take() }
         while true {
             if let current = job, !current.isAbandoned() { current.body() }
