@@ -149,7 +149,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "AuthenticationTesting", "MockProvider", "PAMProvider", "CPAMBaseline",
                 "FileProvider", "CCrypt", "HostProtection", "PluginHost", "ProviderPlugins", "gatekeeper-pam-helper",
-                "LDAPProvider", "CLDAPBaseline", "DebugProvider",
+                "LDAPProvider", "CLDAPBaseline", "DebugProvider", "GatekeeperSupport",
             ],
             path: "Benchmarks/gatekeeper-bench"
         ),

@@ -29,3 +29,21 @@ int gatekeeper_pam_baseline_login(const char *service, const char *user, const c
     pam_end(handle, status);
     return status;
 }
+
+#include <grp.h>
+#include <pwd.h>
+
+int gatekeeper_identity_baseline(const char *user) {
+    static char buffer[16384];
+    struct passwd entry, *found = NULL;
+    if (getpwnam_r(user, &entry, buffer, sizeof buffer, &found) != 0 || found == NULL) return -1;
+    gid_t groups[256];
+    int count = 256;
+    if (getgrouplist(user, entry.pw_gid, groups, &count) < 0) return -1;
+    for (int index = 0; index < count; index++) {
+        static char groupBuffer[16384];
+        struct group group, *result = NULL;
+        if (getgrgid_r(groups[index], &group, groupBuffer, sizeof groupBuffer, &result) != 0) return -1;
+    }
+    return count;
+}

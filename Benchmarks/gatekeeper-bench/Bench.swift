@@ -174,6 +174,12 @@ enum Bench {
             report(chainTable(figures), json: "{\"stacks\":\(chainJSON(figures))}")
             return
         }
+        // `gatekeeper-bench --pam`: only the PAM logins, and where their time goes.
+        if arguments.contains("--pam") {
+            let figures = try await PAMBench.measured()
+            report(pamTable(figures), json: "{\"pam\":\(pamJSON(figures))}")
+            return
+        }
         // `gatekeeper-bench --load`: only 1,000 protected actions at once through each backend.
         if arguments.contains("--load") {
             let figures = await measuring { try await LoadBench.run() }
@@ -232,25 +238,7 @@ enum Bench {
         let (p50, p99, maximum) = (percentile(0.50), percentile(0.99), percentile(1))
         let delayMs = nanoseconds(delay) / 1e6
 
-        // PAM: 200 logins through the provider against 200 raw libpam logins, interleaved, best of 5; then
-        // 1,000 logins with the resident memory before and after.
-        var pamFigures: (baseline: Double, provider: Double, rssBefore: Int, rssAfter: Int)?
-        if let pam = try PAMBench() {
-            _ = pam.baseline(20)
-            _ = try await pam.provider(20)
-            var baseline = Double.infinity
-            var provider = Double.infinity
-            for _ in 0..<5 {
-                baseline = min(baseline, pam.baseline(scaled(200)))
-                provider = min(provider, try await pam.provider(scaled(200)))
-            }
-            _ = try await pam.provider(100)
-            let before = residentKiB()
-            _ = try await pam.provider(scaled(1000))
-            let after = residentKiB()
-            pam.remove()
-            pamFigures = (baseline, provider, before, after)
-        }
+        let pamFigures = try await PAMBench.measured()
         let fileFigures = try await FileBench.run()
         let hostFigures = Result { try HostBench.run() }
         let helperFigures = await HelperBench.measured()
@@ -287,24 +275,4 @@ enum Bench {
             """
         report(table, json: json)
     }
-}
-
-func pamTable(_ figures: (baseline: Double, provider: Double, rssBefore: Int, rssAfter: Int)?) -> String {
-    guard let figures else { return "PAM: skipped, pam_matrix.so is not installed (libpam-wrapper)\n" }
-    return """
-        200 PAM logins, raw libpam calls (C)            \(fixed(figures.baseline * 1000)) ms
-        200 PAM logins, PAMAuthProvider                 \(fixed(figures.provider * 1000)) ms
-        ratio provider / raw libpam                     \(fixed(figures.provider / figures.baseline))         \(Goals.atMost("PAM provider / raw libpam, in process", figures.provider / figures.baseline, 1.25))
-        resident memory before / after 1,000 logins     \(figures.rssBefore) / \(figures.rssAfter) KiB
-
-        """
-}
-
-func pamJSON(_ figures: (baseline: Double, provider: Double, rssBefore: Int, rssAfter: Int)?) -> String {
-    guard let figures else { return "null" }
-    return """
-        {"logins":200,"raw_ms":\(fixed(figures.baseline * 1000)),"provider_ms":\(fixed(figures.provider * 1000)),\
-        "ratio":\(fixed(figures.provider / figures.baseline)),"goal_ratio":1.25,\
-        "rss_before_kib":\(figures.rssBefore),"rss_after_1000_kib":\(figures.rssAfter)}
-        """
 }

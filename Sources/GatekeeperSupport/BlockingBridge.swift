@@ -74,17 +74,22 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
 
     /// From the work's thread: runs `question` as a task and blocks until it answers. `nil` when the call
     /// is cancelled before or while it is asked.
+    ///
+    /// The question's task prefers this thread as its executor, and the thread runs that task's jobs while
+    /// it waits: a conversation that answers without waiting on anything else (a script, a helper's
+    /// fixed credentials) is asked and answered right here, with no thread woken and no handoff; one that
+    /// waits elsewhere (a terminal, an actor) comes back to this thread when it resumes.
     package func ask<T: Sendable, E: Error>(_ question: @escaping @Sendable () async throws(E) -> T) -> Result<T, E>? {
-        let answered = Signal()
+        let executor = AskingExecutor()
         let answer = Locked<Result<T, E>?>(nil)
-        let task = Task {
+        let task = Task(executorPreference: executor) {
             do throws(E) {
                 let value = try await question()
                 answer.withLock { $0 = .success(value) }
             } catch {
                 answer.withLock { $0 = .failure(error) }
             }
-            answered.post()
+            executor.finish()
         }
         let proceed = state.withLock { state in
             guard !state.cancelled else { return false }
@@ -92,7 +97,7 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
             return true
         }
         if !proceed { task.cancel() }
-        answered.wait()
+        executor.runUntilFinished()
         return state.withLock { state in
             state.pendingQuestion = nil
             return state.cancelled ? nil : answer.withLock { $0 }
@@ -112,9 +117,49 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
     }
 }
 
-/// A semaphore a blocked thread waits on until a task posts it (a POSIX `sem_t`, kept at a stable address).
+/// The executor of one question: the blocked work thread itself, which runs the question's jobs as they
+/// come until the question is answered (``BlockingBridge/ask(_:)``).
+final class AskingExecutor: TaskExecutor, @unchecked Sendable {
+    private let jobs = Locked<(queue: [UnownedJob], finished: Bool)>(([], false))
+    private let arrived = Signal()
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        jobs.withLock { $0.queue.append(job) }
+        arrived.post()
+    }
+
+    /// Called by the question's task as its last step.
+    func finish() {
+        jobs.withLock { $0.finished = true }
+        arrived.post()
+    }
+
+    /// Runs the question's jobs on this thread until it has finished.
+    func runUntilFinished() {
+        while true {
+            let (next, finished) = jobs.withLock { state -> ([UnownedJob], Bool) in
+                defer { state.queue.removeAll(keepingCapacity: true) }
+                return (state.queue, state.finished)
+            }
+            for job in next { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            if finished && next.isEmpty { return }
+            if next.isEmpty { arrived.wait() }
+        }
+    }
+}
+
+/// A semaphore a blocked thread waits on until another thread or a task posts it (a POSIX `sem_t`, kept
+/// at a stable address).
+///
+/// A waiter spins for a few microseconds before it sleeps: a post that comes that soon (the answer of a
+/// conversation that needs no person, the next job of a burst of logins) is taken without the thread
+/// going to sleep in the kernel and being woken again, which costs tens of microseconds each way on a
+/// virtual machine. `make bench` (`--pam`) shows what the handoffs of a login cost.
 package final class Signal: @unchecked Sendable {
     private let semaphore = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+    /// How long a waiter spins before it sleeps.
+    package static let spin: Duration = .microseconds(50)
 
     package init() { sem_init(semaphore, 0, 0) }
 
@@ -126,6 +171,11 @@ package final class Signal: @unchecked Sendable {
     package func post() { sem_post(semaphore) }
 
     package func wait() {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: Self.spin)
+        repeat {
+            for _ in 0..<32 where sem_trywait(semaphore) == 0 { return }
+        } while clock.now < deadline
         while sem_wait(semaphore) != 0 && errno == EINTR {}
     }
 }

@@ -162,7 +162,7 @@ private final class Bridge<T: Sendable>: Sendable {
 /// One pool thread.
 private final class Worker: Sendable {
     private let pool: ThreadPool
-    private let wakeup = Semaphore()
+    private let wakeup = Signal()
     private let assigned = Locked<Job?>(nil)
 
     private init(pool: ThreadPool) {
@@ -198,7 +198,7 @@ private final class Worker: Sendable {
 
     func assign(_ job: Job) {
         assigned.withLock { $0 = job }
-        wakeup.signal()
+        wakeup.post()
     }
 
     private func loop() {
@@ -216,29 +216,5 @@ private final class Worker: Sendable {
             wakeup.wait()
             job = assigned.withLock { $0.take() }
         }
-    }
-}
-
-/// A counting semaphore over a POSIX one, so the support target needs no Dispatch.
-///
-/// `@unchecked Sendable`: `sem_t` is made for use by many threads; it lives at a fixed address.
-private final class Semaphore: @unchecked Sendable {
-    private let semaphore = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
-
-    init() {
-        sem_init(semaphore, 0, 0)
-    }
-
-    func signal() {
-        sem_post(semaphore)
-    }
-
-    func wait() {
-        while sem_wait(semaphore) != 0 && errno == EINTR {}
-    }
-
-    deinit {
-        sem_destroy(semaphore)
-        semaphore.deallocate()
     }
 }

@@ -7,4 +7,8 @@
 int gatekeeper_pam_baseline_login(const char *service, const char *user, const char *password,
                                   const char *confdir);
 
+/// What the provider adds to a login to make its identity: the account (getpwnam_r) and the names of its
+/// groups (getgrouplist, getgrgid_r), as the C a hand-written tool would use. Returns the group count.
+int gatekeeper_identity_baseline(const char *user);
+
 #endif
