@@ -84,9 +84,10 @@ struct IsolatedPAMTests {
                 "--provider", "pam", "--service", "gk-crash", "--pam-dir", fixture.directory, "--state-dir", state,
                 "--user", "alice", "--password-stdin", "--", "true",
             ], input: "x\n")
-        // (Under `make sanitize`, AddressSanitizer catches the SIGSEGV, reports it and exits with 1.)
+        // (Under `make sanitize`, AddressSanitizer or ThreadSanitizer catches the SIGSEGV, reports it and exits.)
         #expect(
-            crashed.status == 128 + SIGSEGV || crashed.stderr.contains("AddressSanitizer: SEGV"),
+            crashed.status == 128 + SIGSEGV || crashed.stderr.contains("AddressSanitizer: SEGV")
+                || crashed.stderr.contains("ThreadSanitizer: SEGV"),
             "in-process: \(crashed.status)")
         let isolated = try run(
             builtExecutable("gatekeeper-run"),

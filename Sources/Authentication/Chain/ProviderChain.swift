@@ -62,12 +62,15 @@ public final class ProviderChain: AuthProvider {
     public let name: String
     public let entries: [Entry]
     private let traces: TraceLog
+    /// Each entry's provider name and control as a trace shows them, made once rather than at every login.
+    private let labels: [(provider: String, control: String)]
 
     /// - Parameter name: The chain's name in identities it did not make itself and in audit records.
     public init(name: String = "chain", _ entries: [Entry]) {
         self.name = name
         self.entries = entries
         self.traces = TraceLog()
+        labels = entries.map { ($0.provider.name, $0.control.description) }
     }
 
     /// The names of the providers an identity from this chain may carry: its entries', nested chains'
@@ -95,6 +98,7 @@ public final class ProviderChain: AuthProvider {
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
         var decision = Decision()
         var trace = Trace()
+        trace.steps.reserveCapacity(entries.count)
         var identity: Identity?
         var rejection: (Rejection, String?)?
         var reason: String?
@@ -112,7 +116,7 @@ public final class ProviderChain: AuthProvider {
             let action = entry.control.action(for: result)
             trace.steps.append(
                 .init(
-                    index: index, provider: entry.provider.name, control: entry.control.description, result: result,
+                    index: index, provider: labels[index].provider, control: labels[index].control, result: result,
                     action: action))
             let counted = decision.apply(action, result)
             if counted {
