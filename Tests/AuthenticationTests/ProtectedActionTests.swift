@@ -129,6 +129,24 @@ struct ProtectedActionTests {
         #expect(conversation.questionCount == 2)
     }
 
+    /// The window `manyConcurrentActionsShareOneLogin` once fell into under ThreadSanitizer's scheduling: an
+    /// action finds no session, and before it joins a login, the login in flight lands. It must use that
+    /// session, not start a second login and ask the person again.
+    @Test func anActionThatFoundNoSessionUsesOneThatLandedMeanwhile() async throws {
+        let provider = StubAuthProvider(accounts: ["alice": ("wonderland", [])])
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
+        // The action's check: no session yet.
+        #expect(gatekeeper.identityIfAdmitted(.signedIn) == nil)
+        // Meanwhile another action's login lands.
+        try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        // The first action now joins a login: it gets the session, and nobody is asked anything.
+        let silent = ScriptedConversation()
+        let identity = try await gatekeeper.login(conversation: silent, attempts: 3, joinExisting: true)
+        #expect(identity.username == "alice")
+        #expect(silent.questionCount == 0)
+        #expect(provider.authenticationCount == 1)
+    }
+
     @Test func idleTimeoutAsksAgain() async throws {
         let clock = ManualClock()
         let audit = RecordingAuditSink()

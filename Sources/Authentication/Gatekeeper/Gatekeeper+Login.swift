@@ -47,10 +47,23 @@ extension Gatekeeper {
         while true {
             if Task.isCancelled { throw .cancelled }
             let now = clock.now()
-            let ((waiterID, startedFlight, queued), effects) = core.withLock { core in
-                core.transition(at: now, clock: clock) { core in core.login.join(joinExisting: joinExisting) }
+            let (step, effects) = core.withLock { core in
+                core.transition(at: now, clock: clock) { core -> LoginStep in
+                    // A login that landed after the caller found no session (between its check and this
+                    // lock) is used, not followed by a second one: the person is not asked again.
+                    if joinExisting, let session = core.session, !session.isExpired(at: now) {
+                        return .signedInMeanwhile(session.identity)
+                    }
+                    let (waiterID, flightID, queued) = core.login.join(joinExisting: joinExisting)
+                    return .wait(waiterID, started: flightID, queued: queued)
+                }
             }
             effects.deliver()
+            let (waiterID, startedFlight, queued): (UInt64, UInt64?, Bool)
+            switch step {
+            case .signedInMeanwhile(let identity): return identity
+            case .wait(let waiter, let flight, let behind): (waiterID, startedFlight, queued) = (waiter, flight, behind)
+            }
             if let flightID = startedFlight {
                 start(flightID, conversation: conversation, attempts: attempts)
             }
@@ -61,6 +74,13 @@ extension Gatekeeper {
             }
             return try result.get()
         }
+    }
+
+    /// What a caller of ``login(conversation:attempts:joinExisting:)`` does next.
+    private enum LoginStep {
+        case signedInMeanwhile(Identity)
+        /// Wait as `waiterID` (having started flight `started`, if set); `queued`: behind another login.
+        case wait(UInt64, started: UInt64?, queued: Bool)
     }
 
     private func start(_ flightID: UInt64, conversation: any Conversation, attempts: Int) {
