@@ -1,8 +1,9 @@
 # swift-gatekeeper: every command installs what is missing first (as root, with apt-get), then builds.
 #   make run       build and start the REPL (gatekeeper-repl) with the demo accounts
-#   make test      build and run every test
+#   make test      build and run every test, then a smoke run of the benchmark and of each fuzz target
 #   make bench     build in release mode and print the benchmark figures (BENCHMARKS.md keeps the last)
 #   make sanitize  run the tests under AddressSanitizer, then the concurrent tests under ThreadSanitizer
+#                  (make sanitize-address, make sanitize-thread: one of them)
 #   make fuzz      run each libFuzzer target for FUZZ_SECONDS (60) seconds; FUZZ_TARGETS="..." picks some
 #   make faults    the fault-injection tests: full and read-only file systems, killed writers, hanging and
 #                  crashing PAM modules, an LDAP server killed, unreachable or slow, audit sinks gone
@@ -72,8 +73,15 @@ bench: deps
 	# statically (dynamically linked, `gatekeeper-run --help` took 1.8 ms and 3.7 MiB more when measured).
 	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build/static --product gatekeeper-run
 	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build/static --product gatekeeper-passwd
-	GATEKEEPER_RUN=.build/static/release/gatekeeper-run GATEKEEPER_PASSWD=.build/static/release/gatekeeper-passwd \
-		$(SWIFT) run -c release --skip-build gatekeeper-bench
+	mkdir -p .build/bench
+	set -o pipefail; GATEKEEPER_RUN=.build/static/release/gatekeeper-run \
+		GATEKEEPER_PASSWD=.build/static/release/gatekeeper-passwd \
+		$(SWIFT) run -c release --skip-build gatekeeper-bench --json-file .build/bench/report.json \
+		| tee .build/bench/table.txt
+	# BENCHMARKS.md keeps the latest full run, with the machine it came from.
+	bash Benchmarks/write-report.sh .build/bench/table.txt .build/bench/report.json > .build/bench/BENCHMARKS.md
+	mv .build/bench/BENCHMARKS.md BENCHMARKS.md
+	python3 Benchmarks/check-report.py < .build/bench/report.json
 
 # What CI runs so the benchmark cannot rot: every measurement with a hundredth of its work, in the debug
 # build; it must run to its end with every section measured and well-formed JSON. Not figures.
@@ -82,7 +90,10 @@ bench-smoke: deps
 	$(SWIFT) build --product gatekeeper-run
 	$(SWIFT) build --product gatekeeper-passwd
 	$(SWIFT) build --product gatekeeper-pam-helper
-	set -o pipefail; $$($(SWIFT) build --show-bin-path)/gatekeeper-bench --smoke --json | python3 Benchmarks/check-report.py
+	mkdir -p .build/bench
+	$$($(SWIFT) build --show-bin-path)/gatekeeper-bench --smoke --json-file .build/bench/smoke.json > .build/bench/smoke.txt
+	python3 Benchmarks/check-report.py < .build/bench/smoke.json
+	bash Benchmarks/write-report.sh .build/bench/smoke.txt .build/bench/smoke.json > .build/bench/SMOKE.md
 
 sanitize: sanitize-address sanitize-thread
 
@@ -92,12 +103,13 @@ sanitize-address: deps
 	# Swift 6.3.1, which the test helpers call; leaks in this package are checked by `make leaks`.
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --skip-build --no-parallel --sanitize=address --scratch-path .build/asan
 
-# ThreadSanitizer over the tests that run logins, writers and look-ups side by side. Every lock of the
-# package is a pthread mutex (GatekeeperSupport.Locked), which TSan follows; nothing is suppressed.
+# ThreadSanitizer over the tests that run logins, writers and look-ups side by side. Built with
+# GATEKEEPER_TSAN, every lock of the package is a pthread mutex (GatekeeperSupport.Locked), which TSan
+# follows; nothing is suppressed.
 sanitize-thread: deps
-	$(SWIFT) build --build-tests --sanitize=thread --scratch-path .build/tsan
+	$(SWIFT) build --build-tests --sanitize=thread -Xswiftc -DGATEKEEPER_TSAN --scratch-path .build/tsan
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(SWIFT) test --skip-build --no-parallel \
-		--sanitize=thread --scratch-path .build/tsan --filter '$(TSAN_TESTS)' --skip '$(TSAN_SKIP)'
+		--sanitize=thread -Xswiftc -DGATEKEEPER_TSAN --scratch-path .build/tsan --filter '$(TSAN_TESTS)' --skip '$(TSAN_SKIP)'
 
 leaks: deps
 	@$(SWIFT) build --sanitize=address --scratch-path .build/asan-bench --product gatekeeper-bench 2>&1 \

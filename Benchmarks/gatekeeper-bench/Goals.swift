@@ -81,12 +81,18 @@ enum Goals {
 }
 
 /// Prints the figures: as a table, the goals after it; with `--json`, as one JSON object (`json`, an
-/// object) with the goals added as `"goals"`.
+/// object) with the goals added as `"goals"`. With `--json-file PATH`, the JSON of the same run is also
+/// written to PATH (how `make bench` keeps both for BENCHMARKS.md).
 func report(_ table: String, json: String) {
-    if CommandLine.arguments.contains("--json") {
-        let object = json.trimmingCharacters(in: .whitespacesAndNewlines)
-        precondition(object.hasPrefix("{") && object.hasSuffix("}"), "a figure's JSON must be an object")
-        print(object.dropLast() + ",\"goals\":\(Goals.json())}")
+    let trimmed = json.trimmingCharacters(in: .whitespacesAndNewlines)
+    precondition(trimmed.hasPrefix("{") && trimmed.hasSuffix("}"), "a figure's JSON must be an object")
+    let object = trimmed.dropLast() + ",\"goals\":\(Goals.json())}"
+    let arguments = CommandLine.arguments
+    if let flag = arguments.firstIndex(of: "--json-file"), flag + 1 < arguments.count {
+        FileManager.default.createFile(atPath: arguments[flag + 1], contents: Data((object + "\n").utf8))
+    }
+    if arguments.contains("--json") {
+        print(object)
     } else {
         print(table + "\n" + Goals.table())
     }

@@ -122,6 +122,10 @@ final class DemoDirectory {
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         else { throw LDAPBenchError.noDirectory }
         uri = "ldap://127.0.0.1:\(port)"
+        // A watchdog stops the directory when this process ends, however it ends (a crash included).
+        _ = system(
+            "(while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; kill $(cat '\(directory)/slapd.pid') 2>/dev/null)"
+                + " </dev/null >/dev/null 2>&1 &")
     }
 
     /// Adds accounts (through `ldapadd`, as the directory's administrator).

@@ -13,7 +13,9 @@
 /// world (``ask(_:)``): its thread blocks until the answer comes, or until the call is cancelled.
 package final class BlockingBridge<Value: Sendable>: Sendable {
     private struct State {
-        var continuation: CheckedContinuation<Value?, Never>?
+        var continuation: CheckedContinuation<Void, Never>?
+        /// The delivered value, until the caller takes it.
+        var value: Value?
         var cancelled = false
         var delivered = false
         /// The question in progress, cancelled with the call.
@@ -39,12 +41,15 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
                     state.continuation = continuation
                     return false
                 }
-                if alreadyCancelled { return continuation.resume(returning: nil) }
+                if alreadyCancelled { return continuation.resume() }
                 pool.submit(isAbandoned: { [self] in isCancelled }) { [self] in deliver(work(self)) }
             }
         } onCancel: {
             cancel()
         }
+        // The value crosses from the work's thread under the bridge's lock, not through the continuation:
+        // ThreadSanitizer follows the lock (see `Locked`), where it does not see the runtime's hand-over.
+        return state.withLock { $0.value.take() }
     }
 
     /// Hands `value` to the caller, if it still waits and nothing was delivered yet; the work may go on
@@ -52,13 +57,14 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
     @discardableResult
     package func deliver(_ value: Value) -> Bool {
         guard
-            let continuation = state.withLock({ state -> CheckedContinuation<Value?, Never>? in
-                guard !state.delivered else { return nil }
+            let continuation = state.withLock({ state -> CheckedContinuation<Void, Never>? in
+                guard !state.delivered, let continuation = state.continuation.take() else { return nil }
                 state.delivered = true
-                return state.continuation.take()
+                state.value = value
+                return continuation
             })
         else { return false }
-        continuation.resume(returning: value)
+        continuation.resume()
         return true
     }
 
@@ -113,7 +119,7 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
         }
         question?.cancel()
         for handler in handlers { handler() }
-        continuation?.resume(returning: nil)
+        continuation?.resume()
     }
 }
 
@@ -152,14 +158,11 @@ final class AskingExecutor: TaskExecutor, @unchecked Sendable {
 /// A semaphore a blocked thread waits on until another thread or a task posts it (a POSIX `sem_t`, kept
 /// at a stable address).
 ///
-/// A waiter spins for a few microseconds before it sleeps: a post that comes that soon (the answer of a
-/// conversation that needs no person, the next job of a burst of logins) is taken without the thread
-/// going to sleep in the kernel and being woken again, which costs tens of microseconds each way on a
-/// virtual machine. `make bench` (`--pam`) shows what the handoffs of a login cost.
+/// Waiters sleep at once. Spinning first (50 µs) saved about 10 µs of a sequential PAM login, but cut the
+/// throughput of 16 LDAP logins at once on two cores from 0.88 to 0.69 of raw libldap's (`make bench`):
+/// the spinning threads took the processor from the ones with work.
 package final class Signal: @unchecked Sendable {
     private let semaphore = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
-    /// How long a waiter spins before it sleeps.
-    package static let spin: Duration = .microseconds(50)
 
     package init() { sem_init(semaphore, 0, 0) }
 
@@ -171,11 +174,6 @@ package final class Signal: @unchecked Sendable {
     package func post() { sem_post(semaphore) }
 
     package func wait() {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: Self.spin)
-        repeat {
-            for _ in 0..<32 where sem_trywait(semaphore) == 0 { return }
-        } while clock.now < deadline
         while sem_wait(semaphore) != 0 && errno == EINTR {}
     }
 }

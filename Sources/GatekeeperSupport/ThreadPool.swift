@@ -105,14 +105,15 @@ package final class ThreadPool: Sendable {
     /// background with its result discarded.
     package func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
         let bridge = Bridge<T>()
-        return await withTaskCancellationHandler {
+        await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                guard bridge.attach(continuation) else { return continuation.resume(returning: nil) }
+                guard bridge.attach(continuation) else { return continuation.resume() }
                 submit(isAbandoned: { bridge.isFinished }) { bridge.finish(work()) }
             }
         } onCancel: {
             bridge.finish(nil)
         }
+        return bridge.take()
     }
 
     /// What a worker does after a job: the next waiting job, or `nil` to park (`true`) or exit (`false`).
@@ -137,13 +138,17 @@ private struct Job: Sendable {
 
 /// The handshake between an async caller and the pool thread: whichever of "done" and "cancelled"
 /// comes first resumes the caller, once.
+///
+/// The value crosses under the lock, not through the continuation (which resumes with nothing): the
+/// lock is what ThreadSanitizer follows (see `Locked`).
 private final class Bridge<T: Sendable>: Sendable {
-    private let state = Locked<(finished: Bool, continuation: CheckedContinuation<T?, Never>?)>((false, nil))
+    private let state = Locked<(finished: Bool, continuation: CheckedContinuation<Void, Never>?, value: T?)>(
+        (false, nil, nil))
 
     var isFinished: Bool { state.withLock { $0.finished } }
 
     /// Keeps the continuation; `false` when the caller was cancelled already.
-    func attach(_ continuation: CheckedContinuation<T?, Never>) -> Bool {
+    func attach(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
         state.withLock { state in
             if state.finished { return false }
             state.continuation = continuation
@@ -151,12 +156,18 @@ private final class Bridge<T: Sendable>: Sendable {
         }
     }
 
+    /// The first call resumes the caller; `value` is `nil` for a cancellation.
     func finish(_ value: T?) {
-        state.withLock { state in
+        state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.finished else { return nil }
             state.finished = true
+            state.value = value
             return state.continuation.take()
-        }?.resume(returning: value)
+        }?.resume()
     }
+
+    /// The value, once the caller has been resumed.
+    func take() -> T? { state.withLock { $0.value.take() } }
 }
 
 /// One pool thread.

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Writes BENCHMARKS.md from a `make bench` run: the machine it ran on, the command, the table and the JSON.
+#   Benchmarks/write-report.sh TABLE.txt REPORT.json > BENCHMARKS.md
+set -eu
+table=$1
+json=$2
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+memory=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+cat <<HEADER
+# Benchmarks
+
+The latest full run of \`make bench\`, written by it. Every figure is measured against its baseline in the
+same run; goals are ratios, marked met or not. Figures vary between runs and machines (see the README's
+"Benchmarks" section for what each goal means and why some are not met).
+
+| | |
+|---|---|
+| date | $(date -u +"%Y-%m-%d %H:%M UTC") |
+| commit | $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo " (with uncommitted changes)") |
+| machine | $(nproc) × ${cpu:-unknown CPU}, ${memory}, $(uname -sr) |
+| toolchain | $(swift --version 2>/dev/null | head -1) |
+| command | \`make bench\` (as root: the whole-process figures place a PAM service in /etc/pam.d) |
+
+\`\`\`
+HEADER
+cat "$table"
+cat <<MIDDLE
+\`\`\`
+
+The same run as JSON (\`gatekeeper-bench --json\` prints it alone):
+
+\`\`\`json
+MIDDLE
+python3 -m json.tool "$json"
+echo '```'
