@@ -89,7 +89,7 @@ func report(_ table: String, json: String) {
     let object = trimmed.dropLast() + ",\"goals\":\(Goals.json())}"
     let arguments = CommandLine.arguments
     if let flag = arguments.firstIndex(of: "--json-file"), flag + 1 < arguments.count {
-        FileManager.default.createFile(atPath: arguments[flag + 1], contents: Data((object + "\n").utf8))
+        _ = FileManager.default.createFile(atPath: arguments[flag + 1], contents: Data((object + "\n").utf8))
     }
     if arguments.contains("--json") {
         print(object)
