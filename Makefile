@@ -54,14 +54,14 @@ build: deps
 run: build
 	@$(SWIFT) run --skip-build gatekeeper-repl $(ARGS)
 
-# One test at a time: many tests start a tool and wait for it, which holds one of the cooperative pool's
-# threads (as many as cores: two on CI) for the tool's whole run, fail delay included; run side by side,
-# such tests starve the tests that need the pool to make progress. Each test still runs its own
-# concurrency (a hundred logins at once, cancellation races) as it would anywhere.
 # The REPL against a throwaway OpenLDAP directory (Examples/ldap/demo.sh), stopped when the REPL ends.
 ldap-demo: build
 	@bash Examples/ldap/demo.sh $$($(SWIFT) build --show-bin-path)/gatekeeper-repl
 
+# One test at a time: many tests start a tool and wait for it, which holds one of the cooperative pool's
+# threads (as many as cores: two on CI) for the tool's whole run, fail delay included; run side by side,
+# such tests starve the tests that need the pool to make progress. Each test still runs its own
+# concurrency (a hundred logins at once, cancellation races) as it would anywhere.
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
