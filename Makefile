@@ -11,6 +11,10 @@
 #   make lint      check formatting with swift-format
 #   make fuzz-stacks  200,000 random provider stacks against libpam (make test runs 10,000 with a fixed
 #                  seed); STACK_SEED=N repeats a run
+#   make install   build in release mode and install the tools, manual pages, bash completion and an example
+#                  configuration under PREFIX (/usr/local), staged under DESTDIR if given
+#   make uninstall remove what make install installed (an edited configuration is kept)
+#   make deb       build the Debian package in .build/deb (dpkg-deb only); make test-package checks it
 
 SHELL := /bin/bash
 
@@ -29,12 +33,13 @@ SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/u
 # hashlib as the audit chain's; liboath (the one-time codes) with oathtool and pam_oath as their peers, and
 # libqrencode (enrolment's QR code) with the qrencode tool as its peer; libldap, and slapd, ldap-utils and
 # openssl for the throwaway directory server the LDAP tests start (slapd installed unconfigured: no system
-# directory is set up or started).
+# directory is set up or started); mandoc, lintian and bash-completion to check the manual pages, the
+# Debian package and the completion.
 DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin libpam-wrapper pamtester gcc \
 	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3 liboath-dev oathtool libpam-oath \
-	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl
+	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl mandoc lintian bash-completion
 
-.PHONY: deps build run ldap-demo test bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
+.PHONY: deps build run ldap-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
 
 deps:
 	@missing=""; \
@@ -65,14 +70,39 @@ ldap-demo: build
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
-	$(MAKE) --no-print-directory bench-smoke fuzz-smoke
+	$(MAKE) --no-print-directory bench-smoke fuzz-smoke test-package
+
+# The tools as they ship: release mode, the Swift runtime linked statically (each run starts faster and
+# smaller than with the runtime's shared libraries, and needs nothing from the toolchain), no run path.
+VERSION := 0.1.0
+PREFIX ?= /usr/local
+STATIC_BUILD = $(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath --scratch-path .build/static
+TOOLS := gatekeeper-run gatekeeper-passwd gatekeeper-repl gatekeeper-pam-helper
+
+release: deps
+	for tool in $(TOOLS); do $(STATIC_BUILD) --product $$tool || exit 1; done
+
+install: release
+	PREFIX='$(PREFIX)' SYSCONFDIR='$(SYSCONFDIR)' DESTDIR='$(DESTDIR)' BUILD=.build/static/release \
+		bash Packaging/install.sh install
+
+uninstall:
+	PREFIX='$(PREFIX)' SYSCONFDIR='$(SYSCONFDIR)' DESTDIR='$(DESTDIR)' bash Packaging/install.sh uninstall
+
+deb: release
+	VERSION=$(VERSION) BUILD=.build/static/release bash Packaging/deb.sh .build/deb
+
+# The package and the installation, checked: lintian, the manual pages, an install of the .deb (as root;
+# unpacked into a directory otherwise) that runs the tools with no toolchain, and its removal.
+test-package: deb
+	VERSION=$(VERSION) bash Packaging/test-package.sh .build/deb/swift-gatekeeper_$(VERSION)_$$(dpkg --print-architecture).deb
 
 bench: deps
 	$(SWIFT) build -c release --product gatekeeper-bench
 	# The whole-process figures measure gatekeeper-run as a tool ships: the Swift runtime linked in
 	# statically (dynamically linked, `gatekeeper-run --help` took 1.8 ms and 3.7 MiB more when measured).
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build/static --product gatekeeper-run
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build/static --product gatekeeper-passwd
+	$(STATIC_BUILD) --product gatekeeper-run
+	$(STATIC_BUILD) --product gatekeeper-passwd
 	mkdir -p .build/bench
 	set -o pipefail; GATEKEEPER_RUN=.build/static/release/gatekeeper-run \
 		GATEKEEPER_PASSWD=.build/static/release/gatekeeper-passwd \

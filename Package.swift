@@ -245,6 +245,10 @@ let package = Package(
         ),
         .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "TestSupport"]),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),
+        // The manual pages and the bash completion, against the tools as built.
+        .testTarget(
+            name: "PackagingTests",
+            dependencies: ["gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -17,7 +17,7 @@ public enum PAMProviderPlugin: AuthProviderPlugin {
         ProviderOption(
             "isolated", valueName: "yes|no", help: "run each transaction in gatekeeper-pam-helper, a process of its own"
         ),
-        ProviderOption("pam-helper", valueName: "PATH", help: "that helper (default: next to this program)"),
+        ProviderOption("pam-helper", valueName: "PATH", help: "that helper (default: PREFIX/libexec/gatekeeper)"),
     ]
 
     public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
@@ -33,7 +33,7 @@ public enum PAMProviderPlugin: AuthProviderPlugin {
         case "yes": break
         case let other: throw .invalidValue(option: "isolated", value: other, expected: "yes or no")
         }
-        let helper = options["pam-helper"] ?? Self.helperNextToThisProgram()
+        let helper = options["pam-helper"] ?? Self.defaultHelper()
         var arguments = ["--service", service]
         if let directory = options["pam-dir"] { arguments += ["--pam-dir", directory] }
         // PAM modules may wait seconds (a fail delay, a network check); the person types for as long.
@@ -41,14 +41,14 @@ public enum PAMProviderPlugin: AuthProviderPlugin {
         return IsolatedPAMProvider(helper: ConversationHelperProvider(settings, name: name), service: service)
     }
 
-    /// `gatekeeper-pam-helper` in the directory of the running program.
-    static func helperNextToThisProgram() -> String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard count > 0 else { return "/usr/libexec/gatekeeper/gatekeeper-pam-helper" }
-        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let directory = path[..<(path.lastIndex(of: "/") ?? path.endIndex)]
-        return directory + "/gatekeeper-pam-helper"
+    /// `gatekeeper-pam-helper` in the directory of the running program (the build tree), or where it is
+    /// installed: `PREFIX/libexec/gatekeeper` for a program in `PREFIX/bin`.
+    static func defaultHelper() -> String {
+        if let directory = Installation.executableDirectory() {
+            let nextToProgram = directory + "/gatekeeper-pam-helper"
+            if access(nextToProgram, F_OK) == 0 { return nextToProgram }
+        }
+        return Installation.helperDirectory + "/gatekeeper-pam-helper"
     }
 }
 

@@ -1,3 +1,4 @@
+import GatekeeperSupport
 public import ProviderPlugins
 
 #if canImport(Glibc)
@@ -8,8 +9,10 @@ public import ProviderPlugins
 
 /// Finding shared-object plugins by the name a configuration gives them.
 public enum SharedObjectPlugins {
-    /// Where a short name (`example`) is looked for, as `DIRECTORY/NAME.so`.
-    public static let directory = "/usr/lib/gatekeeper/plugins"
+    /// Where a short name (`example`) is looked for, as `DIRECTORY/NAME.so`: `PREFIX/lib/gatekeeper/plugins`
+    /// for a tool installed in `PREFIX/bin` (`/usr/lib/gatekeeper/plugins` from the Debian package),
+    /// `/usr/lib/gatekeeper/plugins` for one elsewhere.
+    public static var directory: String { Installation.pluginDirectory }
 
     /// A resolver for ``ProviderRegistry/resolving(with:)``: an absolute path loads that file; a short name
     /// (letters, digits, `-`, `_`) loads `directory/NAME.so` if there is one; a relative path is refused.

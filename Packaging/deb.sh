@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds swift-gatekeeper's Debian package from the release binaries, with dpkg-deb alone (make deb).
+#   Packaging/deb.sh OUTPUT_DIRECTORY      prints the path of the .deb
+# Environment: VERSION (the package's version), BUILD (the directory holding the release binaries).
+#
+# The files are placed by install.sh (PREFIX=/usr, SYSCONFDIR=/etc), so `make install` and the package
+# install the same things; Depends comes from dpkg-shlibdeps reading the binaries.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+output=${1:?usage: deb.sh OUTPUT_DIRECTORY}
+version=${VERSION:?VERSION is not set}
+package=swift-gatekeeper
+architecture=$(dpkg --print-architecture)
+
+stage=$(mktemp -d)
+work=$(mktemp -d)
+trap 'rm -rf "$stage" "$work"' EXIT
+chmod 0755 "$stage"
+
+PREFIX=/usr SYSCONFDIR=/etc DESTDIR=$stage bash "$here/install.sh" install >/dev/null
+
+# Debian's places and forms: manual pages compressed, the copyright and changelog in the doc directory.
+gzip -9n "$stage"/usr/share/man/man*/*
+doc=$stage/usr/share/doc/$package
+install -d -m 0755 "$doc"
+install -m 0644 "$here/debian/copyright" "$doc/copyright"
+gzip -9n <"$here/debian/changelog" >"$doc/changelog.gz"
+chmod 0644 "$doc/changelog.gz"
+
+# The Debian libraries the binaries link, as dpkg-shlibdeps finds them (it wants a debian/control).
+mkdir -p "$work/debian"
+printf 'Source: %s\n\nPackage: %s\nArchitecture: any\n' "$package" "$package" >"$work/debian/control"
+depends=$(cd "$work" && dpkg-shlibdeps -O -e"$stage/usr/bin/gatekeeper-run" -e"$stage/usr/bin/gatekeeper-passwd" \
+    -e"$stage/usr/bin/gatekeeper-repl" -e"$stage/usr/libexec/gatekeeper/gatekeeper-pam-helper" 2>"$work/shlibdeps.log" |
+    sed -n 's/^shlibs:Depends=//p')
+[[ -n $depends ]] || {
+    cat "$work/shlibdeps.log" >&2
+    echo "deb.sh: dpkg-shlibdeps found no dependencies" >&2
+    exit 1
+}
+
+install -d -m 0755 "$stage/DEBIAN"
+cat >"$stage/DEBIAN/control" <<CONTROL
+Package: $package
+Version: $version
+Architecture: $architecture
+Maintainer: swift-gatekeeper maintainers <maintainers@gatekeeper.example>
+Installed-Size: $(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+Depends: $depends
+Suggests: libpam-modules, pamtester
+Section: admin
+Priority: optional
+Description: run commands only after a login checked by PAM, a users file or LDAP
+ swift-gatekeeper's tools put a login in front of any command. gatekeeper-run
+ runs a command only for a user who signed in (and, if asked, belongs to a
+ group), through PAM, an htpasswd-compatible users file, one-time codes
+ (pam_oath's file), an LDAP directory, helper programs or plugins, stacked with
+ Linux-PAM's semantics in a configuration file. Failed logins are counted in
+ pam_faillock's format and audited to syslog or a hash-chained JSON log.
+ .
+ gatekeeper-passwd manages the users file (htpasswd-compatible) and pam_oath's
+ users file; gatekeeper-repl is a terminal demonstration.
+CONTROL
+echo /etc/gatekeeper/gatekeeper.conf >"$stage/DEBIAN/conffiles"
+install -m 0755 "$here/debian/postrm" "$stage/DEBIAN/postrm"
+(cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) \
+    >"$stage/DEBIAN/md5sums"
+chmod 0644 "$stage/DEBIAN/control" "$stage/DEBIAN/conffiles" "$stage/DEBIAN/md5sums"
+
+mkdir -p "$output"
+deb=$output/${package}_${version}_${architecture}.deb
+dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" >/dev/null
+echo "$deb"

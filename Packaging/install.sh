@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Installs swift-gatekeeper's tools and their files, or removes exactly those (make install, make uninstall).
+#   Packaging/install.sh install|uninstall|list
+# Environment: PREFIX (default /usr/local); SYSCONFDIR (default /etc for PREFIX=/usr, else PREFIX/etc);
+# DESTDIR, a staging root put before every path (default none); BUILD, the directory holding the release
+# binaries (default .build/static/release); NOSTRIP=1 installs the binaries with their symbols.
+#
+# The example configuration is installed only where there is none, and removed only if unchanged: an
+# administrator's configuration is never overwritten or deleted.
+set -euo pipefail
+
+action=${1:-}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+PREFIX=${PREFIX:-/usr/local}
+if [[ -z ${SYSCONFDIR:-} ]]; then
+    if [[ $PREFIX == /usr ]]; then SYSCONFDIR=/etc; else SYSCONFDIR=$PREFIX/etc; fi
+fi
+DESTDIR=${DESTDIR:-}
+BUILD=${BUILD:-$root/.build/static/release}
+
+fail() {
+    echo "install.sh: $*" >&2
+    exit 1
+}
+for path in "$PREFIX" "$SYSCONFDIR"; do
+    [[ $path == /* && $path != *..* ]] || fail "PREFIX and SYSCONFDIR must be absolute paths without .. ($path)"
+done
+[[ -z $DESTDIR || $DESTDIR == /* ]] || fail "DESTDIR must be an absolute path ($DESTDIR)"
+
+bindir=$PREFIX/bin
+helperdir=$PREFIX/libexec/gatekeeper
+plugindir=$PREFIX/lib/gatekeeper/plugins
+mandir=$PREFIX/share/man
+completiondir=$PREFIX/share/bash-completion/completions
+confdir=$SYSCONFDIR/gatekeeper
+configuration=$confdir/gatekeeper.conf
+
+# What is installed, one line each: mode, source, destination.
+files() {
+    local tool page
+    for tool in gatekeeper-run gatekeeper-passwd gatekeeper-repl; do
+        echo "0755 $BUILD/$tool $bindir/$tool"
+    done
+    echo "0755 $BUILD/gatekeeper-pam-helper $helperdir/gatekeeper-pam-helper"
+    for page in gatekeeper-run.1 gatekeeper-passwd.1 gatekeeper-repl.1; do
+        echo "0644 $root/man/$page $mandir/man1/$page"
+    done
+    echo "0644 $root/man/gatekeeper.conf.5 $mandir/man5/gatekeeper.conf.5"
+    echo "0644 $here/bash-completion/gatekeeper $completiondir/gatekeeper-run"
+}
+# Completion is looked up by command name: the other tools' names link to the one script.
+links="gatekeeper-passwd gatekeeper-repl"
+# Directories the installation creates and owns, deepest first (removed when empty).
+owned_directories() {
+    echo "$plugindir $PREFIX/lib/gatekeeper $helperdir $confdir"
+}
+
+install_all() {
+    local mode source destination name
+    while read -r mode source destination; do
+        [[ -f $source ]] || fail "$source is missing; build first (make install builds it)"
+        install -d -m 0755 "$DESTDIR$(dirname "$destination")"
+        install -m "$mode" "$source" "$DESTDIR$destination"
+        if [[ $mode == 0755 && ${NOSTRIP:-} != 1 ]]; then strip --strip-unneeded --remove-section=.comment "$DESTDIR$destination"; fi
+        echo "installed $destination"
+    done < <(files)
+    for name in $links; do
+        ln -sfn gatekeeper-run "$DESTDIR$completiondir/$name"
+        echo "installed $completiondir/$name"
+    done
+    install -d -m 0755 "$DESTDIR$plugindir"
+    install -d -m 0755 "$DESTDIR$confdir"
+    if [[ -e $DESTDIR$configuration || -L $DESTDIR$configuration ]]; then
+        if cmp -s "$here/gatekeeper.conf" "$DESTDIR$configuration"; then
+            echo "installed $configuration"
+        else
+            echo "kept $configuration as it is (the example is $mandir/man5/gatekeeper.conf.5's EXAMPLES)"
+        fi
+    else
+        install -m 0644 "$here/gatekeeper.conf" "$DESTDIR$configuration"
+        echo "installed $configuration"
+    fi
+}
+
+uninstall_all() {
+    local mode source destination name directory
+    while read -r mode source destination; do
+        if [[ -e $DESTDIR$destination || -L $DESTDIR$destination ]]; then
+            rm -f "$DESTDIR$destination"
+            echo "removed $destination"
+        fi
+    done < <(files)
+    for name in $links; do
+        if [[ -L $DESTDIR$completiondir/$name ]]; then
+            rm -f "$DESTDIR$completiondir/$name"
+            echo "removed $completiondir/$name"
+        fi
+    done
+    if [[ -f $DESTDIR$configuration ]]; then
+        if cmp -s "$here/gatekeeper.conf" "$DESTDIR$configuration"; then
+            rm -f "$DESTDIR$configuration"
+            echo "removed $configuration"
+        else
+            echo "kept $configuration: it was changed"
+        fi
+    fi
+    for directory in $(owned_directories); do
+        [[ -d $DESTDIR$directory ]] && rmdir --ignore-fail-on-non-empty "$DESTDIR$directory"
+    done
+    return 0
+}
+
+case $action in
+install) install_all ;;
+uninstall) uninstall_all ;;
+list)
+    files | cut -d' ' -f3
+    for name in $links; do echo "$completiondir/$name"; done
+    echo "$configuration"
+    ;;
+*) fail "usage: install.sh install|uninstall|list" ;;
+esac

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Checks the Debian package and the installation (make test-package, run by make test):
+#   Packaging/test-package.sh PACKAGE.deb
+# 1. lintian reports no error or warning;
+# 2. make install's script into a staging directory installs what it lists, and uninstall removes all of
+#    it but an edited configuration;
+# 3. as root, the package is installed for real, its tools run with nothing from the toolchain (ldd),
+#    a mock login and an isolated PAM login work from the installed files, the manual pages and the
+#    completion are where man and bash look; removing it leaves only the conffile, purging leaves nothing.
+#    Not root: the package is unpacked into a directory and its tools run from there (install skipped).
+set -euo pipefail
+
+deb=$(realpath "${1:?usage: test-package.sh PACKAGE.deb}")
+here=$(cd "$(dirname "$0")" && pwd)
+package=swift-gatekeeper
+scratch=$(mktemp -d)
+installed_by_test=0
+cleanup() {
+    if ((installed_by_test)); then dpkg --purge "$package" >/dev/null 2>&1 || true; fi
+    rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+checks=0
+fail() {
+    echo "test-package: FAILED: $*" >&2
+    exit 1
+}
+pass() {
+    checks=$((checks + 1))
+    echo "test-package: ok: $*"
+}
+
+# 1. lintian.
+lintian_output=$(lintian --allow-root --fail-on error,warning "$deb" 2>&1) || fail "lintian: $lintian_output"
+pass "lintian reports no error or warning"
+
+# 2. make install / make uninstall, staged.
+stage=$scratch/stage
+PREFIX=/usr/local DESTDIR=$stage bash "$here/install.sh" install >/dev/null
+expected=$(PREFIX=/usr/local bash "$here/install.sh" list | sort)
+actual=$(cd "$stage" && find . \( -type f -o -type l \) -printf '/%P\n' | sort)
+[[ $expected == "$actual" ]] || fail "make install placed other files than it lists:"$'\n'"$(diff <(echo "$expected") <(echo "$actual"))"
+[[ -d $stage/usr/local/lib/gatekeeper/plugins ]] || fail "make install made no plugin directory"
+[[ $(readlink "$stage/usr/local/share/bash-completion/completions/gatekeeper-passwd") == gatekeeper-run ]] ||
+    fail "the completion link of gatekeeper-passwd"
+pass "make install places exactly what it lists, under PREFIX=/usr/local"
+echo "# edited" >>"$stage/usr/local/etc/gatekeeper/gatekeeper.conf"
+PREFIX=/usr/local DESTDIR=$stage bash "$here/install.sh" install >/dev/null
+grep -q "^# edited" "$stage/usr/local/etc/gatekeeper/gatekeeper.conf" || fail "make install overwrote an edited configuration"
+PREFIX=/usr/local DESTDIR=$stage bash "$here/install.sh" uninstall >/dev/null
+left=$(cd "$stage" && find . \( -type f -o -type l \) -printf '/%P\n')
+[[ $left == /usr/local/etc/gatekeeper/gatekeeper.conf ]] || fail "make uninstall left: $left"
+[[ ! -e $stage/usr/local/lib/gatekeeper && ! -e $stage/usr/local/libexec/gatekeeper ]] ||
+    fail "make uninstall left the gatekeeper directories"
+rm "$stage/usr/local/etc/gatekeeper/gatekeeper.conf"
+PREFIX=/usr/local DESTDIR=$stage bash "$here/install.sh" install >/dev/null
+PREFIX=/usr/local DESTDIR=$stage bash "$here/install.sh" uninstall >/dev/null
+left=$(cd "$stage" && find . \( -type f -o -type l \) -printf '/%P\n')
+[[ -z $left ]] || fail "make uninstall left: $left"
+pass "make install keeps an edited configuration, make uninstall removes everything else (and the unchanged example)"
+
+# What the package holds.
+contents=$(dpkg-deb --contents "$deb")
+for path in ./usr/bin/gatekeeper-run ./usr/bin/gatekeeper-passwd ./usr/bin/gatekeeper-repl \
+    ./usr/libexec/gatekeeper/gatekeeper-pam-helper ./usr/lib/gatekeeper/plugins/ \
+    ./usr/share/man/man1/gatekeeper-run.1.gz ./usr/share/man/man5/gatekeeper.conf.5.gz \
+    ./usr/share/bash-completion/completions/gatekeeper-run ./etc/gatekeeper/gatekeeper.conf \
+    ./usr/share/doc/swift-gatekeeper/copyright; do
+    grep -q " $path\( \|$\)" <<<"$contents" || fail "the package lacks $path"
+done
+[[ $(dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles) == /etc/gatekeeper/gatekeeper.conf ]] ||
+    fail "the configuration is not a conffile"
+depends=$(dpkg-deb --field "$deb" Depends)
+for library in libc6 libpam0g libcrypt1 libaprutil1 libldap liboath0 libqrencode4; do
+    grep -q "$library" <<<"$depends" || fail "Depends lacks $library: $depends"
+done
+grep -qi "swift" <<<"$depends" && fail "Depends names a Swift package: $depends"
+pass "the package holds the tools, pages, completion and conffile, and depends on: $depends"
+
+toolchain=$(dirname "$(dirname "$(realpath "$(command -v swift)")")")
+# Runs the tools of an installation rooted at $1 (/ or an unpacked copy) with a clean environment.
+check_tools() {
+    local root=$1 tool output status
+    for tool in "$root/usr/bin/gatekeeper-run" "$root/usr/bin/gatekeeper-passwd" "$root/usr/bin/gatekeeper-repl" \
+        "$root/usr/libexec/gatekeeper/gatekeeper-pam-helper"; do
+        output=$(ldd "$tool")
+        grep -q "not found" <<<"$output" && fail "$tool misses a library: $output"
+        grep -q "$toolchain" <<<"$output" && fail "$tool loads from the toolchain ($toolchain): $output"
+        grep -qi "libswift\|libFoundation\|libdispatch" <<<"$output" && fail "$tool links a Swift library: $output"
+    done
+    pass "the tools load nothing from the toolchain ($toolchain) and no Swift library (ldd)"
+
+    output=$(env -i PATH=/usr/bin:/bin "$root/usr/bin/gatekeeper-run" --help) || fail "gatekeeper-run --help failed"
+    [[ $output == "usage: gatekeeper-run"* ]] || fail "gatekeeper-run --help: $output"
+    local state=$scratch/state-$RANDOM
+    install -d -m 0700 "$state"
+    output=$(echo wonderland | env -i PATH=/usr/bin:/bin "$root/usr/bin/gatekeeper-run" --provider mock --delay 0 \
+        --user alice --password-stdin --state-dir "$state" -- sh -c 'echo "signed in: $GATEKEEPER_USER"')
+    [[ $output == "signed in: alice" ]] || fail "a mock login ran: $output"
+    status=0
+    echo wrong | env -i PATH=/usr/bin:/bin "$root/usr/bin/gatekeeper-run" --provider mock --delay 0 --user bob \
+        --password-stdin --state-dir "$state" -- sh -c 'echo ran' >"$scratch/out" 2>&1 || status=$?
+    [[ $status == 77 ]] || fail "a wrong password: exit $status: $(cat "$scratch/out")"
+    grep -q "^ran" "$scratch/out" && fail "a wrong password ran the command"
+    pass "a mock login runs the command, a wrong password does not (77)"
+}
+
+if [[ $(id -u) != 0 ]]; then
+    dpkg-deb -x "$deb" "$scratch/root"
+    check_tools "$scratch/root"
+    echo "test-package: skipped: installing and removing the package needs root (the unpacked tools were checked)"
+    echo "test-package: $checks checks passed"
+    exit 0
+fi
+
+# 3. Installed for real.
+if dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed"; then
+    fail "$package is already installed on this machine; remove it first (dpkg --purge $package)"
+fi
+installed_by_test=1
+dpkg --install "$deb" >/dev/null || fail "dpkg --install"
+listed=$(dpkg -L "$package")
+check_tools /
+
+# The isolated PAM provider finds its helper in /usr/libexec/gatekeeper by default: a service that denies
+# everyone is asked through it (77); without the helper the provider would be unavailable (69).
+pamdir=$scratch/pam.d
+install -d -m 0755 "$pamdir"
+printf 'auth required pam_deny.so\naccount required pam_deny.so\n' >"$pamdir/deny"
+printf 'delay 0\nrequired pam service=deny pam-dir=%s isolated=yes\n' "$pamdir" >"$scratch/deny.conf"
+chmod 0644 "$scratch/deny.conf"
+status=0
+echo secret | env -i PATH=/usr/bin:/bin gatekeeper-run --config "$scratch/deny.conf" --user nobody --password-stdin \
+    --state-dir "$scratch/state-pam" -- true >"$scratch/out" 2>&1 || status=$?
+[[ $status == 77 ]] || fail "an isolated PAM login through the installed helper: exit $status: $(cat "$scratch/out")"
+pass "an isolated PAM login runs the installed /usr/libexec/gatekeeper/gatekeeper-pam-helper"
+
+[[ $(man -w gatekeeper-run) == /usr/share/man/man1/gatekeeper-run.1.gz ]] || fail "man -w gatekeeper-run"
+[[ $(man -w 5 gatekeeper.conf) == /usr/share/man/man5/gatekeeper.conf.5.gz ]] || fail "man -w 5 gatekeeper.conf"
+page=$(MANWIDTH=80 man gatekeeper-passwd 2>/dev/null) || fail "man gatekeeper-passwd failed"
+[[ $page == *"SYNOPSIS"*"gatekeeper-passwd add|set|delete"* ]] || fail "man gatekeeper-passwd: $page"
+pass "man finds and renders the installed pages"
+completions=$(bash -c 'source /usr/share/bash-completion/bash_completion 2>/dev/null || true
+    _completion_loader gatekeeper-passwd 2>/dev/null || source /usr/share/bash-completion/completions/gatekeeper-passwd
+    COMP_WORDS=(gatekeeper-run --provider ""); COMP_CWORD=2; _gatekeeper_run; echo "${COMPREPLY[*]}"')
+[[ $completions == *"mock"*"ldap"* ]] || fail "bash completion from the installed script: $completions"
+pass "bash loads the installed completion by the command's name"
+gatekeeper-run --check-config /etc/gatekeeper/gatekeeper.conf >/dev/null || fail "the example configuration is invalid"
+pass "the installed example configuration is valid"
+
+# Removing: nothing but the conffile stays; purging: nothing at all.
+echo "# edited by the administrator" >>/etc/gatekeeper/gatekeeper.conf
+dpkg --remove "$package" >/dev/null || fail "dpkg --remove"
+while read -r path; do
+    [[ $path == /etc/gatekeeper/gatekeeper.conf || $path == /etc/gatekeeper ]] && continue
+    if [[ -d $path && ! -L $path ]]; then
+        case $path in
+        /usr/lib/gatekeeper* | /usr/libexec/gatekeeper | /usr/share/doc/$package)
+            fail "dpkg --remove left the directory $path" ;;
+        esac
+    elif [[ -e $path || -L $path ]]; then
+        fail "dpkg --remove left $path"
+    fi
+done <<<"$listed"
+grep -q "edited by the administrator" /etc/gatekeeper/gatekeeper.conf || fail "dpkg --remove lost the edited conffile"
+[[ $(dpkg-query -W -f='${Status}' "$package") == "deinstall ok config-files" ]] || fail "the package state after removal"
+pass "dpkg --remove leaves only the (edited) conffile"
+dpkg --purge "$package" >/dev/null || fail "dpkg --purge"
+installed_by_test=0
+[[ ! -e /etc/gatekeeper ]] || fail "dpkg --purge left /etc/gatekeeper"
+pass "dpkg --purge leaves nothing"
+echo "test-package: $checks checks passed"
