@@ -33,11 +33,13 @@ SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/u
 # hashlib as the audit chain's; liboath (the one-time codes) with oathtool and pam_oath as their peers, and
 # libqrencode (enrolment's QR code) with the qrencode tool as its peer; libldap, and slapd, ldap-utils and
 # openssl for the throwaway directory server the LDAP tests start (slapd installed unconfigured: no system
-# directory is set up or started); mandoc, lintian and bash-completion to check the manual pages, the
-# Debian package and the completion.
+# directory is set up or started); mandoc, groff and man-db (lexgrog, man), lintian and bash-completion to
+# check the manual pages, the Debian package and the completion, and dpkg-dev (dpkg-shlibdeps) and
+# binutils (strip) to build the package.
 DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin libpam-wrapper pamtester gcc \
 	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3 liboath-dev oathtool libpam-oath \
-	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl mandoc lintian bash-completion
+	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl mandoc lintian bash-completion \
+	dpkg-dev man-db groff-base binutils
 
 .PHONY: deps build run ldap-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
 

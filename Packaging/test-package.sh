@@ -136,11 +136,16 @@ echo secret | env -i PATH=/usr/bin:/bin gatekeeper-run --config "$scratch/deny.c
 [[ $status == 77 ]] || fail "an isolated PAM login through the installed helper: exit $status: $(cat "$scratch/out")"
 pass "an isolated PAM login runs the installed /usr/libexec/gatekeeper/gatekeeper-pam-helper"
 
-[[ $(man -w gatekeeper-run) == /usr/share/man/man1/gatekeeper-run.1.gz ]] || fail "man -w gatekeeper-run"
-[[ $(man -w 5 gatekeeper.conf) == /usr/share/man/man5/gatekeeper.conf.5.gz ]] || fail "man -w 5 gatekeeper.conf"
-page=$(MANWIDTH=80 man gatekeeper-passwd 2>/dev/null) || fail "man gatekeeper-passwd failed"
-[[ $page == *"SYNOPSIS"*"gatekeeper-passwd add|set|delete"* ]] || fail "man gatekeeper-passwd: $page"
-pass "man finds and renders the installed pages"
+if [[ ! -e /usr/share/man/man1/gatekeeper-run.1.gz ]] &&
+    grep -Eqs '^path-exclude[= ]+/usr/share/man' /etc/dpkg/dpkg.cfg /etc/dpkg/dpkg.cfg.d/*; then
+    echo "test-package: skipped: this machine's dpkg leaves out manual pages (path-exclude /usr/share/man)"
+else
+    [[ $(man -w gatekeeper-run) == /usr/share/man/man1/gatekeeper-run.1.gz ]] || fail "man -w gatekeeper-run"
+    [[ $(man -w 5 gatekeeper.conf) == /usr/share/man/man5/gatekeeper.conf.5.gz ]] || fail "man -w 5 gatekeeper.conf"
+    page=$(MANWIDTH=80 man gatekeeper-passwd 2>/dev/null) || fail "man gatekeeper-passwd failed"
+    [[ $page == *"SYNOPSIS"*"gatekeeper-passwd add|set|delete"* ]] || fail "man gatekeeper-passwd: $page"
+    pass "man finds and renders the installed pages"
+fi
 completions=$(bash -c 'source /usr/share/bash-completion/bash_completion 2>/dev/null || true
     _completion_loader gatekeeper-passwd 2>/dev/null || source /usr/share/bash-completion/completions/gatekeeper-passwd
     COMP_WORDS=(gatekeeper-run --provider ""); COMP_CWORD=2; _gatekeeper_run; echo "${COMPREPLY[*]}"')
