@@ -99,7 +99,7 @@ let package = Package(
 
         .target(
             name: "LDAPProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "OfflineCache", "CLDAP"],
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "OfflineCache", "CLDAPLoader"],
             path: "Plugins/LDAPProvider"
         ),
 
@@ -113,6 +113,9 @@ let package = Package(
         .systemLibrary(name: "CAPRUtil", providers: [.apt(["libaprutil1-dev"])]),
         .systemLibrary(name: "COath", pkgConfig: "liboath", providers: [.apt(["liboath-dev"])]),
         .systemLibrary(name: "CLDAP", pkgConfig: "ldap", providers: [.apt(["libldap-dev"])]),
+        // libldap loaded when the first LDAP provider is made, not linked: linked, it (and GnuTLS with it)
+        // costs every run of every tool about 2 ms of start-up. Its headers come from libldap-dev.
+        .target(name: "CLDAPLoader", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
 
         // Executables.

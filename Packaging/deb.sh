@@ -39,6 +39,21 @@ depends=$(cd "$work" && dpkg-shlibdeps -O -e"$stage/usr/bin/gatekeeper-run" -e"$
     echo "deb.sh: dpkg-shlibdeps found no dependencies" >&2
     exit 1
 }
+# libldap is loaded when an LDAP provider is made, not linked (see Sources/CLDAPLoader), so
+# dpkg-shlibdeps cannot see it: the package that has the soname the tools load is added by hand.
+soname=$(grep -aoE 'libldap[-_.a-z0-9]*\.so\.[0-9]+' "$stage/usr/bin/gatekeeper-run" | sort -u)
+[[ $(wc -l <<<"$soname") == 1 && -n $soname ]] || {
+    echo "deb.sh: expected one libldap soname in gatekeeper-run, found: $soname" >&2
+    exit 1
+}
+library=$(ldconfig -p | awk -v soname="$soname" '$1 == soname { print $NF; exit }')
+[[ -n $library ]] || {
+    echo "deb.sh: $soname is not installed here" >&2
+    exit 1
+}
+owner=$(dpkg -S "$(realpath "$library")" | head -1 | cut -d: -f1)
+upstream=$(dpkg-query -W -f='${Version}' "$owner" | sed 's/^[0-9]*://; s/-[^-]*$//')
+depends="$depends, $owner (>= $upstream)"
 
 install -d -m 0755 "$stage/DEBIAN"
 cat >"$stage/DEBIAN/control" <<CONTROL

@@ -88,8 +88,9 @@ check_tools() {
         grep -q "not found" <<<"$output" && fail "$tool misses a library: $output"
         grep -q "$toolchain" <<<"$output" && fail "$tool loads from the toolchain ($toolchain): $output"
         grep -qi "libswift\|libFoundation\|libdispatch" <<<"$output" && fail "$tool links a Swift library: $output"
+        grep -q "libldap\|libgnutls" <<<"$output" && fail "$tool links libldap, which is loaded on demand: $output"
     done
-    pass "the tools load nothing from the toolchain ($toolchain) and no Swift library (ldd)"
+    pass "the tools load nothing from the toolchain ($toolchain), no Swift library and not libldap (ldd)"
 
     output=$(env -i PATH=/usr/bin:/bin "$root/usr/bin/gatekeeper-run" --help) || fail "gatekeeper-run --help failed"
     [[ $output == "usage: gatekeeper-run"* ]] || fail "gatekeeper-run --help: $output"

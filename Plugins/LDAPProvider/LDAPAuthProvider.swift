@@ -1,5 +1,5 @@
 public import Authentication
-import CLDAP
+import CLDAPLoader
 import GatekeeperSupport
 
 #if canImport(Glibc)
@@ -79,6 +79,14 @@ public final class LDAPAuthProvider: AuthProvider {
     /// The most connections this provider had open at once, and how many it made: for tests and `make bench`.
     public var connectionStatistics: (mostOpen: Int, made: Int) { (pool.mostOpen, pool.made) }
     static let threads = ThreadPool(name: "gatekeeper.ldap", maxThreads: 32, maxIdle: 4)
+
+    /// Why libldap cannot be loaded (it is loaded when first needed, not when the program starts), or
+    /// `nil` once it is loaded.
+    public static var libraryProblem: String? {
+        var error: UnsafePointer<CChar>?
+        guard gatekeeper_ldap_load(&error) != 0 else { return nil }
+        return error.map { String(cString: $0) } ?? "libldap cannot be loaded"
+    }
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -166,7 +174,7 @@ final class LDAPConnectionSlot: @unchecked Sendable {
         cancelled = true
         guard let handle else { return false }
         var socket: Int32 = -1
-        guard ldap_get_option(handle, LDAP_OPT_DESC, &socket) == LDAP_OPT_SUCCESS, socket >= 0 else { return false }
+        guard gk_ldap_get_option(handle, LDAP_OPT_DESC, &socket) == LDAP_OPT_SUCCESS, socket >= 0 else { return false }
         Glibc.shutdown(socket, Int32(SHUT_RDWR))
         return true
     }
@@ -252,35 +260,36 @@ struct LDAPLogin {
 
     /// A new connection to `uri`, with its options set and TLS up.
     private func connect(_ uri: String) -> Result<OpaquePointer, Failure> {
+        if let problem = LDAPAuthProvider.libraryProblem { return .failure(.unavailable(problem)) }
         var made: OpaquePointer?
-        guard ldap_initialize(&made, uri) == LDAP_SUCCESS, let handle = made else {
+        guard gk_ldap_initialize(&made, uri) == LDAP_SUCCESS, let handle = made else {
             return .failure(.refused("not an LDAP URI"))
         }
         guard slot.set(handle) else {
-            ldap_unbind_ext_s(handle, nil, nil)
+            gk_ldap_unbind_ext_s(handle, nil, nil)
             return .failure(.unavailable("cancelled"))
         }
         defer { _ = slot.set(nil) }
         var version = LDAP_VERSION3
-        ldap_set_option(handle, LDAP_OPT_PROTOCOL_VERSION, &version)
+        gk_ldap_set_option(handle, LDAP_OPT_PROTOCOL_VERSION, &version)
         var timeout = timeval(
             tv_sec: Int(configuration.timeout.components.seconds),
             tv_usec: Int(configuration.timeout.components.attoseconds / 1_000_000_000_000))
-        ldap_set_option(handle, LDAP_OPT_NETWORK_TIMEOUT, &timeout)
-        ldap_set_option(handle, LDAP_OPT_TIMEOUT, &timeout)
+        gk_ldap_set_option(handle, LDAP_OPT_NETWORK_TIMEOUT, &timeout)
+        gk_ldap_set_option(handle, LDAP_OPT_TIMEOUT, &timeout)
         var demand = LDAP_OPT_X_TLS_HARD
-        ldap_set_option(handle, LDAP_OPT_X_TLS_REQUIRE_CERT, &demand)
+        gk_ldap_set_option(handle, LDAP_OPT_X_TLS_REQUIRE_CERT, &demand)
         if let caFile = configuration.caFile {
-            _ = caFile.withCString { ldap_set_option(handle, LDAP_OPT_X_TLS_CACERTFILE, $0) }
+            _ = caFile.withCString { gk_ldap_set_option(handle, LDAP_OPT_X_TLS_CACERTFILE, $0) }
         }
         var fresh: Int32 = 0
-        ldap_set_option(handle, LDAP_OPT_X_TLS_NEWCTX, &fresh)
+        gk_ldap_set_option(handle, LDAP_OPT_X_TLS_NEWCTX, &fresh)
         // No referrals: a server must not send the password to another.
-        ldap_set_option(handle, LDAP_OPT_REFERRALS, nil)
+        gk_ldap_set_option(handle, LDAP_OPT_REFERRALS, nil)
         if uri.hasPrefix("ldap://") && configuration.requiresTLS {
-            let status = ldap_start_tls_s(handle, nil, nil)
+            let status = gk_ldap_start_tls_s(handle, nil, nil)
             guard status == LDAP_SUCCESS else {
-                ldap_unbind_ext_s(handle, nil, nil)
+                gk_ldap_unbind_ext_s(handle, nil, nil)
                 return .failure(Self.failure(status, "StartTLS"))
             }
         }
@@ -365,10 +374,10 @@ struct LDAPLogin {
     /// A simple bind as `dn` asking for the password-policy control (slapd's ppolicy overlay answers it).
     private func bindWithPolicy(_ handle: OpaquePointer, _ dn: String, _ password: Secret) -> (Int32, Policy) {
         var request: UnsafeMutablePointer<LDAPControl>?
-        guard ldap_create_passwordpolicy_control(handle, &request) == LDAP_SUCCESS, let request else {
+        guard gk_ldap_create_passwordpolicy_control(handle, &request) == LDAP_SUCCESS, let request else {
             return (bind(handle, dn, password), Policy())
         }
-        defer { ldap_control_free(request) }
+        defer { gk_ldap_control_free(request) }
         var controls: [UnsafeMutablePointer<LDAPControl>?] = [request, nil]
         var messageID: Int32 = 0
         let sent = password.withUnsafeBytes { bytes in
@@ -376,29 +385,29 @@ struct LDAPLogin {
                 bv_len: ber_len_t(bytes.count),
                 bv_val: UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: CChar.self)))
             return controls.withUnsafeMutableBufferPointer {
-                ldap_sasl_bind(handle, dn, nil, &credential, $0.baseAddress, nil, &messageID)
+                gk_ldap_sasl_bind(handle, dn, nil, &credential, $0.baseAddress, nil, &messageID)
             }
         }
         guard sent == LDAP_SUCCESS else { return (sent, Policy()) }
         var timeout = timeval(tv_sec: Int(configuration.timeout.components.seconds), tv_usec: 0)
         var result: OpaquePointer?
-        let kind = ldap_result(handle, messageID, LDAP_MSG_ALL, &timeout, &result)
+        let kind = gk_ldap_result(handle, messageID, LDAP_MSG_ALL, &timeout, &result)
         guard kind > 0, let result else {
-            if let result { ldap_msgfree(result) }
+            if let result { gk_ldap_msgfree(result) }
             return (kind == 0 ? LDAP_TIMEOUT : LDAP_SERVER_DOWN, Policy())
         }
         var status: Int32 = 0
         var responses: UnsafeMutablePointer<UnsafeMutablePointer<LDAPControl>?>?
-        guard ldap_parse_result(handle, result, &status, nil, nil, nil, &responses, 1) == LDAP_SUCCESS else {
+        guard gk_ldap_parse_result(handle, result, &status, nil, nil, nil, &responses, 1) == LDAP_SUCCESS else {
             return (LDAP_SERVER_DOWN, Policy())
         }
-        defer { if let responses { ldap_controls_free(responses) } }
+        defer { if let responses { gk_ldap_controls_free(responses) } }
         var policy = Policy()
-        if let responses, let response = ldap_control_find(LDAP_CONTROL_PASSWORDPOLICYRESPONSE, responses, nil) {
+        if let responses, let response = gk_ldap_control_find(LDAP_CONTROL_PASSWORDPOLICYRESPONSE, responses, nil) {
             var expire: ber_int_t = -1
             var grace: ber_int_t = -1
             var error = PP_noError
-            if ldap_parse_passwordpolicy_control(handle, response, &expire, &grace, &error) == LDAP_SUCCESS {
+            if gk_ldap_parse_passwordpolicy_control(handle, response, &expire, &grace, &error) == LDAP_SUCCESS {
                 policy = Policy(error: error == PP_noError ? nil : error, grace: grace, expire: expire)
             }
         }
@@ -408,13 +417,13 @@ struct LDAPLogin {
     private func bind(_ handle: OpaquePointer, _ dn: String?, _ password: Secret?) -> Int32 {
         guard let dn, let password, password.count > 0 else {
             var empty = berval(bv_len: 0, bv_val: nil)
-            return ldap_sasl_bind_s(handle, "", nil, &empty, nil, nil, nil)
+            return gk_ldap_sasl_bind_s(handle, "", nil, &empty, nil, nil, nil)
         }
         return password.withUnsafeBytes { bytes in
             var credential = berval(
                 bv_len: ber_len_t(bytes.count),
                 bv_val: UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: CChar.self)))
-            return ldap_sasl_bind_s(handle, dn, nil, &credential, nil, nil, nil)
+            return gk_ldap_sasl_bind_s(handle, dn, nil, &credential, nil, nil, nil)
         }
     }
 
@@ -422,23 +431,24 @@ struct LDAPLogin {
         [LDAPEntry], Failure
     > {
         var result: OpaquePointer?
-        let status = ldap_search_ext_s(handle, base, LDAP_SCOPE_SUBTREE, filter, nil, 0, nil, nil, nil, limit, &result)
-        defer { if let result { ldap_msgfree(result) } }
+        let status = gk_ldap_search_ext_s(
+            handle, base, LDAP_SCOPE_SUBTREE, filter, nil, 0, nil, nil, nil, limit, &result)
+        defer { if let result { gk_ldap_msgfree(result) } }
         guard status == LDAP_SUCCESS || status == LDAP_SIZELIMIT_EXCEEDED, let result else {
             return .failure(Self.failure(status, "search"))
         }
         var entries: [LDAPEntry] = []
-        var message = ldap_first_entry(handle, result)
+        var message = gk_ldap_first_entry(handle, result)
         while let current = message {
             entries.append(LDAPEntry(handle: handle, message: current))
-            message = ldap_next_entry(handle, current)
+            message = gk_ldap_next_entry(handle, current)
         }
         if status == LDAP_SIZELIMIT_EXCEEDED && entries.count < Int(limit) { entries.append(entries.last!) }
         return .success(entries)
     }
 
     private static func failure(_ status: Int32, _ step: String) -> Failure {
-        let message = ldap_err2string(status).map { String(cString: $0) } ?? "error \(status)"
+        let message = gk_ldap_err2string(status).map { String(cString: $0) } ?? "error \(status)"
         switch status {
         case LDAP_SERVER_DOWN, LDAP_TIMEOUT, LDAP_CONNECT_ERROR, LDAP_UNAVAILABLE, LDAP_BUSY:
             return .unavailable("\(step): \(message)")
@@ -462,14 +472,14 @@ struct LDAPEntry {
     private var attributes: [String: [String]] = [:]
 
     init(handle: OpaquePointer, message: OpaquePointer) {
-        if let pointer = ldap_get_dn(handle, message) {
+        if let pointer = gk_ldap_get_dn(handle, message) {
             dn = String(cString: pointer)
-            ldap_memfree(pointer)
+            gk_ldap_memfree(pointer)
         } else {
             dn = ""
         }
         for name in ["uid", "cn", "uidNumber", "gidNumber", "homeDirectory", "loginShell", "memberOf"] {
-            guard let values = ldap_get_values_len(handle, message, name) else { continue }
+            guard let values = gk_ldap_get_values_len(handle, message, name) else { continue }
             var index = 0
             var list: [String] = []
             while let value = values[index] {
@@ -477,7 +487,7 @@ struct LDAPEntry {
                 if let text = String(validating: bytes, as: UTF8.self) { list.append(text) }
                 index += 1
             }
-            ldap_value_free_len(values)
+            gk_ldap_value_free_len(values)
             attributes[name] = list
         }
     }

@@ -1,4 +1,4 @@
-import CLDAP
+import CLDAPLoader
 import GatekeeperSupport
 
 #if canImport(Glibc)
@@ -29,7 +29,7 @@ final class LDAPConnectionPool: @unchecked Sendable {
     deinit {
         // Released on whatever thread lets go last; an unbind to a server that is gone must not raise SIGPIPE.
         BrokenPipes.suppressed {
-            for handles in idle.values { for handle in handles { ldap_unbind_ext_s(handle, nil, nil) } }
+            for handles in idle.values { for handle in handles { gk_ldap_unbind_ext_s(handle, nil, nil) } }
         }
         pthread_cond_destroy(freed)
         pthread_mutex_destroy(mutex)
@@ -60,7 +60,7 @@ final class LDAPConnectionPool: @unchecked Sendable {
             }
             // Full: close an idle connection to another server to make room, or wait for one.
             if let other = idle.first(where: { !$0.value.isEmpty })?.key, let handle = idle[other]?.popLast() {
-                ldap_unbind_ext_s(handle, nil, nil)
+                gk_ldap_unbind_ext_s(handle, nil, nil)
                 open -= 1
                 continue
             }
@@ -97,7 +97,7 @@ final class LDAPConnectionPool: @unchecked Sendable {
         if healthy {
             idle[uri, default: []].append(handle)
         } else {
-            ldap_unbind_ext_s(handle, nil, nil)
+            gk_ldap_unbind_ext_s(handle, nil, nil)
             open -= 1
         }
         pthread_cond_signal(freed)
@@ -119,7 +119,7 @@ final class LDAPConnectionPool: @unchecked Sendable {
         down[uri] = (Self.now() + backoff, backoff)
         // Its idle connections are of no use either.
         for handle in idle[uri] ?? [] {
-            ldap_unbind_ext_s(handle, nil, nil)
+            gk_ldap_unbind_ext_s(handle, nil, nil)
             open -= 1
         }
         idle[uri] = []

@@ -78,6 +78,7 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
                 throw .unusable(provider: name, reason: "bindpw_file \(file) \(why)")
             }
         }
+        if let reason = LDAPAuthProvider.libraryProblem { throw .unusable(provider: name, reason: reason) }
         let provider = LDAPAuthProvider(configuration)
         guard let cache = options["offline_cache"] else { return provider }
         var maxAge = Duration.seconds(7 * 86_400)
