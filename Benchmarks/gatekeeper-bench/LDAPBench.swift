@@ -33,7 +33,8 @@ struct LDAPBench {
         _ = try await logins(provider, 32)
         var figures = Figures(
             rawSeconds: .infinity, providerSeconds: .infinity, p50: 0, p99: 0, mostOpen: 0, bound: bound)
-        for _ in 0..<3 {
+        // Best of five interleaved rounds: slapd shares the machine's cores with both clients.
+        for _ in 0..<scaled(5) {
             let raw = gatekeeper_ldap_baseline(uri, caFile, base, "alice", "wonderland", Int32(figures.logins), 16)
             guard raw > 0 else { throw LDAPBenchError.rawLoginFailed }
             figures.rawSeconds = min(figures.rawSeconds, raw)
