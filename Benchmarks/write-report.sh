@@ -16,7 +16,7 @@ same run; goals are ratios, marked met or not. Figures vary between runs and mac
 | | |
 |---|---|
 | date | $(date -u +"%Y-%m-%d %H:%M UTC") |
-| commit | $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo " (with uncommitted changes)") |
+| commit | $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- . ':!BENCHMARKS.md' 2>/dev/null || echo " (with uncommitted changes)") |
 | machine | $(nproc) × ${cpu:-unknown CPU}, ${memory}, $(uname -sr) |
 | toolchain | $(swift --version 2>/dev/null | head -1) |
 | command | \`make bench\` (as root: the whole-process figures place a PAM service in /etc/pam.d) |
