@@ -24,9 +24,10 @@ package enum Installation {
 
     /// `PREFIX` when `directory` is `PREFIX/bin`; `nil` otherwise.
     package static func prefix(ofExecutableDirectory directory: String) -> String? {
-        guard directory.hasSuffix("/bin") else { return nil }
-        let prefix = String(directory.dropLast(4))
-        return prefix.isEmpty ? "" : prefix
+        // Compared as bytes, as the kernel names files.
+        let bytes = Array(directory.utf8)
+        guard bytes.count >= 4, bytes.suffix(4).elementsEqual("/bin".utf8) else { return nil }
+        return String(decoding: bytes.dropLast(4), as: UTF8.self)
     }
 
     /// The installation prefix of the running tool (`/usr`, `/usr/local`, …), or `/usr` when it is not
