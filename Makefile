@@ -41,11 +41,16 @@ DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin lib
 	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl mandoc lintian bash-completion \
 	dpkg-dev man-db groff-base binutils
 
-.PHONY: deps build run ldap-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
+.PHONY: deps build-deps build run ldap-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
 
-deps:
+# What building the tools alone needs (make install, make deb): headers, a C compiler, strip, dpkg-shlibdeps.
+BUILD_PACKAGES := pkg-config libpam0g-dev gcc libc6-dev libcrypt-dev libaprutil1-dev liboath-dev libqrencode-dev \
+	libldap-dev binutils dpkg-dev
+
+# Installs the Debian packages named in $(1) that are missing (as root; otherwise names them and stops).
+define install-missing
 	@missing=""; \
-	for package in $(DEBIAN_PACKAGES); do \
+	for package in $(1); do \
 		dpkg-query -W -f='$${Status}' "$$package" 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$package"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -54,6 +59,13 @@ deps:
 		echo 'slapd slapd/no_configuration boolean true' | debconf-set-selections 2>/dev/null || true; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+endef
+
+deps:
+	$(call install-missing,$(DEBIAN_PACKAGES))
+
+build-deps:
+	$(call install-missing,$(BUILD_PACKAGES))
 
 build: deps
 	$(SWIFT) build
@@ -81,7 +93,7 @@ PREFIX ?= /usr/local
 STATIC_BUILD = $(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath --scratch-path .build/static
 TOOLS := gatekeeper-run gatekeeper-passwd gatekeeper-repl gatekeeper-pam-helper
 
-release: deps
+release: build-deps
 	for tool in $(TOOLS); do $(STATIC_BUILD) --product $$tool || exit 1; done
 
 install: release
