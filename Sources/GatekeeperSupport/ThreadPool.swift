@@ -104,16 +104,7 @@ package final class ThreadPool: Sendable {
     /// cancelled: work not started yet is then dropped, and work already running finishes in the
     /// background with its result discarded.
     package func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
-        let bridge = Bridge<T>()
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                guard bridge.attach(continuation) else { return continuation.resume() }
-                submit(isAbandoned: { bridge.isFinished }) { bridge.finish(work()) }
-            }
-        } onCancel: {
-            bridge.finish(nil)
-        }
-        return bridge.take()
+        await BlockingBridge<T>().run(on: self) { _ in work() }
     }
 
     /// What a worker does after a job: the next waiting job, or `nil` to park (`true`) or exit (`false`).
@@ -134,40 +125,6 @@ package final class ThreadPool: Sendable {
 private struct Job: Sendable {
     let isAbandoned: @Sendable () -> Bool
     let body: @Sendable () -> Void
-}
-
-/// The handshake between an async caller and the pool thread: whichever of "done" and "cancelled"
-/// comes first resumes the caller, once.
-///
-/// The value crosses under the lock, not through the continuation (which resumes with nothing): the
-/// lock is what ThreadSanitizer follows (see `Locked`).
-private final class Bridge<T: Sendable>: Sendable {
-    private let state = Locked<(finished: Bool, continuation: CheckedContinuation<Void, Never>?, value: T?)>(
-        (false, nil, nil))
-
-    var isFinished: Bool { state.withLock { $0.finished } }
-
-    /// Keeps the continuation; `false` when the caller was cancelled already.
-    func attach(_ continuation: CheckedContinuation<Void, Never>) -> Bool {
-        state.withLock { state in
-            if state.finished { return false }
-            state.continuation = continuation
-            return true
-        }
-    }
-
-    /// The first call resumes the caller; `value` is `nil` for a cancellation.
-    func finish(_ value: T?) {
-        state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard !state.finished else { return nil }
-            state.finished = true
-            state.value = value
-            return state.continuation.take()
-        }?.resume()
-    }
-
-    /// The value, once the caller has been resumed.
-    func take() -> T? { state.withLock { $0.value.take() } }
 }
 
 /// One pool thread.
