@@ -31,10 +31,8 @@ package enum Installation {
     }
 
     /// The installation prefix of the running tool (`/usr`, `/usr/local`, …), or `/usr` when it is not
-    /// installed under a `bin` directory.
-    package static var prefix: String {
-        executableDirectory().flatMap(prefix(ofExecutableDirectory:)) ?? "/usr"
-    }
+    /// installed under a `bin` directory. Read once: the executable does not move.
+    package static let prefix: String = executableDirectory().flatMap(prefix(ofExecutableDirectory:)) ?? "/usr"
 
     /// Where helper programs such as `gatekeeper-pam-helper` are installed.
     package static var helperDirectory: String { prefix + "/libexec/gatekeeper" }
