@@ -43,31 +43,14 @@ enum PasswdBench {
 
     /// Seconds for `command`, its password on standard input.
     private static func time(_ command: [String]) throws -> Double {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw PasswdBenchError.failed("pipe") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
-        posix_spawn_file_actions_addclose(&actions, ends[1])
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv = command.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let start = ContinuousClock.now
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, environ)
-        close(ends[0])
-        guard spawned == 0 else {
-            close(ends[1])
+        let run: (seconds: Double, status: Int32, peakKiB: Int)
+        do {
+            run = try spawnTimed(command, input: "bench-password\n")
+        } catch {
             throw PasswdBenchError.failed(command[0])
         }
-        _ = "bench-password\n".withCString { write(ends[1], $0, strlen($0)) }
-        close(ends[1])
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        guard status == 0 else { throw PasswdBenchError.failed("\(command[0]) exited with \(status)") }
-        return nanoseconds(start.duration(to: .now)) / 1e9
+        guard run.status == 0 else { throw PasswdBenchError.failed("\(command[0]) exited with \(run.status)") }
+        return run.seconds
     }
 }
 

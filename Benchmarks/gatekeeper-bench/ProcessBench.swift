@@ -106,42 +106,47 @@ struct ProcessBench {
         return Run(seconds: seconds[seconds.count / 2], peakKiB: peaks[peaks.count / 2])
     }
 
-    /// Starts `command` with `input` on its standard input and its output discarded; returns its wall
-    /// time (and `ru_maxrss`, which includes this process's own memory). A failed run stops the benchmark.
+    /// `spawnTimed`, stopping the benchmark when the command fails.
     private static func measure(_ command: [String], input: String) throws -> Run {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw POSIXError(.EMFILE) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
-        posix_spawn_file_actions_addclose(&actions, ends[1])
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // No controlling terminal: both programs read the password from standard input.
-        posix_spawnattr_setflags(&attributes, 0x80)  // POSIX_SPAWN_SETSID
-        let argv = command.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let start = ContinuousClock.now
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, command[0], &actions, &attributes, argv, environ)
-        close(ends[0])
-        guard spawned == 0 else {
-            close(ends[1])
-            throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .ENOENT)
-        }
-        _ = input.withCString { write(ends[1], $0, strlen($0)) }
-        close(ends[1])
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
-        let seconds = nanoseconds(start.duration(to: .now)) / 1e9
-        guard status == 0 else { fatalError("\(command.joined(separator: " ")) failed with status \(status)") }
-        return Run(seconds: seconds, peakKiB: usage.ru_maxrss)
+        let run = try spawnTimed(command, input: input)
+        guard run.status == 0 else { fatalError("\(command.joined(separator: " ")) failed with status \(run.status)") }
+        return Run(seconds: run.seconds, peakKiB: run.peakKiB)
     }
+}
+
+/// Starts `command` with `input` on its standard input, its output discarded and no controlling terminal
+/// (so programs read a password from standard input), and waits for it; returns its wall time, its wait
+/// status and `ru_maxrss` (which includes this process's own memory).
+func spawnTimed(_ command: [String], input: String) throws -> (seconds: Double, status: Int32, peakKiB: Int) {
+    var ends: [Int32] = [-1, -1]
+    guard pipe(&ends) == 0 else { throw POSIXError(.EMFILE) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
+    posix_spawn_file_actions_addclose(&actions, ends[1])
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    posix_spawnattr_setflags(&attributes, 0x80)  // POSIX_SPAWN_SETSID
+    let argv = command.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    let start = ContinuousClock.now
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, command[0], &actions, &attributes, argv, environ)
+    close(ends[0])
+    guard spawned == 0 else {
+        close(ends[1])
+        throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .ENOENT)
+    }
+    _ = input.withCString { write(ends[1], $0, strlen($0)) }
+    close(ends[1])
+    var status: Int32 = 0
+    var usage = rusage()
+    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+    return (nanoseconds(start.duration(to: .now)) / 1e9, status, usage.ru_maxrss)
 }
 
 func processTable(_ result: Result<ProcessBench.Figures, any Error>) -> String {
