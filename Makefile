@@ -193,7 +193,7 @@ fuzz-smoke:
 	$(MAKE) fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-4}
 
 lint:
-	$(SWIFT_FORMAT) lint --strict -r Sources Plugins Examples Tests Benchmarks Fuzz Package.swift
+	$(SWIFT_FORMAT) lint --strict -r Sources Plugins Tools Examples Tests Benchmarks Fuzz Package.swift
 
 fuzz-stacks: deps
 	$(SWIFT) build --build-tests

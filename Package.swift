@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "AuthenticationTesting", targets: ["AuthenticationTesting"]),
         .library(name: "TerminalLogin", targets: ["TerminalLogin"]),
         .library(name: "ToolSupport", targets: ["ToolSupport"]),
+        .library(name: "GatekeeperHost", targets: ["GatekeeperHost"]),
         .library(name: "HostProtection", targets: ["HostProtection"]),
         .library(name: "PluginHost", targets: ["PluginHost"]),
         .library(name: "PluginExport", targets: ["PluginExport"]),
@@ -31,7 +32,7 @@ let package = Package(
         .target(name: "Authentication", dependencies: ["GatekeeperSupport"]),
         // What several modules share without making it public API (`package` access): the bounded pool of
         // threads for blocking C work. In no product of its own.
-        .target(name: "GatekeeperSupport"),
+        .target(name: "GatekeeperSupport", dependencies: ["CProcessSpawn"]),
         // Provider plugins: a backend by name, built from key=value options. The extension point that
         // command lines, configuration files and run-time loading use; neither the core's inner API nor a
         // terminal concern.
@@ -71,7 +72,14 @@ let package = Package(
         // messages on standard error, the signal state a command gets back before exec.
         .target(
             name: "ToolSupport",
-            dependencies: ["Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin"]
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin"]
+        ),
+        // What a host tool assembles from its configuration — the stack, the lockout, the login cache, the
+        // fail delay, the audit sinks — around the one admission path every tool uses; and what a
+        // configuration file's settings mean (its grammar is ProviderPlugins').
+        .target(
+            name: "GatekeeperHost",
+            dependencies: ["Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins"]
         ),
 
         // Provider plugins: each depends on the core only, never on another provider.
@@ -122,30 +130,30 @@ let package = Package(
         .executableTarget(
             name: "gatekeeper-pam-helper",
             dependencies: ["Authentication", "PAMProvider", "PluginHost"],
-            path: "Examples/gatekeeper-pam-helper"
+            path: "Tools/gatekeeper-pam-helper"
         ),
         .executableTarget(
             name: "gatekeeper-run",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
-                "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "PluginHost",
-                "OTPProvider", "LDAPProvider",
+                "ToolSupport", "GatekeeperHost", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
+                "PluginHost", "OTPProvider", "LDAPProvider",
             ],
-            path: "Examples/gatekeeper-run"
+            path: "Tools/gatekeeper-run"
         ),
         .executableTarget(
             name: "gatekeeper-repl",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
-                "ToolSupport", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "PluginHost",
-                "OTPProvider", "LDAPProvider",
+                "ToolSupport", "GatekeeperHost", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
+                "PluginHost", "OTPProvider", "LDAPProvider",
             ],
-            path: "Examples/gatekeeper-repl"
+            path: "Tools/gatekeeper-repl"
         ),
         .executableTarget(
             name: "gatekeeper-passwd",
             dependencies: ["Authentication", "TerminalLogin", "ToolSupport", "FileProvider", "OTPProvider"],
-            path: "Examples/gatekeeper-passwd"
+            path: "Tools/gatekeeper-passwd"
         ),
         .executableTarget(
             name: "gatekeeper-bench",
@@ -234,8 +242,8 @@ let package = Package(
             name: "HostProtectionTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "HostProtection", "MockProvider", "FileProvider",
-                "PAMProvider", "GatekeeperSupport", "ProviderPlugins", "ToolSupport", "TestSupport", "gatekeeper-run",
-                "gatekeeper-repl",
+                "PAMProvider", "GatekeeperSupport", "ProviderPlugins", "ToolSupport", "GatekeeperHost", "TestSupport",
+                "gatekeeper-run", "gatekeeper-repl",
             ]
         ),
         .testTarget(
@@ -245,6 +253,13 @@ let package = Package(
         .testTarget(
             name: "ToolSupportTests",
             dependencies: ["Authentication", "ProviderPlugins", "ToolSupport", "TestSupport", "gatekeeper-fuzz"]
+        ),
+        .testTarget(
+            name: "GatekeeperHostTests",
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "GatekeeperHost", "HostProtection", "MockProvider",
+                "ProviderPlugins", "TestSupport", "gatekeeper-run",
+            ]
         ),
         .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "TestSupport"]),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),

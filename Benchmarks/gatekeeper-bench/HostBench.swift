@@ -28,8 +28,8 @@ struct HostBench {
         let faillock = try FaillockStore(directory: directory + "/tally")
         let memory = MemoryLockoutStore()
         for _ in 0..<4 {
-            _ = try faillock.recordFailure(of: "alice", known: true, source: .terminal("/dev/pts/1"), policy: policy)
-            _ = memory.recordFailure(of: "alice", known: true, source: .terminal("/dev/pts/1"), policy: policy)
+            _ = try faillock.recordFailure(of: LockoutAccount("alice"), source: .terminal("/dev/pts/1"), policy: policy)
+            _ = memory.recordFailure(of: LockoutAccount("alice"), source: .terminal("/dev/pts/1"), policy: policy)
         }
         let json = try JSONAuditLog(path: directory + "/audit/audit.jsonl")
         // A datagram socket standing in for /dev/log, drained between rounds.
@@ -70,7 +70,8 @@ struct HostBench {
             // Interleaved, best of each round.
             figures.yescrypt = min(figures.yescrypt, perCall(5) { _ = hash.verify(wrong) })
             figures.memoryCheck = min(
-                figures.memoryCheck, perCall(scaled(10_000)) { _ = memory.status(of: "alice", policy: policy) })
+                figures.memoryCheck,
+                perCall(scaled(10_000)) { _ = memory.status(of: LockoutAccount("alice"), policy: policy) })
             figures.faillockCheck = min(
                 figures.faillockCheck,
                 try perCall(scaled(2_000)) { _ = try faillock.status(of: "alice", policy: policy) })
@@ -78,7 +79,7 @@ struct HostBench {
                 figures.faillockFailure,
                 try perCall(200) {
                     _ = try faillock.recordFailure(
-                        of: "bob", known: true, source: .terminal("/dev/pts/1"), policy: policy)
+                        of: LockoutAccount("bob"), source: .terminal("/dev/pts/1"), policy: policy)
                 })
             try faillock.unlock("bob")
             figures.jsonEvent = min(figures.jsonEvent, perCall(500) { json.record(event) })

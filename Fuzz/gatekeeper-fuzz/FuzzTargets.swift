@@ -289,8 +289,18 @@ enum FuzzFaillock {
         let path = store.directory + "/fuzz"
         let tally = Array(bytes.dropFirst(6))
         _ = FileManager.default.createFile(atPath: path, contents: Data(tally), attributes: [.posixPermissions: 0o600])
-        _ = try? store.status(of: "fuzz", policy: policy)
-        guard (try? store.recordFailure(of: "fuzz", known: true, source: .service("fuzz"), policy: policy)) != nil
+        let account = LockoutAccount("fuzz")
+        _ = try? store.status(of: account, policy: policy)
+        // An attempt counted and taken back leaves no record of its own behind.
+        if case .counted(let ticket, _)? = try? store.beginAttempt(account, source: .service("fuzz"), policy: policy) {
+            require((try? store.withdraw(ticket)) != nil, "an attempt could not be taken back")
+            let left = (try? Data(contentsOf: URL(fileURLWithPath: path))).map(Array.init) ?? []
+            let tagged = stride(from: 0, to: left.count - FaillockStore.recordSize + 1, by: FaillockStore.recordSize)
+                .map { FaillockStore.Record(left[$0..<$0 + FaillockStore.recordSize]) }
+                .contains { $0.reserved == ticket.tag && $0.time == UInt64(bitPattern: ticket.time) }
+            require(!tagged, "a withdrawn attempt is still in the tally file")
+        }
+        guard (try? store.recordFailure(of: account, source: .service("fuzz"), policy: policy)) != nil
         else {
             require(false, "a failure could not be recorded over a damaged tally file")
             return

@@ -113,6 +113,14 @@ public final class FileAuthProvider: AuthProvider {
         }
     }
 
+    /// The file's own line for `username`: names match byte for byte, so the canonical name is the typed
+    /// one when the line exists.
+    public func lookUpAccount(_ username: String) async -> AccountLookup {
+        guard case .success(let file)? = try? await offPool({ self.refresh() }) else { return .cannotTell }
+        guard let entry = file[username] else { return .unknown }
+        return .known(canonicalName: entry.username)
+    }
+
     /// The account as the file has it now: gone, locked, or valid with its current groups.
     public func recheck(_ identity: Identity) async -> Recheck {
         let current: Result<UsersFile, UsersFileError>

@@ -1,6 +1,7 @@
 public import Authentication
 import CLDAPLoader
 import GatekeeperSupport
+public import OfflineCache
 
 #if canImport(Glibc)
     import Glibc
@@ -18,7 +19,7 @@ import GatekeeperSupport
 ///
 /// The blocking calls run on threads of their own through the package's blocking bridge; cancelling a
 /// login returns at once and shuts the connection's socket, which ends the call in progress.
-public final class LDAPAuthProvider: AuthProvider {
+public final class LDAPAuthProvider: ReachabilityReporting {
     public struct Configuration: Sendable {
         /// Tried in order.
         public var uris: [String]
@@ -94,24 +95,59 @@ public final class LDAPAuthProvider: AuthProvider {
     }
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        switch try await authenticateOnline(request) {
+        case .answered(let outcome): return outcome
+        case .unreachable(let reason): return .unavailable(reason: reason)
+        }
+    }
+
+    /// The login, with "no server could be reached" told apart from every other failure: only then may
+    /// an offline cache answer instead.
+    public func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
         let password = try await request.conversation.askSecret(passwordPrompt)
         // Never an unauthenticated bind.
-        guard password.count > 0 else { return .rejected(.wrongCredentials) }
-        let configuration = self.configuration
+        guard password.count > 0 else { return .answered(.rejected(.wrongCredentials)) }
         let username = request.username
-        let bridge = BlockingBridge<(AuthOutcome, [String])>()
-        let connection = LDAPConnectionSlot()
-        bridge.onCancel { connection.shut() }
         guard
-            let (outcome, messages) = await bridge.run(
-                on: Self.threads,
-                { [pool] _ in
-                    LDAPLogin(configuration: configuration, slot: connection, pool: pool).run(username, password)
-                })
+            let (answer, messages) = await onThread({ login in
+                login.run { handle, uri, messages in login.attempt(on: handle, uri, username, password, &messages) }
+            })
         else { throw .cancelled }
         // What the password policy said (grace logins left, an expiry near), once the login is decided.
         for message in messages { await request.conversation.show(message, as: .info) }
-        return outcome
+        switch answer {
+        case .served(let outcome): return .answered(outcome)
+        case .unavailable(let reason): return .answered(.unavailable(reason: reason))
+        case .unreachable(let reason): return .unreachable(reason: reason)
+        }
+    }
+
+    /// The entry the filter finds for `username`, with the service account's rights: its `uid` is the
+    /// account's own spelling (the directory may match `ALICE` or fullwidth letters to `alice`). Costs
+    /// what a login's own search costs, whether or not the entry exists.
+    public func lookUpAccount(_ username: String) async -> AccountLookup {
+        guard
+            let (answer, _) = await onThread({ login in
+                login.run { handle, _, _ in login.find(on: handle, username) }
+            })
+        else { return .cannotTell }
+        guard case .served(let found) = answer else { return .cannotTell }
+        guard let entry = found else { return .unknown }
+        guard let uid = entry.first("uid"), let name = try? Username.validate(uid) else { return .cannotTell }
+        return .known(canonicalName: name)
+    }
+
+    /// Runs `work` on one of the provider's threads; `nil` when the task was cancelled (the connection in
+    /// use is shut).
+    private func onThread<T: Sendable>(_ work: @escaping @Sendable (LDAPLogin) -> (T, [String])) async -> (T, [String])?
+    {
+        let configuration = self.configuration
+        let bridge = BlockingBridge<(T, [String])>()
+        let connection = LDAPConnectionSlot()
+        bridge.onCancel { connection.shut() }
+        return await bridge.run(on: Self.threads) { [pool] _ in
+            work(LDAPLogin(configuration: configuration, slot: connection, pool: pool))
+        }
     }
 
     /// RFC 4515: `*`, `(`, `)`, `\` and NUL as `\2a`, `\28`, `\29`, `\5c`, `\00`; every other byte as is.
@@ -187,35 +223,60 @@ struct LDAPLogin {
     let pool: LDAPConnectionPool
 
     enum Failure: Error {
+        /// The server could not be reached: connect or TLS failed, it timed out, it went away. The next
+        /// server is tried; when none can be reached, an offline cache may answer.
+        case unreachable(String)
+        /// The server (or this side) could not serve the login now — busy, shutting down, no connection
+        /// free, the library missing. The next server is tried; never an offline login.
         case unavailable(String)
+        /// The server refused what the configuration asks of it (the service account's bind, a filter
+        /// matching several entries): an error of the configuration, told at once.
         case refused(String)
+
+        var isUnreachable: Bool {
+            if case .unreachable = self { return true }
+            return false
+        }
     }
 
-    func run(_ username: String, _ password: Secret) -> (AuthOutcome, [String]) {
+    typealias Operation<T> = (OpaquePointer, String, inout [String]) -> Result<T, Failure>
+
+    /// What running an operation came to.
+    enum Answer<T: Sendable>: Sendable {
+        case served(T)
+        /// No server served it, or one refused it: the reason.
+        case unavailable(String)
+        /// No server could be reached.
+        case unreachable(String)
+    }
+
+    /// Runs `operation` on the first server that can serve it (servers that failed a moment ago last).
+    func run<T: Sendable>(_ operation: Operation<T>) -> (Answer<T>, [String]) {
         var reasons: [String] = []
-        // Servers that failed a moment ago are tried last, not first.
+        var everyServerUnreachable = true
         let order = configuration.uris.filter { !pool.isResting($0) } + configuration.uris.filter { pool.isResting($0) }
         for uri in order {
-            if slot.isCancelled { return (.unavailable(reason: "cancelled"), []) }
+            if slot.isCancelled { return (.unavailable("cancelled"), []) }
             var messages: [String] = []
-            switch pooled(uri, username, password, &messages) {
-            case .success(let outcome):
+            switch pooled(uri, operation, &messages) {
+            case .success(let value):
                 pool.answered(uri)
-                return (outcome, messages)
-            case .failure(.refused(let why)): return (.unavailable(reason: "\(uri): \(why)"), [])
-            case .failure(.unavailable(let why)):
+                return (.served(value), messages)
+            case .failure(.refused(let why)): return (.unavailable("\(uri): \(why)"), [])
+            case .failure(let failure):
                 if !slot.isCancelled { pool.failed(uri) }
-                reasons.append("\(uri): \(why)")
+                everyServerUnreachable = everyServerUnreachable && failure.isUnreachable
+                switch failure {
+                case .unreachable(let why), .unavailable(let why), .refused(let why): reasons.append("\(uri): \(why)")
+                }
             }
         }
-        return (.unavailable(reason: "no directory server answered (\(reasons.joined(separator: "; ")))"), [])
+        let reason = "no directory server answered (\(reasons.joined(separator: "; ")))"
+        return (everyServerUnreachable && !slot.isCancelled ? .unreachable(reason) : .unavailable(reason), [])
     }
 
-    /// One server: `.unavailable` failures move on to the next.
     /// One server, on a pooled connection when one is idle (a stale one is replaced by a fresh one once).
-    private func pooled(_ uri: String, _ username: String, _ password: Secret, _ messages: inout [String])
-        -> Result<AuthOutcome, Failure>
-    {
+    private func pooled<T>(_ uri: String, _ operation: Operation<T>, _ messages: inout [String]) -> Result<T, Failure> {
         for round in 0..<2 {
             let handle: OpaquePointer
             let reused: Bool
@@ -241,11 +302,11 @@ struct LDAPLogin {
                 pool.give(handle, to: uri, healthy: false)
                 return .failure(.unavailable("cancelled"))
             }
-            let result = attempt(on: handle, uri, username, password, &messages)
+            let result = operation(handle, uri, &messages)
             _ = slot.set(nil)
             let cancelled = slot.isCancelled
             switch result {
-            case .failure(.unavailable) where reused && !cancelled:
+            case .failure(.unreachable) where reused && !cancelled:
                 pool.give(handle, to: uri, healthy: false)  // Closed by the server while idle: try a new one.
                 continue
             case .success:
@@ -255,7 +316,7 @@ struct LDAPLogin {
             }
             return result
         }
-        return .failure(.unavailable("no connection could be made"))
+        return .failure(.unreachable("no connection could be made"))
     }
 
     /// A new connection to `uri`, with its options set and TLS up.
@@ -296,35 +357,51 @@ struct LDAPLogin {
         return .success(handle)
     }
 
+    /// The service account's bind (or an anonymous one), then the search for the user's one entry
+    /// (`nil`: there is none).
+    func find(on handle: OpaquePointer, _ username: String) -> Result<LDAPEntry?, Failure> {
+        let serviceStatus = bind(handle, configuration.bindDN, configuration.bindPassword)
+        guard serviceStatus == LDAP_SUCCESS else {
+            // Any refusal of this bind is the configuration's (a wrong or locked service account), never
+            // "offline": only a server that cannot be reached is.
+            return .failure(
+                serviceStatus == LDAP_INVALID_CREDENTIALS
+                    ? .refused("the service account's bind was refused") : Self.failure(serviceStatus, "bind"))
+        }
+        let filter = configuration.filter.replacing("%s", with: LDAPAuthProvider.escapedForFilter(username))
+        switch search(handle, base: configuration.base, filter: filter, limit: 2) {
+        case .success(let entries):
+            guard entries.count <= 1 else { return .failure(.refused("the filter matches more than one entry")) }
+            return .success(entries.first)
+        case .failure(let failure): return .failure(failure)
+        }
+    }
+
     /// The login's operations on a connection: service bind, search, user bind, groups.
-    private func attempt(
+    func attempt(
         on handle: OpaquePointer,
         _ uri: String,
         _ username: String,
         _ password: Secret,
         _ messages: inout [String]
     ) -> Result<AuthOutcome, Failure> {
-        // The service account, or an anonymous bind.
-        let serviceStatus = bind(handle, configuration.bindDN, configuration.bindPassword)
-        guard serviceStatus == LDAP_SUCCESS else {
-            return .failure(
-                serviceStatus == LDAP_INVALID_CREDENTIALS
-                    ? .refused("the service account's bind was refused") : Self.failure(serviceStatus, "bind"))
-        }
-        let filter = configuration.filter.replacing("%s", with: LDAPAuthProvider.escapedForFilter(username))
-        let entries: [LDAPEntry]
-        switch search(handle, base: configuration.base, filter: filter, limit: 2) {
-        case .success(let found): entries = found
+        let found: LDAPEntry?
+        switch find(on: handle, username) {
+        case .success(let entry): found = entry
         case .failure(let failure): return .failure(failure)
         }
-        guard entries.count <= 1 else { return .failure(.refused("the filter matches more than one entry")) }
-        guard let entry = entries.first else { return .success(.notMine) }
+        guard let entry = found else { return .success(.notMine) }
+        // Failures are counted against the entry's own spelling of the account.
+        let canonical = entry.first("uid").flatMap { try? Username.validate($0) }
         let (userStatus, policy) = bindWithPolicy(handle, entry.dn, password)
         switch (userStatus, policy.error) {
-        case (LDAP_INVALID_CREDENTIALS, PP_accountLocked?): return .success(.rejected(.locked(until: nil)))
-        case (LDAP_INVALID_CREDENTIALS, PP_passwordExpired?): return .success(.rejected(.passwordChangeRequired))
-        case (LDAP_INVALID_CREDENTIALS, _): return .success(.rejected(.wrongCredentials))
-        case (LDAP_SUCCESS, PP_changeAfterReset?): return .success(.rejected(.passwordChangeRequired))
+        case (LDAP_INVALID_CREDENTIALS, PP_accountLocked?):
+            return .success(.rejected(.locked(until: nil), canonicalUsername: canonical))
+        case (LDAP_INVALID_CREDENTIALS, PP_passwordExpired?):
+            return .success(.rejected(.passwordChangeRequired, canonicalUsername: canonical))
+        case (LDAP_INVALID_CREDENTIALS, _): return .success(.rejected(.wrongCredentials, canonicalUsername: canonical))
+        case (LDAP_SUCCESS, PP_changeAfterReset?):
+            return .success(.rejected(.passwordChangeRequired, canonicalUsername: canonical))
         case (LDAP_SUCCESS, _): break
         default: return .failure(Self.failure(userStatus, "bind"))
         }
@@ -338,7 +415,7 @@ struct LDAPLogin {
         // one (it may read what users may not); without one, the user's own rights serve, which saves a
         // round trip (the next login binds afresh in any case).
         if configuration.bindDN != nil { _ = bind(handle, configuration.bindDN, configuration.bindPassword) }
-        let account = entry.first("uid") ?? username
+        let account = canonical ?? username
         // Everything from the directory is text to show: escaped like any other input.
         var groups =
             configuration.groupSources.contains(.memberOf)
@@ -357,7 +434,7 @@ struct LDAPLogin {
             if let value = entry.first(attribute) { attributes[key] = value }
         }
         let identity = Identity(
-            username: (try? Username.validate(account)) ?? username,
+            username: account,
             displayName: entry.first("cn").map { TextSafety.escaped($0) }, groups: groups, provider: "ldap",
             attributes: attributes.mapValues { TextSafety.escaped($0) })
         return .success(.authenticated(identity))
@@ -450,7 +527,9 @@ struct LDAPLogin {
     private static func failure(_ status: Int32, _ step: String) -> Failure {
         let message = gk_ldap_err2string(status).map { String(cString: $0) } ?? "error \(status)"
         switch status {
-        case LDAP_SERVER_DOWN, LDAP_TIMEOUT, LDAP_CONNECT_ERROR, LDAP_UNAVAILABLE, LDAP_BUSY:
+        case LDAP_SERVER_DOWN, LDAP_TIMEOUT, LDAP_CONNECT_ERROR:
+            return .unreachable("\(step): \(message)")
+        case LDAP_UNAVAILABLE, LDAP_BUSY:
             return .unavailable("\(step): \(message)")
         default:
             return .refused("\(step): \(message)")

@@ -141,6 +141,11 @@ public final class MockAuthProvider: AuthProvider {
         state.withLock { $0.signOuts += 1 }
     }
 
+    /// The table's entry for the name, if it has one.
+    public func lookUpAccount(_ username: String) async -> AccountLookup {
+        users[username].map { .known(canonicalName: $0.username) } ?? .unknown
+    }
+
     /// The account as the table has it: gone, or refused as a login would be, or valid.
     public func recheck(_ identity: Identity) async -> Recheck {
         guard let user = users[identity.username] else { return .refused(.userNotFound) }

@@ -39,6 +39,7 @@ public struct OATHUsersFileStore: Sendable {
         secret: Secret,
         createFile: Bool
     ) throws(OATHFileError) {
+        try Self.validateName(username)
         guard (6...8).contains(digits) else { throw OATHFileError("codes have 6, 7 or 8 digits") }
         var type: String
         switch kind {
@@ -63,6 +64,47 @@ public struct OATHUsersFileStore: Sendable {
             secret.withUnsafeBytes { line += Array($0.hexadecimal.utf8) }
             lines.append(line)
         }
+    }
+
+    /// A name as every tool of the package accepts it (``Username/validate(_:)``), and one field of the
+    /// file: no blank of any kind (the file's separators) and no leading `#` (a comment).
+    public static func validateName(_ username: String) throws(OATHFileError) {
+        do throws(AuthError) {
+            _ = try Username.validate(username)
+        } catch {
+            throw OATHFileError("\(TextSafety.escaped(username).debugDescription): \(error.description)")
+        }
+        guard !username.unicodeScalars.contains(where: \.properties.isWhitespace), !username.hasPrefix("#") else {
+            throw OATHFileError(
+                "\(TextSafety.escaped(username).debugDescription): a name in the one-time code file has no blanks and does not start with #"
+            )
+        }
+    }
+
+    /// Runs `body` — a whole check: the file read, the code compared, the accepted counter written back —
+    /// holding a lock that every process of this package takes for every check of this file, so that
+    /// one code is accepted at most once, however many logins present it at the same instant. (liboath
+    /// reads the file before it takes its own lock; pam_oath does nothing more.) The lock is `flock` on
+    /// the file in place, which no liboath lock conflicts with; a check writes a new file and renames it
+    /// over the old one, so a waiter that then holds the old file's lock takes the new one's instead.
+    func exclusively<T>(_ body: () throws(OATHFileError) -> T) throws(OATHFileError) -> T {
+        for _ in 0..<20 {
+            let file = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+            guard file >= 0 else { throw OATHFileError("\(path) cannot be opened: \(errorDescription())") }
+            defer { close(file) }
+            do {
+                try StateDirectory.lock(file)
+            } catch {
+                throw OATHFileError("\(path) \(error)")
+            }
+            var held = stat()
+            var current = stat()
+            guard fstat(file, &held) == 0, lstat(path, &current) == 0, held.st_ino == current.st_ino,
+                held.st_dev == current.st_dev
+            else { continue }
+            return try body()
+        }
+        throw OATHFileError("\(path) kept being replaced while it was locked")
     }
 
     /// Checks `code` against `username`'s SHA-256 or SHA-512 entry (this package's extension, which

@@ -25,6 +25,8 @@ public final class OTPAuthProvider: AuthProvider {
     /// The code length required, when set (pam_oath's `digits=`); otherwise the entry's.
     public let digits: Int?
     public let prompt = "Verification code: "
+    /// A code confirms the identity a password entry established; it never establishes one itself.
+    public var establishesIdentity: Bool { false }
 
     /// Checks run on this thread, one at a time: liboath 2.6.7 reads the file before it takes its lock,
     /// and gives up at once when another holds it, so concurrent checks in one process could both accept
@@ -56,8 +58,11 @@ public final class OTPAuthProvider: AuthProvider {
         if entry.algorithm != .sha1, let step = entry.step {
             let accepted = await Self.threads.run { () -> Result<Bool, OATHFileError> in
                 Result { () throws(OATHFileError) in
-                    try OATHUsersFileStore(path: path).checkExtended(
-                        user, code: answer, step: step, window: window, algorithm: entry.algorithm)
+                    let store = OATHUsersFileStore(path: path)
+                    return try store.exclusively { () throws(OATHFileError) in
+                        try store.checkExtended(
+                            user, code: answer, step: step, window: window, algorithm: entry.algorithm)
+                    }
                 }
             }
             switch accepted {
@@ -67,18 +72,27 @@ public final class OTPAuthProvider: AuthProvider {
             case .failure(let error)?: return .unavailable(reason: "the one-time code file \(error)")
             }
         }
-        let status = await Self.threads.run { () -> Int32 in
-            guard OneTimeCode.initialised else { return Int32(OATH_CRYPTO_ERROR.rawValue) }
-            var last: time_t = 0
-            // Another process (pam_oath, an enrolment) holding the file's lock: try again for a second.
-            for _ in 0..<100 {
-                let status = oath_authenticate_usersfile(path, user, answer, window, "", &last)
-                guard status == OATH_FILE_LOCK_ERROR.rawValue else { return status }
-                usleep(10_000)
+        let checked = await Self.threads.run { () -> Result<Int32, OATHFileError> in
+            guard OneTimeCode.initialised else { return .success(Int32(OATH_CRYPTO_ERROR.rawValue)) }
+            return Result { () throws(OATHFileError) in
+                try OATHUsersFileStore(path: path).exclusively { () -> Int32 in
+                    var last: time_t = 0
+                    // Another process (pam_oath, an enrolment) holding liboath's lock: try again for a second.
+                    for _ in 0..<100 {
+                        let status = oath_authenticate_usersfile(path, user, answer, window, "", &last)
+                        guard status == OATH_FILE_LOCK_ERROR.rawValue else { return status }
+                        usleep(10_000)
+                    }
+                    return Int32(OATH_FILE_LOCK_ERROR.rawValue)
+                }
             }
-            return Int32(OATH_FILE_LOCK_ERROR.rawValue)
         }
-        guard let status else { throw .cancelled }
+        let status: Int32
+        switch checked {
+        case nil: throw .cancelled
+        case .success(let code)?: status = code
+        case .failure(let error)?: return .unavailable(reason: "the one-time code file \(error)")
+        }
         switch status {
         case OATH_OK.rawValue:
             return .authenticated(Identity(username: request.username, provider: name))

@@ -103,6 +103,15 @@ public final class PAMAuthProvider: AuthProvider {
             ?? .unavailable(reason: "the account check was cancelled")
     }
 
+    /// The system database's spelling of the account, and whether it is uid 0 (which pam_faillock exempts
+    /// from the lockout unless `even_deny_root`). A name the database does not know may still be a PAM
+    /// module's own account: that cannot be told before the stack runs.
+    public func lookUpAccount(_ username: String) async -> AccountLookup {
+        let found = await Self.lookups.run { SystemAccounts.account(named: username) }
+        guard let account = found ?? nil, (try? Username.validate(account.name)) != nil else { return .cannotTell }
+        return .known(canonicalName: account.name, isSystemAdministrator: account.uid == 0)
+    }
+
     private static let lookups = ThreadPool(name: "gatekeeper.recheck", maxThreads: 4, maxIdle: 1)
 
     /// Closes the PAM session and deletes the credentials of `identity`, if this provider opened them.

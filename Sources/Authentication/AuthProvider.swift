@@ -36,6 +36,19 @@ public protocol AuthProvider: Sendable {
     /// in — asked without a password, before a remembered login is accepted. An account deleted, locked
     /// or expired since is refused. The default cannot tell, and so refuses every remembered login.
     func recheck(_ identity: Identity) async -> Recheck
+
+    /// What the backend knows of `username` before anything is asked: whether it names an account, and
+    /// that account's own spelling — the key its failed logins are counted against, so that `ALICE` and
+    /// `alice` share one lockout when the backend matches both to one account. Asked once per attempt,
+    /// before the lockout is consulted and before any password; it must not ask the person anything, and
+    /// must cost about the same whether or not the account exists. The default cannot tell.
+    func lookUpAccount(_ username: String) async -> AccountLookup
+
+    /// Whether a success of this backend says *who* someone is (a password, a directory bind), rather than
+    /// confirming an identity another entry established (a one-time code, a hardware token). In a stack,
+    /// the identity is the one the first successful entry that establishes an identity gave; later
+    /// factors must answer for the same user and add nothing to it. The default is `true`.
+    var establishesIdentity: Bool { get }
 }
 
 extension AuthProvider {
@@ -44,6 +57,24 @@ extension AuthProvider {
     public func recheck(_ identity: Identity) async -> Recheck {
         .unverifiable
     }
+
+    public func lookUpAccount(_ username: String) async -> AccountLookup { .cannotTell }
+
+    public var establishesIdentity: Bool { true }
+}
+
+/// The answer of ``AuthProvider/lookUpAccount(_:)``.
+public enum AccountLookup: Sendable, Hashable {
+    /// The backend has this account. `canonicalName` is its own spelling of it (the entry's `uid`, the
+    /// system database's `pw_name`, the users file's line). `isSystemAdministrator` is set only by a
+    /// backend whose accounts are the system's own (PAM) for uid 0, which pam_faillock exempts from
+    /// the lockout unless `even_deny_root` is set.
+    case known(canonicalName: String, isSystemAdministrator: Bool = false)
+    /// The backend has no such account.
+    case unknown
+    /// The backend cannot tell without checking a password (a helper program, a PAM stack of unknown
+    /// modules), or cannot be reached now.
+    case cannotTell
 }
 
 /// The answer of ``AuthProvider/recheck(_:)``.

@@ -104,10 +104,28 @@ public struct ProviderConformance: Sendable {
             await suite.withProvider { provider in
                 let conversation = ScriptedConversation(.secret(suite.fixture.wrongPassword))
                 let outcome = try await provider.authenticate(suite.request(suite.fixture.username, conversation))
-                guard outcome == .rejected(.wrongCredentials) else {
+                // The backend's own spelling of the account may come with it, and only that.
+                guard
+                    outcome == .rejected(.wrongCredentials)
+                        || outcome == .rejected(.wrongCredentials, canonicalUsername: suite.fixture.username)
+                else {
                     return ["expected rejected(wrongCredentials), got \(outcome)"]
                 }
                 return suite.leaks(in: String(reflecting: outcome))
+            }
+        },
+        Check(description: "looks an account up without asking anything, and never knows an unknown name") { suite in
+            await suite.withProvider { provider in
+                var problems: [String] = []
+                let known = await provider.lookUpAccount(suite.fixture.username)
+                if known == .unknown { problems.append("the fixture's account was looked up as unknown") }
+                if case .known(let name, _) = known, name != suite.fixture.username {
+                    problems.append("the fixture's account was looked up as \(name)")
+                }
+                if case .known = await provider.lookUpAccount(suite.fixture.unknownUsername) {
+                    problems.append("an unknown name was looked up as an account")
+                }
+                return problems
             }
         },
         Check(description: "asks an unknown user for a password and does not authenticate them") { suite in

@@ -12,20 +12,25 @@ import GatekeeperSupport
 public final class StubAuthProvider: AuthProvider {
     public let name: String
     private let answer: @Sendable (AuthRequest) async throws(AuthError) -> AuthOutcome
+    private let lookup: @Sendable (String) -> AccountLookup
     private let counts = Locked((authentications: 0, signOuts: 0))
 
+    /// - Parameter lookup: What ``lookUpAccount(_:)`` answers; by default it cannot tell.
     public init(
         name: String = "stub",
+        lookup: @escaping @Sendable (String) -> AccountLookup = { _ in .cannotTell },
         _ answer: @escaping @Sendable (AuthRequest) async throws(AuthError) -> AuthOutcome
     ) {
         self.name = name
+        self.lookup = lookup
         self.answer = answer
     }
 
     /// A provider with fixed accounts (user name → password and groups) that answers at once.
     public convenience init(name: String = "stub", accounts: [String: (password: String, groups: Set<String>)]) {
         let table = accounts.mapValues { (Secret(copying: $0.password.utf8), $0.groups) }
-        self.init(name: name) { request throws(AuthError) in
+        self.init(name: name, lookup: { table[$0] == nil ? .unknown : .known(canonicalName: $0) }) {
+            request throws(AuthError) in
             let password = try await request.conversation.askSecret("Password: ")
             guard let (expected, groups) = table[request.username] else { return .notMine }
             guard password == expected else { return .rejected(.wrongCredentials) }
@@ -46,6 +51,8 @@ public final class StubAuthProvider: AuthProvider {
     public func signOut(_ identity: Identity) async {
         counts.withLock { $0.signOuts += 1 }
     }
+
+    public func lookUpAccount(_ username: String) async -> AccountLookup { lookup(username) }
 }
 
 /// An audit sink that keeps every event, for assertions.

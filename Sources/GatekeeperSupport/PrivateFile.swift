@@ -16,6 +16,13 @@ package enum PrivateFileProblem: Error, Equatable {
 /// a link at its last component, and checked on that descriptor — a regular file, owned by root or the
 /// effective user, that group and others cannot write, at most `maxBytes`.
 package func readPrivateFile(_ path: String, maxBytes: Int = 1 << 20) -> Result<[UInt8], PrivateFileProblem> {
+    readPrivateFileAndOwner(path, maxBytes: maxBytes).map(\.bytes)
+}
+
+/// ``readPrivateFile(_:maxBytes:)``, with the file's owner as `fstat` of the descriptor read said.
+package func readPrivateFileAndOwner(_ path: String, maxBytes: Int = 1 << 20)
+    -> Result<(bytes: [UInt8], owner: UInt32), PrivateFileProblem>
+{
     let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
     guard descriptor >= 0 else {
         let code = errno
@@ -47,5 +54,5 @@ package func readPrivateFile(_ path: String, maxBytes: Int = 1 << 20) -> Result<
         filled += count
     }
     guard filled <= maxBytes else { return .failure(.unsafe("grew past \(maxBytes) bytes while it was read")) }
-    return .success(Array(bytes[..<filled]))
+    return .success((Array(bytes[..<filled]), info.st_uid))
 }

@@ -67,6 +67,27 @@ package func withGrowingBuffer<Record, Value>(
 
 /// The system's accounts, looked up by name.
 package enum SystemAccounts {
+    /// The system database's own spelling of the account `name` (`pw_name`: a name service may match
+    /// other spellings) and its uid, if there is one.
+    package static func account(named name: String) -> (name: String, uid: UInt32)? {
+        var entry = passwd()
+        return withGrowingBuffer { buffer, result in
+            getpwnam_r(name, &entry, buffer.baseAddress!, buffer.count, &result)
+        } read: {
+            (String(cString: $0.pointee.pw_name), $0.pointee.pw_uid)
+        }
+    }
+
+    /// The home directory of the account with `uid`, from the user database (not `$HOME`).
+    package static func home(of uid: UInt32) -> String? {
+        var entry = passwd()
+        return withGrowingBuffer { buffer, result in
+            getpwuid_r(uid, &entry, buffer.baseAddress!, buffer.count, &result)
+        } read: {
+            String(cString: $0.pointee.pw_dir)
+        }
+    }
+
     /// The uid of the system account `name`, if there is one.
     package static func uid(of name: String) -> UInt32? {
         var entry = passwd()

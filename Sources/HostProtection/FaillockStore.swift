@@ -47,13 +47,13 @@ public final class FaillockStore: LockoutStore {
     static let statusRemoteHost: UInt16 = 0x2
     static let statusTerminal: UInt16 = 0x4
 
-    /// Opens (creating, mode 0755 as pam_faillock does) the tally directory and its sibling for names
-    /// that match no account (mode 0700).
+    /// Opens (creating, mode 0700: the file names are account names) the tally directory and its sibling
+    /// for names that match no account.
     /// - Throws: ``AuthError/providerUnavailable(reason:)`` when either cannot be used safely.
     public init(directory: String) throws(AuthError) {
         do {
             self.directory = directory
-            tallies = try StateDirectory(directory, creatingWith: 0o755)
+            tallies = try StateDirectory(directory, creatingWith: 0o700)
             unknown = try StateDirectory(directory + ".unknown", creatingWith: 0o700)
             digest = AuditDigest(key: try Self.key(in: unknown))
         } catch {
@@ -75,7 +75,7 @@ public final class FaillockStore: LockoutStore {
         return key
     }
 
-    public func status(of account: String, policy: LockoutPolicy) throws(AuthError) -> LockoutStatus {
+    public func status(of account: LockoutAccount, policy: LockoutPolicy) throws(AuthError) -> LockoutStatus {
         // A failure this login might make must be countable: with the directory unwritable (a read-only
         // or full file system), the login is refused rather than left to unlimited guessing.
         guard faccessat(tallies.descriptor, ".", W_OK, AT_EACCESS) == 0,
@@ -84,41 +84,83 @@ public final class FaillockStore: LockoutStore {
             throw .providerUnavailable(
                 reason: "the lockout directory \(directory) cannot be written: \(errorDescription())")
         }
-        return try withTally(of: account, known: nil, create: false) { (records, now, admin) throws(StateFileError) in
+        return try withTally(of: account, create: false) { (records, now) throws(StateFileError) in
             guard let records else { return .open(failures: 0) }
-            return policy.status(
-                failures: Self.validTimes(records), now: now, unit: .seconds(1), isAdministrator: admin)
+            return Self.status(records, now, policy, account)
         }
     }
 
-    public func recordFailure(of account: String, known: Bool, source: LoginSource, policy: LockoutPolicy)
+    public func beginAttempt(_ account: LockoutAccount, source: LoginSource, policy: LockoutPolicy)
+        throws(AuthError) -> LockoutAttempt
+    {
+        var random = SystemRandomNumberGenerator()
+        // Never 0, which is what pam_faillock writes there: a ticket names only the record it wrote.
+        let tag = UInt16.random(in: 1 ... .max, using: &random)
+        return try withTally(of: account, create: true) {
+            (records: inout [Record]?, now: Int64) throws(StateFileError) -> LockoutAttempt in
+            let before = Self.status(records ?? [], now, policy, account)
+            if before.isLocked { return .refused(before) }
+            var record = Record(source: source, time: UInt64(bitPattern: now))
+            record.reserved = tag
+            let status = append(record, to: &records, now: now, policy: policy, account: account)
+            return .counted(LockoutTicket(account: account, time: now, tag: tag), status: status)
+        }
+    }
+
+    public func withdraw(_ ticket: LockoutTicket) throws(AuthError) {
+        try withTally(of: ticket.account, create: false) { (records: inout [Record]?, _: Int64) in
+            records?.removeAll {
+                $0.reserved == ticket.tag && $0.time == UInt64(bitPattern: ticket.time)
+                    && $0.status & Self.statusValid != 0
+            }
+        }
+    }
+
+    public func recordFailure(of account: LockoutAccount, source: LoginSource, policy: LockoutPolicy)
         throws(AuthError) -> LockoutStatus
     {
-        let cap = known ? Self.maxRecords : Self.bucketRecords
-        return try withTally(of: account, known: known, create: true) {
-            (records: inout [Record]?, now: Int64, admin: Bool) throws(StateFileError) -> LockoutStatus in
-            var list = records ?? []
-            let before = policy.status(
-                failures: Self.validTimes(list), now: now, unit: .seconds(1), isAdministrator: admin)
-            // As pam_faillock's write_tally: records outside the interval, or all after an unlock by
-            // time, become invalid, and the oldest invalid one is reused.
-            let window = LockoutPolicy.count(policy.interval, .seconds(1))
-            for index in list.indices
-            where before == .unlockedByTime || now &- Int64(clamping: list[index].time) >= window {
-                list[index].status &= ~Self.statusValid
-            }
-            let record = Record(source: source, time: UInt64(bitPattern: now))
-            if let oldest = list.indices.min(by: { list[$0].time < list[$1].time }),
-                list[oldest].status & Self.statusValid == 0
-            {
-                list[oldest] = record
-            } else {
-                list.append(record)
-            }
-            if list.count > cap { list.removeFirst(list.count - cap) }
-            records = list
-            return policy.status(failures: Self.validTimes(list), now: now, unit: .seconds(1), isAdministrator: admin)
+        try withTally(of: account, create: true) {
+            (records: inout [Record]?, now: Int64) throws(StateFileError) -> LockoutStatus in
+            append(
+                Record(source: source, time: UInt64(bitPattern: now)), to: &records, now: now, policy: policy,
+                account: account)
         }
+    }
+
+    /// Adds a failure as pam_faillock's `write_tally` does: records outside the interval, or all after an
+    /// unlock by time, become invalid, and the oldest invalid one is reused. Returns the status after it.
+    private func append(
+        _ record: Record,
+        to records: inout [Record]?,
+        now: Int64,
+        policy: LockoutPolicy,
+        account: LockoutAccount
+    ) -> LockoutStatus {
+        var list = records ?? []
+        let before = Self.status(list, now, policy, account)
+        let window = LockoutPolicy.count(policy.interval, .seconds(1))
+        for index in list.indices
+        where before == .unlockedByTime || now &- Int64(clamping: list[index].time) >= window {
+            list[index].status &= ~Self.statusValid
+        }
+        if let oldest = list.indices.min(by: { list[$0].time < list[$1].time }),
+            list[oldest].status & Self.statusValid == 0
+        {
+            list[oldest] = record
+        } else {
+            list.append(record)
+        }
+        let cap = account.known ? Self.maxRecords : Self.bucketRecords
+        if list.count > cap { list.removeFirst(list.count - cap) }
+        records = list
+        return Self.status(list, now, policy, account)
+    }
+
+    private static func status(_ records: [Record], _ now: Int64, _ policy: LockoutPolicy, _ account: LockoutAccount)
+        -> LockoutStatus
+    {
+        policy.status(
+            failures: validTimes(records), now: now, unit: .seconds(1), isAdministrator: account.isSystemAdministrator)
     }
 
     public func recordSuccess(of account: String) throws(AuthError) {
@@ -152,40 +194,35 @@ public final class FaillockStore: LockoutStore {
     }
 
     /// The failures recorded for `account` (`nil` when it has no file and no bucket file): the name's own
-    /// file when it has one — or, for a failure, when a backend knows it — else its bucket.
+    /// file when it has one — or, when `create` is set, when a backend knows it — else its bucket.
     /// `body` may change them; they are written back under the same lock.
     private func withTally<T>(
-        of account: String,
-        known: Bool?,
+        of account: LockoutAccount,
         create: Bool,
-        _ body: (inout [Record]?, Int64, Bool) throws(StateFileError) -> T
+        _ body: (inout [Record]?, Int64) throws(StateFileError) -> T
     ) throws(AuthError) -> T {
         do {
-            let ownFile = StateDirectory.isPlainName(account) && !account.hasPrefix(".")
+            let name = account.key
             var file: Int32 = -1
-            var admin = false
-            if ownFile {
-                // One look-up in the user database: pam_faillock gives the file to the account (so its uid
-                // may own it), and uid 0 is the administrator.
-                let uid = SystemAccounts.uid(of: account)
-                let owners: Set<UInt32> = uid.map { [$0] } ?? []
+            if StateDirectory.isPlainName(name) && !name.hasPrefix(".") {
+                // pam_faillock gives the file to the account, so its uid may own it.
+                let owners = Self.owners(name)
                 do {
                     // A name with a file of its own is judged and counted by it, known now or not; a file
                     // is made only for a name a backend knows.
-                    file = try tallies.openFile(account, creatingWith: nil, owners: owners)
+                    file = try tallies.openFile(name, creatingWith: nil, owners: owners)
                 } catch  where error.isMissing {
-                    if create && known == true {
-                        file = try tallies.openFile(account, creatingWith: 0o600, owners: owners)
+                    if create && account.known {
+                        file = try tallies.openFile(name, creatingWith: 0o600, owners: owners)
                     }
                 }
-                admin = file >= 0 && uid == 0
             }
             if file < 0 {
-                file = try openBucket(of: account, create: create)
+                file = try openBucket(of: name, create: create)
             }
             guard file >= 0 else {
                 var none: [Record]? = nil
-                return try body(&none, Self.now(), false)
+                return try body(&none, Self.now())
             }
             defer { close(file) }
             try StateDirectory.lock(file)
@@ -194,7 +231,7 @@ public final class FaillockStore: LockoutStore {
                 Record(bytes[$0..<$0 + Self.recordSize])
             }
             let original = records
-            let result = try body(&records, Self.now(), admin)
+            let result = try body(&records, Self.now())
             if let records, records != original {
                 try StateDirectory.overwrite(file, with: records.flatMap(\.bytes))
             }

@@ -8,16 +8,23 @@ import GatekeeperSupport
 #endif
 
 /// Logins remembered for a terminal session, as sudo's timestamps: after a successful login, further
-/// invocations from the same session within ``timeout`` need not ask again.
+/// invocations from the same place within ``timeout`` need not ask again.
 ///
 /// A record is kept per user (a file named by the user, mode 0600, written whole by rename), one line per
-/// session it was used in. A session is the controlling terminal's device, its session leader's pid and
-/// that process's start time — so a pid reused after the leader exits does not inherit the record — or,
-/// without a terminal, the parent process and its start time. Times are on `CLOCK_BOOTTIME` with the
-/// boot's id: a record from another boot, from the future, or damaged is ignored.
+/// place it was used in. A place (``LoginPlace``) is everything that made the login valid:
+/// - the **invoking Unix user** (the real uid);
+/// - the **terminal session** — the controlling terminal's device, its session leader's pid and that
+///   process's start time, so a pid reused after the leader exits does not inherit the record — or,
+///   without a terminal, the parent process and its start time;
+/// - **where the login's input came from**: the terminal, or standard input's file (its device and inode):
+///   a long-lived parent that runs the tool for several people, each on a pipe of their own, never lends
+///   one person's login to the next;
+/// - the **configuration** it was made under (``scope``).
 ///
-/// The cache only says who signed in; the host rechecks the account (``AuthProvider/recheck(_:)``, and
-/// the lockout) before it accepts a remembered login.
+/// Times are on `CLOCK_BOOTTIME` with the boot's id: a record from another boot, from the future, or
+/// damaged is ignored. A record is only ever looked up by the account a login names — never "whoever
+/// signed in here" — and a ``Gatekeeper`` looks it up only once the typed name is known
+/// (``RememberedLogins``), then rechecks the account and the lockout before it accepts it.
 ///
 /// **Threat model.** Without setuid, the files belong to the user running the tool: the cache spares a
 /// person retyping a password and guards against a passer-by at an unlocked terminal who starts a new
@@ -29,7 +36,7 @@ public final class LoginCache: Sendable {
     /// configuration is never used under another, which may ask for more (a second factor, a group).
     public let scope: String
     private let directory: StateDirectory
-    /// At most this many sessions are remembered per user; the oldest are forgotten first.
+    /// At most this many places are remembered per user; the oldest are forgotten first.
     static let maxRecordsPerUser = 32
 
     /// Opens (creating, mode 0700) the cache directory.
@@ -51,39 +58,44 @@ public final class LoginCache: Sendable {
         SHA256.hash(Array(description.utf8)).prefix(8).hexadecimal
     }
 
-    /// A remembered login.
-    public struct Login: Sendable, Hashable {
-        public var username: String
-        public var provider: String
-        /// How long ago it was made.
-        public var age: Duration
+    /// The cache as a gatekeeper uses it, for logins made at `place`.
+    public func remembering(at place: LoginPlace) -> some RememberedLogins {
+        Remembering(cache: self, place: place)
     }
 
-    /// The login remembered for `session`: `username`'s, or — when no user is named — the one user's
-    /// whose record for the session is fresh (none when several are).
-    public func lookup(_ username: String?, in session: TerminalSession) -> Login? {
-        guard timeout > .zero, let now = BootClock.now() else { return nil }
-        let names = username.map { [$0] } ?? directory.names().filter { !$0.hasPrefix(".") }
-        let fresh = names.compactMap { name -> Login? in
-            guard let record = records(of: name).last(where: { $0.session == session && $0.scope == scope }) else {
-                return nil
-            }
-            guard record.time <= now.nanoseconds, record.boot == now.boot else { return nil }
-            let age = Duration.nanoseconds(now.nanoseconds - record.time)
-            guard age < timeout else { return nil }
-            return Login(username: name, provider: record.provider, age: age)
+    /// The login `username` made at `place`, if it is fresh.
+    public func lookup(_ username: String, in place: LoginPlace) -> RememberedLogin? {
+        guard timeout > .zero, let now = BootClock.now(),
+            let record = records(of: username).last(where: { $0.place == place && $0.scope == scope }),
+            record.time <= now.nanoseconds, record.boot == now.boot
+        else { return nil }
+        let age = Duration.nanoseconds(now.nanoseconds - record.time)
+        guard age < timeout else { return nil }
+        return RememberedLogin(username: username, provider: record.provider, age: age)
+    }
+
+    /// Every fresh login made in `session` by the invoking user, whatever the input (for a status
+    /// display, never for admission).
+    public func logins(in session: TerminalSession, invokingUser: UInt32? = nil) -> [RememberedLogin] {
+        let invokingUser = invokingUser ?? getuid()
+        return directory.names().filter { !$0.hasPrefix(".") }.compactMap { name in
+            guard
+                let record = records(of: name).last(where: {
+                    $0.place.session == session && $0.place.invokingUser == invokingUser && $0.scope == scope
+                })
+            else { return nil }
+            return lookup(name, in: record.place)
         }
-        return fresh.count == 1 ? fresh[0] : nil
     }
 
-    /// Remembers that `identity` signed in within `session` now.
-    public func remember(_ identity: Identity, in session: TerminalSession) throws(AuthError) {
+    /// Remembers that `identity` signed in at `place` now.
+    public func remember(_ identity: Identity, in place: LoginPlace) throws(AuthError) {
         guard timeout > .zero, let now = BootClock.now() else { return }
         var kept = records(of: identity.username).filter {
-            !($0.session == session && $0.scope == scope) && $0.boot == now.boot
+            !($0.place == place && $0.scope == scope) && $0.boot == now.boot
         }
         kept.append(
-            Record(session: session, boot: now.boot, time: now.nanoseconds, scope: scope, provider: identity.provider))
+            Record(place: place, boot: now.boot, time: now.nanoseconds, scope: scope, provider: identity.provider))
         kept = kept.suffix(Self.maxRecordsPerUser)
         try write(kept, for: identity.username)
     }
@@ -92,7 +104,7 @@ public final class LoginCache: Sendable {
     public func forget(_ session: TerminalSession) {
         for name in directory.names() where !name.hasPrefix(".") {
             let records = records(of: name)
-            let kept = records.filter { $0.session != session }
+            let kept = records.filter { $0.place.session != session }
             if kept.count != records.count { try? write(kept, for: name) }
         }
     }
@@ -128,16 +140,17 @@ public final class LoginCache: Sendable {
         return bytes.split(separator: 0x0A).compactMap { Record(line: String(decoding: $0, as: UTF8.self)) }
     }
 
-    /// One remembered session: `v1 KIND DEVICE PID START BOOT TIME SCOPE PROVIDER`.
+    /// One remembered place: `v2 KIND DEVICE PID START UID INPUT BOOT TIME SCOPE PROVIDER`. Records of the
+    /// first version, which knew no invoking user nor input, are ignored.
     struct Record: Hashable {
-        var session: TerminalSession
+        var place: LoginPlace
         var boot: String
         var time: Int64
         var scope: String
         var provider: String
 
-        init(session: TerminalSession, boot: String, time: Int64, scope: String, provider: String) {
-            self.session = session
+        init(place: LoginPlace, boot: String, time: Int64, scope: String, provider: String) {
+            self.place = place
             self.boot = boot
             self.time = time
             self.scope = scope
@@ -146,23 +159,69 @@ public final class LoginCache: Sendable {
 
         init?(line: String) {
             let fields = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 9, fields[0] == "v1", let kind = TerminalSession.Kind(rawValue: fields[1]),
+            guard fields.count == 11, fields[0] == "v2", let kind = TerminalSession.Kind(rawValue: fields[1]),
                 let device = UInt64(fields[2]), let pid = Int32(fields[3]), let start = UInt64(fields[4]),
-                fields[5].utf8.count == 36, let time = Int64(fields[6]), time >= 0,
-                fields[7].utf8.count == 16, !fields[8].isEmpty,
-                fields[8].unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 })
+                let uid = UInt32(fields[5]), LoginPlace.isToken(fields[6]),
+                fields[7].utf8.count == 36, let time = Int64(fields[8]), time >= 0,
+                fields[9].utf8.count == 16, LoginPlace.isToken(fields[10])
             else { return nil }
-            session = TerminalSession(kind: kind, device: device, leader: pid, leaderStart: start)
-            boot = fields[5]
+            place = LoginPlace(
+                TerminalSession(kind: kind, device: device, leader: pid, leaderStart: start), invokingUser: uid,
+                input: fields[6])
+            boot = fields[7]
             self.time = time
-            scope = fields[7]
-            provider = fields[8]
+            scope = fields[9]
+            provider = fields[10]
         }
 
         var line: String {
-            "v1 \(session.kind.rawValue) \(session.device) \(session.leader) \(session.leaderStart) \(boot) \(time) \(scope) "
-                + (provider.unicodeScalars.allSatisfy { $0.isASCII && $0.value > 0x20 } ? provider : "unknown") + "\n"
+            let session = place.session
+            return "v2 \(session.kind.rawValue) \(session.device) \(session.leader) \(session.leaderStart) "
+                + "\(place.invokingUser) \(place.input) \(boot) \(time) \(scope) "
+                + (LoginPlace.isToken(provider) ? provider : "unknown") + "\n"
         }
+    }
+
+    /// The cache bound to one place: what a ``Gatekeeper`` consults.
+    struct Remembering: RememberedLogins {
+        let cache: LoginCache
+        let place: LoginPlace
+
+        func lookup(_ account: String) -> RememberedLogin? { cache.lookup(account, in: place) }
+        func remember(_ identity: Identity) throws(AuthError) { try cache.remember(identity, in: place) }
+    }
+}
+
+/// Everything a remembered login is valid for, but the configuration: the invoking user, the terminal
+/// session (or parent), and where the login's input comes from.
+public struct LoginPlace: Sendable, Hashable {
+    public var session: TerminalSession
+    /// The real uid of whoever runs the tool.
+    public var invokingUser: UInt32
+    /// Where the login's answers come from: `tty` for the controlling terminal, else standard input's
+    /// file as `stdin-DEVICE-INODE`.
+    public var input: String
+
+    /// - Parameter invokingUser: The real uid (`getuid()`) when `nil`.
+    public init(_ session: TerminalSession, invokingUser: UInt32? = nil, input: String = "tty") {
+        self.session = session
+        self.invokingUser = invokingUser ?? getuid()
+        self.input = input
+    }
+
+    /// This process's place, its answers read from the controlling terminal (`fromTerminal`) or from
+    /// standard input; `nil` when either cannot be told (then nothing is remembered).
+    public static func current(fromTerminal: Bool) -> LoginPlace? {
+        guard let session = TerminalSession.current() else { return nil }
+        if fromTerminal { return LoginPlace(session) }
+        var info = stat()
+        guard fstat(0, &info) == 0 else { return nil }
+        return LoginPlace(session, input: "stdin-\(UInt64(info.st_dev))-\(UInt64(info.st_ino))")
+    }
+
+    /// A field of a record: printable ASCII without blanks, at most 64 bytes.
+    static func isToken(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 64 && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 }
 

@@ -6,28 +6,55 @@ import GatekeeperSupport
     import Glibc
 #endif
 
+/// A backend that tells "its servers could not be reached" apart from every other failure: the only
+/// case in which an offline cache may answer for it. A server's refusal — of a service account's bind,
+/// of a search — is an answer (`unavailable` to the caller, a fault of the configuration), never offline.
+public protocol ReachabilityReporting: AuthProvider {
+    /// The login, as ``AuthProvider/authenticate(_:)``, with ``OnlineAnswer/unreachable(reason:)`` only
+    /// when no server could be reached (connect or TLS failed, timed out, the server went away).
+    func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer
+}
+
+/// The answer of ``ReachabilityReporting/authenticateOnline(_:)``.
+public enum OnlineAnswer: Sendable, Hashable {
+    /// A server answered (or refused to): its answer, `unavailable` included.
+    case answered(AuthOutcome)
+    /// No server could be reached.
+    case unreachable(reason: String)
+}
+
 /// Logins that keep working while a backend is unreachable, as SSSD's `cache_credentials` — without its
 /// unlimited offline guessing.
 ///
-/// Wraps any provider. After each online success it keeps, for that user, a yescrypt verifier of the
-/// password, the identity's display name and groups, and the time, in a file only root (or the running
-/// user) can read. When the backend answers `unavailable`, the login is checked against that verifier
-/// instead, if it is younger than `maxAge`; the identity then says `offline: yes`. Offline failures are
-/// counted per user, and after `maxOfflineFailures` the entry refuses every offline login until the next
-/// online success. A backend that says the account is gone, locked or expired removes its entry at once.
+/// Wraps a provider that reports reachability. After each online success it keeps, for that user, a
+/// yescrypt verifier of the password, the identity's display name and groups, and the time, in a file
+/// only root (or the running user) can read. Only when **no server can be reached** is the login checked
+/// against that verifier instead, if it is younger than `maxAge`; the identity then says `offline: yes`.
+/// Any other failure — a server that refuses the service account, a search it refuses — is passed on as
+/// it is.
+///
+/// Offline attempts are counted per user *before* the verifier is checked, under one lock on the cache
+/// that every process shares, so that at most `maxOfflineFailures` guesses are ever checked; the entry
+/// then refuses every offline login until the next online success. A backend that says the account is
+/// gone, locked or expired, or that the password is wrong, removes its entry at once: an old password
+/// is never admitted after a new one was set online.
 public final class OfflineCachingProvider: AuthProvider {
-    public let inner: any AuthProvider
+    public let inner: any ReachabilityReporting
     public var name: String { inner.name }
     public let maxAge: Duration
     public let maxOfflineFailures: Int
     private let directory: StateDirectory
     private let fileName = "offline-logins"
+    private let lockName = "offline-logins.lock"
     static let hashing = ThreadPool(name: "gatekeeper.offline", maxThreads: 2, maxIdle: 1)
 
     /// - Throws: ``AuthError/providerUnavailable(reason:)`` when the directory cannot be used safely.
-    public init(wrapping inner: any AuthProvider, directory: String, maxAge: Duration, maxOfflineFailures: Int = 5)
-        throws(AuthError)
-    {
+    public init(
+        wrapping inner: any ReachabilityReporting,
+        directory: String,
+        maxAge: Duration,
+        maxOfflineFailures: Int = 5
+    ) throws(AuthError) {
         self.inner = inner
         self.maxAge = maxAge
         self.maxOfflineFailures = maxOfflineFailures
@@ -42,7 +69,13 @@ public final class OfflineCachingProvider: AuthProvider {
         let capturing = CapturingConversation(request.conversation)
         var forwarded = request
         forwarded.conversation = capturing
-        let outcome = try await inner.authenticate(forwarded)
+        let outcome: AuthOutcome
+        switch try await inner.authenticateOnline(forwarded) {
+        case .unreachable(let reason):
+            return try await offline(request, capturing, onlineOutcome: .unavailable(reason: reason))
+        case .answered(let answer):
+            outcome = answer
+        }
         switch outcome {
         case .authenticated(let identity):
             if let password = capturing.password {
@@ -53,45 +86,84 @@ public final class OfflineCachingProvider: AuthProvider {
                         username: username, verifier: verifier.text, savedAt: Int64(time(nil)), failures: 0,
                         displayName: displayName, groups: groups.sorted())
                 }
-                if let entry = entry ?? nil { update { $0[entry.username] = entry } }
+                if let entry = entry ?? nil { _ = try? update { $0[entry.username] = entry } }
             }
             return outcome
-        case .notMine, .rejected(.locked, _), .rejected(.expiredAccount, _), .rejected(.refusedByPolicy, _):
-            update { $0[request.username] = nil }
+        case .notMine, .rejected(.locked, _), .rejected(.expiredAccount, _), .rejected(.refusedByPolicy, _),
+            .rejected(.wrongCredentials, _), .rejected(.passwordChangeRequired, _):
+            // The directory refused this password, or the account: what was cached for it is no longer
+            // true (a password changed online makes the old one useless offline).
+            let canonical: String? = if case .rejected(_, let name) = outcome { name } else { nil }
+            _ = try? update { entries in
+                entries[request.username] = nil
+                if let canonical { entries[canonical] = nil }
+            }
             return outcome
-        case .unavailable:
-            return try await offline(request, capturing, onlineOutcome: outcome)
         default:
             return outcome
         }
     }
 
-    /// The backend could not answer: the cache decides, if it may.
+    /// No server could be reached: the cache decides, if it may. The attempt is counted before the
+    /// verifier is checked, under the cache's lock, so parallel guesses cannot pass the limit.
     private func offline(_ request: AuthRequest, _ capturing: CapturingConversation, onlineOutcome: AuthOutcome)
         async throws(AuthError) -> AuthOutcome
     {
-        guard let entry = read()[request.username] else { return onlineOutcome }
-        guard Duration.seconds(Int64(time(nil)) - entry.savedAt) < maxAge, entry.savedAt <= Int64(time(nil)) else {
-            return onlineOutcome
-        }
-        guard entry.failures < maxOfflineFailures else { return .rejected(.locked(until: nil)) }
+        guard let cached = read()[request.username] else { return onlineOutcome }
+        let now = Int64(time(nil))
+        guard Duration.seconds(now - cached.savedAt) < maxAge, cached.savedAt <= now else { return onlineOutcome }
         let password: Secret
         if let asked = capturing.password {
             password = asked
         } else {
             password = try await request.conversation.askSecret("Password: ")
         }
-        guard let verifier = try? PasswordHash(entry.verifier) else { return onlineOutcome }
-        guard let matches = await Self.hashing.run({ verifier.verify(password) }) else { throw .cancelled }
-        guard matches else {
-            update { entries in entries[request.username]?.failures += 1 }
-            return .rejected(.wrongCredentials)
+        // Counted first; a count that cannot be written refuses the login.
+        var reserved: CacheEntry?
+        var exhausted = false
+        do {
+            try update { entries in
+                guard var entry = entries[request.username] else { return }
+                guard entry.failures < maxOfflineFailures else {
+                    exhausted = true
+                    return
+                }
+                entry.failures += 1
+                entries[request.username] = entry
+                reserved = entry
+            }
+        } catch {
+            return onlineOutcome
         }
-        update { entries in entries[request.username]?.failures = 0 }
+        if exhausted { return .rejected(.locked(until: nil)) }
+        guard let entry = reserved, let verifier = try? PasswordHash(entry.verifier) else { return onlineOutcome }
+        guard let matches = await Self.hashing.run({ verifier.verify(password) }) else {
+            // Cancelled: nothing was checked; the count is taken back.
+            _ = try? update { entries in
+                if entries[request.username]?.verifier == entry.verifier,
+                    let failures = entries[request.username]?.failures, failures > 0
+                {
+                    entries[request.username]?.failures = failures - 1
+                }
+            }
+            throw .cancelled
+        }
+        guard matches else { return .rejected(.wrongCredentials) }
+        _ = try? update { entries in
+            if entries[request.username]?.verifier == entry.verifier { entries[request.username]?.failures = 0 }
+        }
         return .authenticated(
             Identity(
                 username: entry.username, displayName: entry.displayName, groups: Set(entry.groups),
                 provider: inner.name, attributes: ["offline": "yes"]))
+    }
+
+    /// The backend's answer; while it cannot tell (its servers unreachable), a cached account is known by
+    /// the spelling it was cached under.
+    public func lookUpAccount(_ username: String) async -> AccountLookup {
+        let answer = await inner.lookUpAccount(username)
+        guard answer == .cannotTell, let entry = read()[username] else { return answer }
+        return .known(canonicalName: entry.username)
     }
 
     public func signOut(_ identity: Identity) async {
@@ -141,6 +213,7 @@ public final class OfflineCachingProvider: AuthProvider {
         }
     }
 
+    /// In this process one change at a time; across processes, the lock file.
     private let lock = Locked(())
 
     private func read() -> [String: CacheEntry] {
@@ -154,14 +227,21 @@ public final class OfflineCachingProvider: AuthProvider {
         return entries
     }
 
-    /// Changes the entries and writes the file whole (in this process one change at a time; across
-    /// processes the last writer wins, which can only drop a count or an entry, never admit anyone).
-    private func update(_ change: (inout [String: CacheEntry]) -> Void) {
-        lock.withLock { _ in
+    /// Changes the entries and writes the file whole, holding the cache's lock (shared by every process)
+    /// across the read, the change and the write, so that no count is lost to another writer.
+    /// - Throws: ``StateFileError`` when the lock cannot be taken or the file cannot be written; nothing is
+    ///   then changed.
+    private func update(_ change: (inout [String: CacheEntry]) -> Void) throws(StateFileError) {
+        try lock.withLock { _ throws(StateFileError) in
+            let held = try directory.openFile(lockName, creatingWith: 0o600)
+            defer { close(held) }
+            try StateDirectory.lock(held)
             var entries = read()
+            let original = entries.mapValues(\.line)
             change(&entries)
+            guard entries.mapValues(\.line) != original else { return }
             let text = entries.values.sorted { $0.username < $1.username }.map { $0.line + "\n" }.joined()
-            try? directory.replace(fileName, with: Array(text.utf8))
+            try directory.replace(fileName, with: Array(text.utf8))
         }
     }
 }

@@ -86,6 +86,7 @@ final class HelperProcess {
             throw HelperError("cannot be started: \(errorDescription(status))")
         }
         pid = child
+        ChildProcesses.register(child)
         channel = pair[0]
         extra = third[0]
         deadline = .now + timeout
@@ -232,9 +233,12 @@ final class HelperProcess {
 
     private func reap() -> Int32? {
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let code: Int32? = status & 0x7F == 0 ? (status >> 8) & 0xFF : nil
+        var result: pid_t
+        repeat { result = waitpid(pid, &status, 0) } while result < 0 && errno == EINTR
+        // Reaped by someone else (a tool stopping every child on its way out): no status, never success.
+        let code: Int32? = result == pid && status & 0x7F == 0 ? (status >> 8) & 0xFF : nil
         reaped = code ?? -1
+        ChildProcesses.unregister(pid)
         return code
     }
 }

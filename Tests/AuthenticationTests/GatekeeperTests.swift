@@ -189,14 +189,23 @@ struct LockoutStoreTests {
 
         init(locked: Set<String>) { self.locked = locked }
 
-        func status(of account: String, policy: LockoutPolicy) -> LockoutStatus {
-            locked.contains(account) ? .locked(failures: policy.deny, remaining: .seconds(42)) : .open(failures: 0)
+        func status(of account: LockoutAccount, policy: LockoutPolicy) -> LockoutStatus {
+            locked.contains(account.key) ? .locked(failures: policy.deny, remaining: .seconds(42)) : .open(failures: 0)
         }
 
-        func recordFailure(of account: String, known: Bool, source: LoginSource, policy: LockoutPolicy)
-            -> LockoutStatus
-        {
-            events.withLock { $0.append("failure \(account) \(known) \(policy.deny)") }
+        func beginAttempt(_ account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) -> LockoutAttempt {
+            let status = status(of: account, policy: policy)
+            if status.isLocked { return .refused(status) }
+            events.withLock { $0.append("attempt \(account.key) \(account.known) \(policy.deny)") }
+            return .counted(LockoutTicket(account: account, time: 0, tag: 1), status: .open(failures: 1))
+        }
+
+        func withdraw(_ ticket: LockoutTicket) {
+            events.withLock { $0.append("withdraw \(ticket.account.key)") }
+        }
+
+        func recordFailure(of account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) -> LockoutStatus {
+            events.withLock { $0.append("failure \(account.key) \(account.known) \(policy.deny)") }
             return .open(failures: 1)
         }
 
@@ -223,6 +232,8 @@ struct LockoutStoreTests {
         }
         await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(credentials("nobody", "no")) }
         #expect(
-            store.events.withLock { $0 } == ["failure alice true 4", "success alice", "failure nobody false 4"])
+            store.events.withLock { $0 } == [
+                "attempt alice true 4", "attempt alice true 4", "success alice", "attempt nobody false 4",
+            ])
     }
 }

@@ -51,18 +51,23 @@ struct LockoutPolicyTests {
     @Test func theMemoryStoreFollowsTheSameRules() throws {
         let clock = ManualClock()
         let store = MemoryLockoutStore(now: clock.now)
-        for _ in 0..<2 { _ = store.recordFailure(of: "bob", known: true, source: .service("t"), policy: policy) }
+        for _ in 0..<2 {
+            _ = store.recordFailure(of: LockoutAccount("bob", known: true), source: .service("t"), policy: policy)
+        }
         clock.advance(by: .seconds(901))
         // The first two are outside the interval of the third: not locked.
         #expect(
-            store.recordFailure(of: "bob", known: true, source: .service("t"), policy: policy) == .open(failures: 1))
-        _ = store.recordFailure(of: "bob", known: true, source: .service("t"), policy: policy)
-        #expect(store.recordFailure(of: "bob", known: true, source: .service("t"), policy: policy).isLocked)
+            store.recordFailure(of: LockoutAccount("bob", known: true), source: .service("t"), policy: policy)
+                == .open(failures: 1))
+        _ = store.recordFailure(of: LockoutAccount("bob", known: true), source: .service("t"), policy: policy)
+        #expect(
+            store.recordFailure(of: LockoutAccount("bob", known: true), source: .service("t"), policy: policy).isLocked)
         clock.advance(by: .seconds(601))
         #expect(store.status(of: "bob", policy: policy) == .unlockedByTime)
         // After an unlock by time, old failures no longer count.
         #expect(
-            store.recordFailure(of: "bob", known: true, source: .service("t"), policy: policy) == .open(failures: 1))
+            store.recordFailure(of: LockoutAccount("bob", known: true), source: .service("t"), policy: policy)
+                == .open(failures: 1))
         store.unlock("bob")
         #expect(store.status(of: "bob", policy: policy) == .open(failures: 0))
     }

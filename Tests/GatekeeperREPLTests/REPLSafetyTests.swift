@@ -67,7 +67,8 @@ struct StackedREPLTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("No login yet."))
         #expect(
-            result.stdout.contains("debug: user_unknown -> ignore\n2. required mock: success -> ok\nresult: success"))
+            result.stdout.contains(
+                "debug: user_unknown -> ignore\n2. required mock: success -> ok\nidentity: 2:mock\nresult: success"))
         #expect(result.stdout.contains("Signed in as bob via mock."))
         #expect(
             result.stdout.contains(
@@ -99,7 +100,7 @@ struct FallbackTourTests {
             gatekeeperREPL, ["--config", configuration],
             input: "login\nerin\nerin-2026\nwhy\nlogin\nbob\nbuilder\nwhy\n")
         #expect(first.stdout.contains("Signed in as Erin Example (erin)."), "\(first.stdout)")
-        #expect(first.stdout.contains("file: success -> done\nresult: success"))
+        #expect(first.stdout.contains("file: success -> done\nidentity: 1:file\nresult: success"))
         #expect(first.stdout.contains("file: user_unknown -> ignore\n2. required mock: success -> ok"))
 
         // While the REPL runs, others may now write the file: it is refused, the entry answers

@@ -144,7 +144,8 @@ struct ConfiguredStackTests {
             input: "builder\n")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
-            result.stderr.contains("debug: user_unknown -> ignore\n2. required mock: success -> ok\nresult: success"))
+            result.stderr.contains(
+                "debug: user_unknown -> ignore\n2. required mock: success -> ok\nidentity: 2:mock\nresult: success"))
         let wrong = try run(
             gatekeeperRun, ["--config", path, "--explain", "--user", "bob", "--password-stdin", "--", "true"],
             input: "nope\n")

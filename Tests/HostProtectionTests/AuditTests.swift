@@ -1,6 +1,7 @@
 import Authentication
 import AuthenticationTesting
 import Foundation
+import GatekeeperHost
 import GatekeeperSupport
 import HostProtection
 import MockProvider

@@ -48,9 +48,10 @@ struct FaillockInteroperabilityTests {
 
     @Test func faillockListsTheRecordsThisPackageWritesAndResetsThem() throws {
         let store = try FaillockStore(directory: tallies)
-        _ = try store.recordFailure(of: Self.account, known: true, source: .terminal("/dev/pts/7"), policy: Self.policy)
         _ = try store.recordFailure(
-            of: Self.account, known: true, source: .remoteHost("198.51.100.7"), policy: Self.policy)
+            of: LockoutAccount(Self.account, known: true), source: .terminal("/dev/pts/7"), policy: Self.policy)
+        _ = try store.recordFailure(
+            of: LockoutAccount(Self.account, known: true), source: .remoteHost("198.51.100.7"), policy: Self.policy)
         let listed = try faillock("")
         #expect(listed.status == 0)
         let rows = listed.output.split(separator: "\n").filter { $0.hasSuffix(" V") }
@@ -61,7 +62,8 @@ struct FaillockInteroperabilityTests {
         let recorded = try store.failures(of: Self.account)
         #expect(recorded.map(\.type) == ["TTY", "RHOST"] && recorded.allSatisfy { $0.valid })
 
-        _ = try store.recordFailure(of: Self.account, known: true, source: .service("gk"), policy: Self.policy)
+        _ = try store.recordFailure(
+            of: LockoutAccount(Self.account, known: true), source: .service("gk"), policy: Self.policy)
         #expect(try store.status(of: Self.account, policy: Self.policy).isLocked)
         #expect(try faillock("--reset").status == 0)
         #expect(try store.status(of: Self.account, policy: Self.policy) == .open(failures: 0))
@@ -70,7 +72,8 @@ struct FaillockInteroperabilityTests {
     @Test func pamFaillockSeesTheFailuresThisPackageCountedAndTheReverse() async throws {
         let store = try FaillockStore(directory: tallies)
         for _ in 0..<2 {
-            _ = try store.recordFailure(of: Self.account, known: true, source: .service("gk"), policy: Self.policy)
+            _ = try store.recordFailure(
+                of: LockoutAccount(Self.account, known: true), source: .service("gk"), policy: Self.policy)
         }
         // A wrong password through pam_faillock is the third failure: the account is locked for both.
         guard case .rejected = try await pamLogin("wrong-password") else {
@@ -99,7 +102,8 @@ struct FaillockInteroperabilityTests {
 
     @Test func pamFaillocksSuccessResetsTheCountThisPackageKeeps() async throws {
         let store = try FaillockStore(directory: tallies)
-        _ = try store.recordFailure(of: Self.account, known: true, source: .service("gk"), policy: Self.policy)
+        _ = try store.recordFailure(
+            of: LockoutAccount(Self.account, known: true), source: .service("gk"), policy: Self.policy)
         guard case .authenticated = try await pamLogin("right-password") else {
             Issue.record("the right password was refused")
             return

@@ -35,7 +35,7 @@ struct FullFileSystemTests {
         let disk = try SmallDisk()
         let policy = LockoutPolicy(deny: 3)
         let store = try FaillockStore(directory: disk.path + "/tally")
-        _ = try store.recordFailure(of: "alice", known: true, source: .service("t"), policy: policy)
+        _ = try store.recordFailure(of: LockoutAccount("alice", known: true), source: .service("t"), policy: policy)
         let users = UsersFileStore(path: disk.path + "/users")
         try users.addUser(
             "bob", hash: try PasswordHash.make(Secret(copying: "builder".utf8), scheme: .bcrypt), createFile: true)
@@ -48,7 +48,7 @@ struct FullFileSystemTests {
 
         // The lockout: a new account's file cannot be made → a typed error, so the login fails closed.
         #expect(throws: AuthError.providerUnavailable(reason: "")) {
-            try store.recordFailure(of: "carol", known: true, source: .service("t"), policy: policy)
+            try store.recordFailure(of: LockoutAccount("carol", known: true), source: .service("t"), policy: policy)
         }
         // alice's earlier failure is still counted.
         #expect(try store.status(of: "alice", policy: policy) == .open(failures: 1))
@@ -78,7 +78,7 @@ struct FullFileSystemTests {
         let store = try FaillockStore(directory: disk.path + "/tally")
         _ = try shell("mount -o remount,ro '\(disk.path)'")
         #expect(throws: AuthError.providerUnavailable(reason: "")) {
-            try store.recordFailure(of: "alice", known: true, source: .service("t"), policy: policy)
+            try store.recordFailure(of: LockoutAccount("alice", known: true), source: .service("t"), policy: policy)
         }
         // A gatekeeper over it refuses every login, before any provider is asked, rather than let failures
         // go uncounted (unlimited guessing); the audit says why.

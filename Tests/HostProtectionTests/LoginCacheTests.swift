@@ -24,17 +24,17 @@ struct LoginCacheTests {
 
     @Test func remembersALoginForItsSessionOnly() throws {
         let cache = try LoginCache(directory: directory, timeout: .seconds(300))
-        try cache.remember(alice, in: session)
-        #expect(cache.lookup("alice", in: session)?.provider == "file")
-        #expect(cache.lookup(nil, in: session)?.username == "alice")
-        #expect(cache.lookup("bob", in: session) == nil)
+        try cache.remember(alice, in: LoginPlace(session))
+        #expect(cache.lookup("alice", in: LoginPlace(session))?.provider == "file")
+        #expect(cache.logins(in: session).map(\.username) == ["alice"])
+        #expect(cache.lookup("bob", in: LoginPlace(session)) == nil)
         // The same pid, started at another time: a reused pid does not inherit the login.
         var reused = session
         reused.leaderStart += 1
-        #expect(cache.lookup("alice", in: reused) == nil)
+        #expect(cache.lookup("alice", in: LoginPlace(reused)) == nil)
         var otherTerminal = session
         otherTerminal.device += 1
-        #expect(cache.lookup("alice", in: otherTerminal) == nil)
+        #expect(cache.lookup("alice", in: LoginPlace(otherTerminal)) == nil)
         let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/alice")
         #expect(attributes[.posixPermissions] as? Int == 0o600)
         #expect(try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int == 0o700)
@@ -42,33 +42,35 @@ struct LoginCacheTests {
 
     @Test func aLoginIsForgottenAfterTheTimeoutOrWhenAsked() throws {
         let brief = try LoginCache(directory: directory, timeout: .milliseconds(200))
-        try brief.remember(alice, in: session)
-        #expect(brief.lookup("alice", in: session) != nil)
+        try brief.remember(alice, in: LoginPlace(session))
+        #expect(brief.lookup("alice", in: LoginPlace(session)) != nil)
         usleep(300_000)
-        #expect(brief.lookup("alice", in: session) == nil)
+        #expect(brief.lookup("alice", in: LoginPlace(session)) == nil)
 
         let cache = try LoginCache(directory: directory, timeout: .seconds(300))
         var other = session
         other.leader += 1
-        try cache.remember(alice, in: session)
-        try cache.remember(alice, in: other)
-        try cache.remember(Identity(username: "bob", provider: "file"), in: session)
-        // Two users remembered for one session: without a name, neither is chosen.
-        #expect(cache.lookup(nil, in: session) == nil)
+        try cache.remember(alice, in: LoginPlace(session))
+        try cache.remember(alice, in: LoginPlace(other))
+        try cache.remember(Identity(username: "bob", provider: "file"), in: LoginPlace(session))
+        // Two users remembered for one session: a status display lists both.
+        #expect(cache.logins(in: session).map(\.username).sorted() == ["alice", "bob"])
         cache.forget(session)
-        #expect(cache.lookup("alice", in: session) == nil && cache.lookup("bob", in: session) == nil)
-        #expect(cache.lookup("alice", in: other) != nil)
+        #expect(
+            cache.lookup("alice", in: LoginPlace(session)) == nil && cache.lookup("bob", in: LoginPlace(session)) == nil
+        )
+        #expect(cache.lookup("alice", in: LoginPlace(other)) != nil)
         cache.forgetAll(of: "alice")
-        #expect(cache.lookup("alice", in: other) == nil)
+        #expect(cache.lookup("alice", in: LoginPlace(other)) == nil)
 
         let never = try LoginCache(directory: directory, timeout: .zero)
-        try never.remember(alice, in: session)
-        #expect(never.lookup("alice", in: session) == nil)
+        try never.remember(alice, in: LoginPlace(session))
+        #expect(never.lookup("alice", in: LoginPlace(session)) == nil)
     }
 
     /// A record line from `what`, at `now` on CLOCK_BOOTTIME of boot `boot`.
     static func record(_ what: String, boot: String, now: Int64) -> String {
-        let session = "v1 tty 34816 4242 123456"
+        let session = "v2 tty 34816 4242 123456 \(getuid()) tty"
         let scope = LoginCache.scope(of: "default")
         switch what {
         case "another boot":
@@ -77,7 +79,11 @@ struct LoginCacheTests {
         case "another configuration":
             return "\(session) \(boot) \(now - 1_000_000_000) \(LoginCache.scope(of: "other")) file\n"
         case "a damaged line": return "\(session) \(boot) \(now - 1_000_000_000) \(scope)\n"
-        case "another version": return "v2 tty 34816 4242 123456 \(boot) \(now - 1_000_000_000) \(scope) file\n"
+        case "another version": return "v1 tty 34816 4242 123456 \(boot) \(now - 1_000_000_000) \(scope) file\n"
+        case "another invoking user":
+            return "v2 tty 34816 4242 123456 \(getuid() &+ 1) tty \(boot) \(now - 1_000_000_000) \(scope) file\n"
+        case "another input":
+            return "v2 tty 34816 4242 123456 \(getuid()) stdin-1-2 \(boot) \(now - 1_000_000_000) \(scope) file\n"
         case "binary junk": return "\u{0}\u{1}v1 tty\u{FF}"
         default: return "\(session) \(boot) \(now - 1_000_000_000) \(scope) file\n"
         }
@@ -85,29 +91,47 @@ struct LoginCacheTests {
 
     @Test(arguments: [
         "another boot", "the future", "another configuration", "a damaged line", "another version", "binary junk",
+        "another invoking user", "another input",
     ])
     func aRecordThatCannotBeTrustedIsIgnored(_ what: String) throws {
         let cache = try LoginCache(directory: directory, timeout: .seconds(300))
         // The format is what the test writes: a good record is accepted…
         try Self.record("good", boot: bootID, now: bootNanoseconds())
             .write(toFile: directory + "/alice", atomically: true, encoding: .utf8)
-        #expect(cache.lookup("alice", in: session) != nil)
+        #expect(cache.lookup("alice", in: LoginPlace(session)) != nil)
         // …and one from elsewhere is not.
         try Self.record(what, boot: bootID, now: bootNanoseconds())
             .write(toFile: directory + "/alice", atomically: true, encoding: .utf8)
-        #expect(cache.lookup("alice", in: session) == nil, "a record from \(what) was accepted")
+        #expect(cache.lookup("alice", in: LoginPlace(session)) == nil, "a record from \(what) was accepted")
+    }
+
+    /// A login is valid only where it was made: the same invoking user and the same source of input.
+    @Test func aLoginIsKeyedOnTheInvokingUserAndTheInput() throws {
+        let cache = try LoginCache(directory: directory, timeout: .seconds(300))
+        let pipe = LoginPlace(session, invokingUser: 1000, input: "stdin-12-3456")
+        try cache.remember(alice, in: pipe)
+        #expect(cache.lookup("alice", in: pipe) != nil)
+        #expect(cache.lookup("alice", in: LoginPlace(session, invokingUser: 1001, input: "stdin-12-3456")) == nil)
+        #expect(cache.lookup("alice", in: LoginPlace(session, invokingUser: 1000, input: "stdin-12-3457")) == nil)
+        #expect(cache.lookup("alice", in: LoginPlace(session, invokingUser: 1000)) == nil)
+        // Through the gatekeeper's protocol: only ever by the account's name.
+        let remembering = cache.remembering(at: pipe)
+        #expect(remembering.lookup("alice")?.username == "alice")
+        #expect(remembering.lookup("mallory") == nil)
     }
 
     @Test func aRecordFileOthersCouldWriteIsIgnored() throws {
         let cache = try LoginCache(directory: directory, timeout: .seconds(300))
-        try cache.remember(alice, in: session)
+        try cache.remember(alice, in: LoginPlace(session))
         chmod(directory + "/alice", 0o666)
-        #expect(cache.lookup("alice", in: session) == nil)
+        #expect(cache.lookup("alice", in: LoginPlace(session)) == nil)
     }
 }
 
-/// gatekeeper-run remembers a login for the session it ran in (here, without a terminal, its parent:
-/// this test process), and rechecks the account before it uses one.
+/// gatekeeper-run remembers a login for the place it ran in — here, without a terminal, its parent (this
+/// test process), the invoking user, and its standard input (one file, rewritten in place between runs,
+/// as a long-lived parent would hand the same input to each run) — and uses it only once the name read
+/// names the account, after rechecking the account.
 @Suite(.timeLimit(.minutes(2)))
 struct RememberedLoginTests {
     let state = temporaryDirectory("gatekeeper-remembered")
@@ -124,58 +148,89 @@ struct RememberedLoginTests {
         return path
     }
 
-    func gatekeeperRun(_ config: String, _ arguments: [String] = [], input: String = "") throws -> RunResult {
-        try run(
+    /// Runs gatekeeper-run with `answers` as its standard input: the same file each time (same inode).
+    func gatekeeperRun(_ config: String, _ arguments: [String] = [], answers: String = "") throws -> RunResult {
+        let input = state + "/input"
+        let file = open(input, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        #expect(file >= 0)
+        _ = answers.utf8CString.withUnsafeBytes { write(file, $0.baseAddress, $0.count - 1) }
+        close(file)
+        return try run(
             HostProtectionTests.gatekeeperRun,
             ["--config", config, "--state-dir", state] + arguments + ["--", "echo", "ran"],
-            input: input)
+            inputFile: input)
     }
 
     func auditEvents() throws -> [String] {
         try String(contentsOfFile: state + "/audit.jsonl", encoding: .utf8).split(separator: "\n").map(String.init)
     }
 
-    @Test func aSecondRunFromTheSameSessionDoesNotAsk() throws {
+    @Test func aSecondRunFromTheSamePlaceAsksTheNameButNotThePassword() throws {
         let config = try configuration()
-        let first = try gatekeeperRun(config, input: "alice\nwonderland\n")
+        let first = try gatekeeperRun(config, answers: "alice\nwonderland\n")
         #expect(first.status == 0 && first.stderr.contains("Password:"))
-        let second = try gatekeeperRun(config)
+        let second = try gatekeeperRun(config, answers: "alice\n")
         #expect(second.status == 0 && second.stdout == "ran\n")
-        #expect(!second.stderr.contains("Password:") && !second.stderr.contains("Username:"))
+        #expect(second.stderr.contains("Username:") && !second.stderr.contains("Password:"))
         #expect(
             try auditEvents().contains { $0.contains("\"event\":\"cachedLogin\"") && $0.contains("\"user\":\"alice\"") }
         )
         // -k forgets it: the next run asks again (and, with no answer, is cancelled).
         #expect(try gatekeeperRun(config, ["-k"]).status == 130)
-        #expect(try gatekeeperRun(config).status == 130)
+        #expect(try gatekeeperRun(config, answers: "alice\n").status == 130)
+    }
+
+    /// The review's chain: one parent runs gatekeeper-run for several people, name and password on
+    /// standard input. The second person's command never runs as the first.
+    @Test func aRememberedLoginNeverRidesAcrossPeople() throws {
+        let config = try configuration()
+        #expect(try gatekeeperRun(config, answers: "alice\nwonderland\n").status == 0)
+        // Asked for a password, refused, asked again, and no answer left: the command never ran.
+        let mallory = try gatekeeperRun(config, answers: "mallory\nwrong\n")
+        #expect(mallory.status == 130 && mallory.stdout.isEmpty && mallory.stderr.contains("Password:"))
+        #expect(!(try auditEvents().contains { $0.contains("cachedLogin") && !$0.contains("\"user\":\"alice\"") }))
+        let bob = try gatekeeperRun(config, answers: "bob\n")
+        #expect(bob.status == 130 && bob.stdout.isEmpty && bob.stderr.contains("Password:"))
+        // Input from elsewhere (a pipe of its own): alice's login is not lent to it, named or typed.
+        let piped = try run(
+            HostProtectionTests.gatekeeperRun, ["--config", config, "--state-dir", state, "--", "echo", "ran"],
+            input: "alice\n")
+        #expect(piped.status == 130 && piped.stdout.isEmpty)
+        let named = try run(
+            HostProtectionTests.gatekeeperRun,
+            ["--config", config, "--state-dir", state, "--user", "alice", "--", "echo", "ran"], input: "")
+        #expect(named.status == 130 && named.stdout.isEmpty)
     }
 
     @Test func aPasswordOnStandardInputIsAlwaysChecked() throws {
         let config = try configuration()
-        #expect(try gatekeeperRun(config, input: "alice\nwonderland\n").status == 0)
-        let wrong = try gatekeeperRun(config, ["--user", "alice", "--password-stdin"], input: "wrong\n")
+        #expect(try gatekeeperRun(config, answers: "alice\nwonderland\n").status == 0)
+        let wrong = try gatekeeperRun(config, ["--user", "alice", "--password-stdin"], answers: "wrong\n")
         #expect(wrong.status == 77)
     }
 
     @Test func aTimeoutOfZeroNeverRemembers() throws {
         let config = try configuration("cache timeout=0")
-        #expect(try gatekeeperRun(config, input: "alice\nwonderland\n").status == 0)
-        #expect(try gatekeeperRun(config).status == 130)
+        #expect(try gatekeeperRun(config, answers: "alice\nwonderland\n").status == 0)
+        #expect(try gatekeeperRun(config, answers: "alice\n").status == 130)
     }
 
     @Test func anAccountLockedOutSinceLosesItsRememberedLogin() throws {
         let config = try configuration("lockout deny=2 unlock=10m")
-        #expect(try gatekeeperRun(config, input: "alice\nwonderland\n").status == 0)
+        #expect(try gatekeeperRun(config, answers: "alice\nwonderland\n").status == 0)
         let store = try FaillockStore(directory: state + "/faillock")
         let policy = LockoutPolicy(deny: 2)
-        for _ in 0..<2 { _ = try store.recordFailure(of: "alice", known: true, source: .service("t"), policy: policy) }
-        #expect(try gatekeeperRun(config).status == 130)
+        for _ in 0..<2 {
+            _ = try store.recordFailure(of: LockoutAccount("alice"), source: .service("t"), policy: policy)
+        }
+        let locked = try gatekeeperRun(config, answers: "alice\n")
+        #expect(locked.status == 77 && locked.stdout.isEmpty)
         // Once unlocked (gatekeeper-run --unlock), it is remembered again.
         let unlock = try run(
             HostProtectionTests.gatekeeperRun, ["--config", config, "--state-dir", state, "--unlock", "alice"],
             input: "")
         #expect(unlock.status == 0)
-        #expect(try gatekeeperRun(config).status == 0)
+        #expect(try gatekeeperRun(config, answers: "alice\n").status == 0)
         #expect(try auditEvents().contains { $0.contains("\"event\":\"unlocked\"") })
     }
 
@@ -184,34 +239,35 @@ struct RememberedLoginTests {
         try users.addUser(
             "erin", hash: try PasswordHash.make(Secret(copying: "erin-2026".utf8), scheme: .bcrypt), createFile: true)
         let config = try configuration(provider: "required file users=\(state)/users")
-        #expect(try gatekeeperRun(config, input: "erin\nerin-2026\n").status == 0)
-        #expect(try gatekeeperRun(config).status == 0)
+        #expect(try gatekeeperRun(config, answers: "erin\nerin-2026\n").status == 0)
+        #expect(try gatekeeperRun(config, answers: "erin\n").status == 0)
         try users.lockUser("erin")
-        #expect(try gatekeeperRun(config).status == 130)
+        #expect(try gatekeeperRun(config, answers: "erin\n").status == 130)
         try users.unlockUser("erin")
-        #expect(try gatekeeperRun(config).status == 0)
+        #expect(try gatekeeperRun(config, answers: "erin\n").status == 0)
         try users.deleteUser("erin")
-        #expect(try gatekeeperRun(config).status == 130)
+        #expect(try gatekeeperRun(config, answers: "erin\n").status == 130)
     }
 
     @Test func aLoginRememberedUnderOneConfigurationIsNotUsedUnderAnother() throws {
         let config = try configuration()
-        #expect(try gatekeeperRun(config, input: "alice\nwonderland\n").status == 0)
+        #expect(try gatekeeperRun(config, answers: "alice\nwonderland\n").status == 0)
         // The same provider with other options, or another stack: asked again.
         let stricter = try configuration(provider: "required mock delay=0.01")
-        #expect(try gatekeeperRun(stricter).status == 130)
+        #expect(try gatekeeperRun(stricter, answers: "alice\n").status == 130)
         let single = try run(
             HostProtectionTests.gatekeeperRun,
             ["--provider", "mock", "--delay", "0", "--state-dir", state, "--", "true"],
-            input: "")
+            inputFile: state + "/input")
         #expect(single.status == 130)
     }
 
     @Test func aRememberedLoginStillNeedsTheGroup() throws {
         let config = try configuration()
-        #expect(try gatekeeperRun(config, input: "bob\nbuilder\n").status == 0)
-        let refused = try gatekeeperRun(config, ["--group", "admin"])
+        #expect(try gatekeeperRun(config, answers: "bob\nbuilder\n").status == 0)
+        let refused = try gatekeeperRun(config, ["--group", "admin"], answers: "bob\n")
         #expect(refused.status == 77 && refused.stdout.isEmpty)
+        #expect(!refused.stderr.contains("Password:"))
     }
 }
 

@@ -43,7 +43,7 @@ struct ReplacedStateTests {
         let directory = temporaryDirectory("gatekeeper-replaced")
         let policy = LockoutPolicy(deny: 3)
         let store = try FaillockStore(directory: directory + "/tally")
-        _ = try store.recordFailure(of: "alice", known: true, source: .service("t"), policy: policy)
+        _ = try store.recordFailure(of: LockoutAccount("alice", known: true), source: .service("t"), policy: policy)
         #expect(rename(directory + "/tally/alice", directory + "/alice.saved") == 0)
         #expect(mkdir(directory + "/tally/alice", 0o700) == 0)
         let provider = StubAuthProvider(accounts: ["alice": ("wonderland", []), "bob": ("builder", [])])

@@ -72,8 +72,11 @@ struct LDAPProviderTests {
     /// slapd's ppolicy overlay: a locked account, a password expired with grace logins, one to change.
     @Test func thePasswordPolicyControlIsAnswered() async throws {
         let provider = try Self.provider()
-        #expect(try await login(provider, "dave", "dave-2026") == .rejected(.locked(until: nil)))
-        #expect(try await login(provider, "fay", "fay-2026") == .rejected(.passwordChangeRequired))
+        #expect(
+            try await login(provider, "dave", "dave-2026") == .rejected(.locked(until: nil), canonicalUsername: "dave"))
+        #expect(
+            try await login(provider, "fay", "fay-2026") == .rejected(.passwordChangeRequired, canonicalUsername: "fay")
+        )
         let conversation = ScriptedConversation(.secret("erin-2026"))
         let outcome = try await provider.authenticate(AuthRequest(username: "erin", conversation: conversation))
         guard case .authenticated = outcome else {
@@ -83,7 +86,7 @@ struct LDAPProviderTests {
         #expect(
             conversation.messages.contains { $0.hasPrefix("Your password has expired;") && $0.contains("grace login") })
         // A wrong password is only that, locked account or not.
-        #expect(try await login(provider, "erin", "wrong") == .rejected(.wrongCredentials))
+        #expect(try await login(provider, "erin", "wrong") == .rejected(.wrongCredentials, canonicalUsername: "erin"))
     }
 
     /// Connections are kept between logins, and never more than the bound are open.

@@ -10,18 +10,33 @@ import Testing
 @Suite(.timeLimit(.minutes(2)))
 struct OfflineCacheTests {
     /// alice / wonderland, reachable or not as the test says.
-    final class Switchable: AuthProvider {
+    final class Switchable: ReachabilityReporting {
         let name = "switchable"
         let reachable = Locked(true)
         let known = Locked(true)
+        /// Reachable, but refusing the service account (a locked or wrong bind DN).
+        let refusing = Locked(false)
+        let password = Locked("wonderland")
+
+        func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
+            let password = try await request.conversation.askSecret("Password: ")
+            guard reachable.withLock({ $0 }) else { return .unreachable(reason: "the server is down") }
+            if refusing.withLock({ $0 }) {
+                return .answered(.unavailable(reason: "the service account's bind was refused"))
+            }
+            guard known.withLock({ $0 }), request.username == "alice" else { return .answered(.notMine) }
+            return password == Secret(copying: self.password.withLock({ $0 }).utf8)
+                ? .answered(
+                    .authenticated(Identity(username: "alice", displayName: "Alice", groups: ["staff"], provider: name))
+                )
+                : .answered(.rejected(.wrongCredentials))
+        }
 
         func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
-            let password = try await request.conversation.askSecret("Password: ")
-            guard reachable.withLock({ $0 }) else { return .unavailable(reason: "the server is down") }
-            guard known.withLock({ $0 }), request.username == "alice" else { return .notMine }
-            return password == Secret(copying: "wonderland".utf8)
-                ? .authenticated(Identity(username: "alice", displayName: "Alice", groups: ["staff"], provider: name))
-                : .rejected(.wrongCredentials)
+            switch try await authenticateOnline(request) {
+            case .answered(let outcome): return outcome
+            case .unreachable(let reason): return .unavailable(reason: reason)
+            }
         }
     }
 
@@ -85,6 +100,63 @@ struct OfflineCacheTests {
         }
     }
 
+    /// The review's chain: alice's password is reset online, and the directory then refuses the service
+    /// account (locked by someone's wrong binds). Reachable is not offline: her old password is refused,
+    /// and so is the new one, until the configuration is mended.
+    @Test func aDirectoryThatRefusesIsNotOffline() async throws {
+        let backend = Switchable()
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        guard case .authenticated = try await login(cache, "wonderland") else {
+            Issue.record("the online login failed")
+            return
+        }
+        backend.refusing.withLock { $0 = true }
+        guard case .unavailable = try await login(cache, "wonderland") else {
+            Issue.record("a directory refusing the service account was taken for offline")
+            return
+        }
+    }
+
+    /// A wrong password online drops the cached verifier: once the directory has a new password, the old
+    /// one is never admitted offline.
+    @Test func aWrongPasswordOnlineDropsTheCachedVerifier() async throws {
+        let backend = Switchable()
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        _ = try await login(cache, "wonderland")
+        backend.password.withLock { $0 = "looking-glass" }
+        #expect(try await login(cache, "wonderland") == .rejected(.wrongCredentials))
+        backend.reachable.withLock { $0 = false }
+        guard case .unavailable = try await login(cache, "wonderland") else {
+            Issue.record("the old password was admitted offline after the directory refused it")
+            return
+        }
+    }
+
+    /// Thirty guesses at once, from as many caches on the same file (as from as many processes): at most
+    /// the limit is ever checked, and the count on file is exactly that.
+    @Test func parallelOfflineGuessesAreCountedBeforeTheyAreChecked() async throws {
+        let backend = Switchable()
+        let first = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(86_400), maxOfflineFailures: 5)
+        _ = try await login(first, "wonderland")
+        backend.reachable.withLock { $0 = false }
+        let caches = try (0..<30).map { _ in
+            try OfflineCachingProvider(
+                wrapping: backend, directory: directory, maxAge: .seconds(86_400), maxOfflineFailures: 5)
+        }
+        let answers = await withTaskGroup(of: AuthOutcome?.self) { group in
+            for cache in caches { group.addTask { try? await self.login(cache, "guess") } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let checked = answers.filter { $0 == .rejected(.wrongCredentials) }.count
+        let refused = answers.filter { $0 == .rejected(.locked(until: nil)) }.count
+        #expect(checked == 5 && refused == 25, "\(checked) checked, \(refused) refused")
+        let file = try String(contentsOfFile: directory + "/offline-logins", encoding: .utf8)
+        #expect(file.split(separator: "\t").dropFirst(3).first == "5", "\(file)")
+        // And the right password is no help now, offline.
+        #expect(try await login(first, "wonderland") == .rejected(.locked(until: nil)))
+    }
+
     @Test func anOldEntryOrAnAccountGoneIsNotUsed() async throws {
         let backend = Switchable()
         let brief = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(1))
@@ -125,5 +197,19 @@ struct OfflineCacheTests {
             return
         }
         #expect(identity.provider == "ldap" && identity.attributes["offline"] == "yes")
+        // A reachable directory that refuses the service account is not offline: the cache stays out.
+        let wrongService = temporaryDirectory("gatekeeper-offline-bind") + "/pw"
+        try "not-the-password".write(toFile: wrongService, atomically: true, encoding: .utf8)
+        var refusing = LDAPAuthProvider.Configuration(
+            uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))
+        refusing.bindDN = "cn=admin,\(slapd.base)"
+        refusing.bindPassword = Secret(copying: "not-the-password".utf8)
+        let refused = try OfflineCachingProvider(
+            wrapping: LDAPAuthProvider(refusing), directory: directory, maxAge: .seconds(86_400))
+        guard case .unavailable(let reason) = try await login(refused, "wonderland") else {
+            Issue.record("a refused service bind let the offline cache answer")
+            return
+        }
+        #expect(reason.contains("service account"))
     }
 }

@@ -162,7 +162,8 @@ struct TwoFactorStackTests {
     func configuration() throws -> String {
         let users = directory + "/users"
         try UsersFileStore(path: users).addUser(
-            "erin", hash: try PasswordHash.make(Secret(copying: "erin-2026".utf8), scheme: .bcrypt), createFile: true)
+            "erin", hash: try PasswordHash.make(Secret(copying: "erin-2026".utf8), scheme: .bcrypt),
+            groups: ["staff"], displayName: "Erin Example", createFile: true)
         let oath = directory + "/users.oath"
         try "HOTP/E/6 erin - \(OTPProviderTests.rfcSecretHex)\n".write(toFile: oath, atomically: true, encoding: .utf8)
         chmod(oath, 0o600)
@@ -178,11 +179,39 @@ struct TwoFactorStackTests {
         return path
     }
 
-    func gatekeeperRun(_ config: String, _ input: String) throws -> RunResult {
+    func gatekeeperRun(_ config: String, _ input: String, _ arguments: [String] = []) throws -> RunResult {
         try run(
             builtExecutable("gatekeeper-run"),
-            ["--config", config, "--state-dir", directory + "/state", "--", "echo", "in"],
+            ["--config", config, "--state-dir", directory + "/state"] + arguments + ["--", "echo", "in"],
             input: input)
+    }
+
+    /// Medium 8: the identity is the password entry's — its display name and groups — not the code's; the
+    /// trace says which entry gave it.
+    @Test func theIdentityIsThePasswordEntrysNotTheCodes() throws {
+        let config = try configuration()
+        let admitted = try gatekeeperRun(config, "erin\nerin-2026\n\(code(0))\n", ["--group", "staff", "--explain"])
+        #expect(admitted.status == 0 && admitted.stdout == "in\n", "\(admitted.stderr)")
+        #expect(admitted.stderr.contains("identity: 1:file"), "\(admitted.stderr)")
+        #expect(OTPAuthProvider(usersFile: directory + "/users.oath").establishesIdentity == false)
+    }
+
+    /// Medium 12: the same code given to many processes at the same instant admits exactly one of them.
+    @Test func oneCodeAdmitsOneProcessHoweverManyPresentItAtOnce() throws {
+        let config = try configuration()
+        let input = "erin\nerin-2026\n\(code(0))\n"
+        for round in 0..<3 {
+            let processes = try (0..<8).map { _ in
+                try Spawned(
+                    builtExecutable("gatekeeper-run"),
+                    ["--config", config, "--state-dir", directory + "/state-\(round)", "--", "echo", "in"])
+            }
+            // All started first, then all given the code together.
+            for process in processes { process.write(input) }
+            let results = processes.map { $0.finish() }
+            let admitted = results.filter { $0.status == 0 }.count
+            #expect(admitted == (round == 0 ? 1 : 0), "round \(round): \(admitted) of 8 admitted with one code")
+        }
     }
 
     func code(_ counter: UInt64) -> String {
@@ -251,6 +280,23 @@ struct TwoFactorStackTests {
 struct EnrolmentTests {
     let file = temporaryDirectory("gatekeeper-enrol") + "/users.oath"
     let passwd = builtExecutable("gatekeeper-passwd")
+
+    /// Medium 12: a name that would make two fields of the file (or a comment) is refused, and the file
+    /// is left as it was: no entry for carol with the requester's secret.
+    @Test(arguments: ["carol - 31323334353637383930", "carol\t-", "#carol", " carol", "carol\u{85}x"])
+    func aNameThatIsNotOneFieldIsRefused(_ name: String) throws {
+        #expect(try run(passwd, ["otp-add", file, "dave", "--create"], input: "").status == 0)
+        let before = try String(contentsOfFile: file, encoding: .utf8)
+        let added = try run(passwd, ["otp-add", file, name], input: "")
+        #expect(added.status == 2, "\(added.stderr)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == before)
+        let listed = try run(passwd, ["otp-list", file], input: "")
+        #expect(!listed.stdout.contains("carol"))
+        #expect(throws: OATHFileError.self) {
+            try OATHUsersFileStore(path: file).add(
+                name, kind: .totp(step: 30), digits: 6, secret: OATHUsersFileStore.newSecret(), createFile: false)
+        }
+    }
 
     @Test func anEnrolledAppsCodesSignIn() async throws {
         let added = try run(passwd, ["otp-add", file, "erin", "--create"], input: "")

@@ -150,8 +150,12 @@ struct SystemAccountTests {
         let copy = directory.appendingPathComponent("gatekeeper-run").path
         try FileManager.default.copyItem(atPath: builtExecutable("gatekeeper-run").path, toPath: copy)
         try shell("chmod 755 \(directory.path) \(copy)")
+        // nobody has no runtime directory and no home: its state goes where it is told.
+        let state = directory.appendingPathComponent("state").path
+        try shell("mkdir -m 700 \(state) && chown nobody \(state)")
         let command =
-            "\(copy) --provider pam --service \(account.service) --user \(account.user) --password-stdin -- true"
+            "\(copy) --provider pam --service \(account.service) --user \(account.user) --password-stdin"
+            + " --state-dir \(state) -- true"
         let result = try shell("su nobody -s /bin/sh -c '\(command)'", input: account.password + "\n")
         #expect(result.status == 69)
         #expect(

@@ -127,7 +127,8 @@ struct ProviderChainTests {
         #expect(identity.provider == "mock")
         #expect(
             stack.lastTrace?.description
-                == "1. sufficient debug: user_unknown -> ignore\n2. required mock: success -> ok\nresult: success")
+                == "1. sufficient debug: user_unknown -> ignore\n2. required mock: success -> ok\nidentity: 2:mock\nresult: success"
+        )
     }
 
     /// The audit sink gets each login's trace, and no secret in it.
@@ -143,7 +144,8 @@ struct ProviderChainTests {
         #expect(decision.username == "bob")
         #expect(
             decision.detail
-                == "1. sufficient debug: user_unknown -> ignore\n2. required mock: success -> ok\nresult: success")
+                == "1. sufficient debug: user_unknown -> ignore\n2. required mock: success -> ok\nidentity: 2:mock\nresult: success"
+        )
         #expect(!audit.events.map(\.description).joined().contains("builder"))
     }
 

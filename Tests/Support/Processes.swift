@@ -41,6 +41,12 @@ public func run(_ executable: URL, _ arguments: [String], input: String) throws 
     return process.finish()
 }
 
+/// Runs `executable` with standard input read from the file at `inputFile` (as `< FILE`): runs given the
+/// same file read the same input, as far as the tool can tell; runs given `input:` each get a new pipe.
+public func run(_ executable: URL, _ arguments: [String], inputFile: String) throws -> RunResult {
+    try Spawned(executable, arguments, standardInput: inputFile).finish()
+}
+
 /// Runs `executable` feeding it raw bytes.
 public func run(_ executable: URL, _ arguments: [String], bytes: [UInt8]) throws -> RunResult {
     let process = try Spawned(executable, arguments)
@@ -60,7 +66,8 @@ public final class Spawned {
         _ executable: URL,
         _ arguments: [String],
         environment: [String: String] = [:],
-        mergingStandardError: Bool = false
+        mergingStandardError: Bool = false,
+        standardInput: String? = nil
     ) throws {
         // A process that exits before reading all its input must not take the test runner down with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
@@ -77,7 +84,11 @@ public final class Spawned {
             arguments,
             environment: environment,
             setUp: { actions in
-                posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
+                if let standardInput {
+                    posix_spawn_file_actions_addopen(&actions, 0, standardInput, O_RDONLY, 0)
+                } else {
+                    posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
+                }
                 posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
                 if mergingStandardError {
                     posix_spawn_file_actions_adddup2(&actions, 1, 2)

@@ -14,9 +14,14 @@ import GatekeeperSupport
 /// - A chain in which nothing counted (every entry ignored) fails with `PAM_PERM_DENIED`, and so does
 ///   one that "succeeded" without any success.
 ///
-/// The identity is the one of the entry whose success counted last. Cancellation stops the chain at
-/// once: no later entry asks anything, and the login is cancelled, not failed. Every login leaves a
-/// ``Trace`` of which entry answered what and what decided.
+/// The identity is the one the first counted success of an entry that *establishes* an identity gave
+/// (``AuthProvider/establishesIdentity``: the password entry, not a one-time code) — as PAM's `PAM_USER`
+/// is set by the first module that sets it, and the account's details then come from the user database,
+/// never from a second factor. A later entry's success confirms it and must answer for the same user: a
+/// success for anyone else counts as a wrong credential. Groups, display name and attributes are never
+/// a factor's. Cancellation stops the chain at once: no later entry asks anything, and the login is
+/// cancelled, not failed. Every login leaves a ``Trace`` of which entry answered what, which entry gave
+/// the identity, and what decided.
 public final class ProviderChain: AuthProvider {
     /// One provider and how its answer counts.
     public struct Entry: Sendable {
@@ -43,6 +48,9 @@ public final class ProviderChain: AuthProvider {
         public var steps: [Step] = []
         /// The chain's result.
         public var result: PAMResult = .permissionDenied
+        /// The entry whose success gave the identity, as `N:provider` (1 for the first), when the chain
+        /// succeeded.
+        public var identityEntry: String?
 
         /// The entry whose answer became the chain's, as `N:provider` (1 for the first): the last one that
         /// answered with the chain's result.
@@ -55,7 +63,8 @@ public final class ProviderChain: AuthProvider {
             let lines = steps.map { step in
                 "\(step.index + 1). \(step.control) \(step.provider): \(step.result.rawValue) -> \(step.action)"
             }
-            return (lines + ["result: \(result.rawValue)"]).joined(separator: "\n")
+            let identity = identityEntry.map { ["identity: \($0)"] } ?? []
+            return (lines + identity + ["result: \(result.rawValue)"]).joined(separator: "\n")
         }
     }
 
@@ -99,7 +108,8 @@ public final class ProviderChain: AuthProvider {
         var decision = Decision()
         var trace = Trace()
         trace.steps.reserveCapacity(entries.count)
-        var identity: Identity?
+        // The identity so far, the entry that gave it, and whether that entry establishes identities.
+        var identity: (who: Identity, index: Int, establishes: Bool)?
         var rejection: (Rejection, String?)?
         var reason: String?
         var index = 0
@@ -111,7 +121,11 @@ public final class ProviderChain: AuthProvider {
             if Task.isCancelled { throw .cancelled }
             let entry = entries[index]
             // A cancellation thrown here ends the whole chain: no later entry runs.
-            let outcome = try await entry.provider.authenticate(shared)
+            var outcome = try await entry.provider.authenticate(shared)
+            // A factor vouching for someone other than the user the stack has is no confirmation.
+            if case .authenticated(let who) = outcome, let current = identity, who.username != current.who.username {
+                outcome = .rejected(.wrongCredentials, canonicalUsername: current.who.username)
+            }
             let result = outcome.pamResult
             let action = entry.control.action(for: result)
             trace.steps.append(
@@ -121,7 +135,11 @@ public final class ProviderChain: AuthProvider {
             let counted = decision.apply(action, result)
             if counted {
                 switch outcome {
-                case .authenticated(let who): identity = who
+                case .authenticated(let who):
+                    let establishes = entry.provider.establishesIdentity
+                    if identity == nil || (establishes && identity?.establishes == false) {
+                        identity = (who, index, establishes)
+                    }
                 case .rejected(let why, let canonical): rejection = (why, canonical)
                 case .unavailable(let why): reason = why
                 case .notMine, .ignored: break
@@ -135,10 +153,28 @@ public final class ProviderChain: AuthProvider {
         }
         let result = decision.result
         trace.result = result
+        if result == .success, let identity {
+            trace.identityEntry = "\(identity.index + 1):\(labels[identity.index].provider)"
+        }
         traces.record(trace)
         // The gatekeeper running this login collects the trace for its audit; an outer chain's comes last.
         ProviderChain.collector?.record(trace)
-        return outcome(result, identity: identity, rejection: rejection, reason: reason)
+        return outcome(result, identity: identity?.who, rejection: rejection, reason: reason)
+    }
+
+    /// The first entry that knows the account answers; unknown only when every entry says so.
+    public func lookUpAccount(_ username: String) async -> AccountLookup {
+        var everyEntryUnknown = true
+        for entry in entries {
+            if Task.isCancelled { return .cannotTell }
+            switch await entry.provider.lookUpAccount(username) {
+            case .known(let canonical, let administrator):
+                return .known(canonicalName: canonical, isSystemAdministrator: administrator)
+            case .unknown: continue
+            case .cannotTell: everyEntryUnknown = false
+            }
+        }
+        return everyEntryUnknown ? .unknown : .cannotTell
     }
 
     /// Every entry is told: it may hold something for `identity`.

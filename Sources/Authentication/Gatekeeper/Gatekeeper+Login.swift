@@ -84,13 +84,16 @@ extension Gatekeeper {
     }
 
     private func start(_ flightID: UInt64, conversation: any Conversation, attempts: Int) {
+        let slot = AttemptSlot()
+        self.attempts.withLock { $0[flightID] = slot }
         let task = Task {
             let result: Result<Identity, AuthError>
             do throws(AuthError) {
-                result = .success(try await performLogin(conversation: conversation, attempts: attempts))
+                result = .success(try await performLogin(conversation: conversation, attempts: attempts, slot: slot))
             } catch {
                 result = .failure(error)
             }
+            self.attempts.withLock { $0[flightID] = nil }
             await finish(flightID, with: result)
         }
         // The login may have been abandoned before its task was known; then cancel the task here.
@@ -117,6 +120,7 @@ extension Gatekeeper {
         let ((), effects) = core.withLock { core in
             core.transition(at: now, clock: clock) { core in core.login.leave(waiterID) }
         }
+        withdrawAbandoned(effects)
         effects.deliver()
         if effects.abandoned { record(.signInCancelled, nil) }
     }
@@ -156,14 +160,24 @@ extension Gatekeeper {
 
     /// The interactive login: user name, then the provider's questions, up to `attempts` times.
     /// An empty user name means the person changed their mind: ``AuthError/cancelled``.
-    private func performLogin(conversation: any Conversation, attempts: Int) async throws(AuthError) -> Identity {
+    /// Takes back the attempt of a login just abandoned, before anyone hears that it was cancelled.
+    func withdrawAbandoned(_ effects: SingleFlight.Effects) {
+        guard let flight = effects.abandonedFlight,
+            let ticket = attempts.withLock({ $0.removeValue(forKey: flight) })?.close()
+        else { return }
+        withdraw((ticket, .open(failures: 0)))
+    }
+
+    private func performLogin(conversation: any Conversation, attempts: Int, slot: AttemptSlot) async throws(AuthError)
+        -> Identity
+    {
         let attempts = max(attempts, 1)
         for attempt in 1...attempts {
             if Task.isCancelled { throw .cancelled }
             let answer = try await conversation.askUsername(configuration.usernamePrompt)
             if answer.isEmpty { throw .cancelled }
             do throws(AuthError) {
-                return try await check(answer, conversation: conversation)
+                return try await check(answer, conversation: conversation, slot: slot)
             } catch {
                 if error.code != .cancelled { try await waitAfterFailure() }
                 switch error.code {
@@ -192,12 +206,27 @@ extension Gatekeeper {
         }
     }
 
-    /// One attempt: validate, check the lockout, ask the provider, count the outcome.
-    private func check(_ answer: String, conversation: any Conversation) async throws(AuthError) -> Identity {
+    /// One attempt, the one admission path every login takes: the name, validated; the account's own
+    /// spelling from the backend (``AuthProvider/lookUpAccount(_:)``); a login remembered for that
+    /// account in this place, if the backend and the lockout still agree; otherwise the attempt counted
+    /// under the lockout's lock *before* the backend checks anything, then the backend's answer, which
+    /// clears the count, lets it stand, or takes it back (nothing was checked).
+    private func check(_ answer: String, conversation: any Conversation, slot: AttemptSlot) async throws(AuthError)
+        -> Identity
+    {
         let username = try Username.validate(answer)
         record(.attempt, unverified: username)
-        // A locked-out name is refused before any provider is asked or any password hashed.
-        if let lockedOut = lockoutError(for: username, confirmed: false) { throw lockedOut }
+        let account = LockoutAccount(username, lookup: await provider.lookUpAccount(username))
+        if Task.isCancelled { throw .cancelled }
+        if let identity = try await rememberedLogin(of: account) { return identity }
+        // A locked-out account is refused before any provider is asked or any password hashed, whatever
+        // the password would have been.
+        let counted = try beginAttempt(account)
+        if let counted, !slot.hold(counted.ticket) {
+            // Abandoned meanwhile: nothing is checked.
+            withdraw(counted)
+            throw .cancelled
+        }
         let request = AuthRequest(
             username: username,
             conversation: ValidatingConversation(conversation),
@@ -214,76 +243,198 @@ extension Gatekeeper {
             }
         }
         let trace = collector.trace
-        let outcome = try answer.get()
+        // The attempt as it stands now: `nil` when the login was abandoned meanwhile and it was taken back.
+        let attempt = slot.take().flatMap { ticket in counted.map { (ticket: ticket, status: $0.status) } }
+        let outcome: AuthOutcome
+        do throws(AuthError) {
+            outcome = try answer.get()
+        } catch {
+            // Cancelled, or the conversation failed: nothing was checked.
+            withdraw(attempt)
+            throw error
+        }
         let entry = trace?.decidingEntry
         switch outcome {
         case .authenticated(let identity):
             if let trace { record(.stackDecision, identity.username, detail: trace.description, stackEntry: entry) }
-            // Another spelling of a locked-out account is still locked out.
-            if identity.username != username, let lockedOut = lockoutError(for: identity.username, confirmed: true) {
-                await provider.signOut(identity)
-                throw lockedOut
+            if identity.username == account.key && account.known {
+                recordSuccess(of: identity.username)
+            } else {
+                // The backend answered for another spelling (or one no look-up could tell): the attempt
+                // counted against the typed name is taken back, and that account decides.
+                withdraw(attempt)
+                let confirmed = LockoutAccount(identity.username)
+                if let lockedOut = try lockoutError(for: confirmed) {
+                    await provider.signOut(identity)
+                    throw lockedOut
+                }
+                recordSuccess(of: identity.username)
             }
-            recordSuccess(of: username)
-            if identity.username != username { recordSuccess(of: identity.username) }
+            remember(identity)
             return identity
         case .rejected(let rejection, let canonical):
-            // Failures count against the backend's spelling of the account, if it has its own.
-            let account = canonical ?? username
-            if let trace { record(.stackDecision, account, detail: trace.description, stackEntry: entry) }
-            if account != username, let lockedOut = lockoutError(for: account, confirmed: true) { throw lockedOut }
-            registerFailure(of: account, known: true, rejection.error, stackEntry: entry)
+            var status = attempt?.status
+            var known = account.known
+            if let canonical, canonical != account.key {
+                // Counted against the backend's spelling, and a locked account answers as locked whatever
+                // the password: the same as the right password would have.
+                withdraw(attempt)
+                let confirmed = LockoutAccount(canonical)
+                known = true
+                if let lockedOut = try lockoutError(for: confirmed) { throw lockedOut }
+                status = recordFailure(of: confirmed)
+            }
+            let name = canonical ?? account.key
+            if let trace { record(.stackDecision, name, known: known, detail: trace.description, stackEntry: entry) }
+            failed(name, known: known, rejection.error, status: status, stackEntry: entry)
             throw rejection.error
         case .notMine:
             if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
-            registerFailure(of: username, known: false, .userNotFound, stackEntry: entry)
+            failed(account.key, known: false, .userNotFound, status: attempt?.status, stackEntry: entry)
             throw configuration.revealsUnknownUsers ? .userNotFound : .invalidCredentials
         case .unavailable(let reason):
+            withdraw(attempt)
             if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
             record(.providerUnavailable, unverified: username, .providerUnavailable(reason: reason))
             throw .providerUnavailable(reason: reason)
         case .ignored:
             // Nothing applied to this login: as PAM's stack of only ignored modules, it fails.
             if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
-            registerFailure(of: username, known: false, .refusedByPolicy, stackEntry: entry)
+            failed(account.key, known: false, .refusedByPolicy, status: attempt?.status, stackEntry: entry)
             throw .refusedByPolicy
         }
     }
 
+    /// The lockout policy in force, if any.
+    private var activePolicy: LockoutPolicy? {
+        guard let policy = configuration.lockout, policy.deny > 0 else { return nil }
+        return policy
+    }
+
+    private var source: LoginSource {
+        LoginSource(
+            remoteHost: configuration.remoteHost, terminal: configuration.terminal, service: configuration.service)
+    }
+
+    /// A login remembered for `account` in this place (the invoking user, the terminal session or parent,
+    /// where the input comes from: ``RememberedLogins``), accepted only when the backend still vouches for
+    /// the account and the lockout does not refuse it; `nil` when a login must be made.
+    private func rememberedLogin(of account: LockoutAccount) async throws(AuthError) -> Identity? {
+        guard let remembered, let login = remembered.lookup(account.key) else { return nil }
+        if let lockedOut = try lockoutError(for: account) { throw lockedOut }
+        guard
+            case .valid(let identity) = await provider.recheck(
+                Identity(username: login.username, provider: login.provider)),
+            identity.username == login.username
+        else { return nil }
+        if Task.isCancelled { throw .cancelled }
+        record(.cachedLogin, identity.username, detail: "remembered \(login.age.components.seconds) s ago")
+        return identity
+    }
+
+    private func remember(_ identity: Identity) {
+        guard let remembered else { return }
+        do throws(AuthError) {
+            try remembered.remember(identity)
+        } catch {
+            record(.stateUnavailable, identity.username, error, detail: "the login could not be remembered")
+        }
+    }
+
+    /// Counts the attempt before anything is checked. A locked-out account is refused here; a store that
+    /// cannot record the attempt refuses the login (fails closed).
+    private func beginAttempt(_ account: LockoutAccount) throws(AuthError) -> (
+        ticket: LockoutTicket, status: LockoutStatus
+    )? {
+        guard let policy = activePolicy else { return nil }
+        let attempt: LockoutAttempt
+        do throws(AuthError) {
+            attempt = try lockout.beginAttempt(account, source: source, policy: policy)
+        } catch {
+            record(.stateUnavailable, nil, error, detail: "the attempt could not be counted; the login is refused")
+            throw error
+        }
+        switch attempt {
+        case .refused(let status):
+            throw lockedOut(status, account.key, known: account.known)
+        case .counted(let ticket, let status):
+            return (ticket, status)
+        }
+    }
+
+    private func withdraw(_ attempt: (ticket: LockoutTicket, status: LockoutStatus)?) {
+        guard let attempt else { return }
+        do throws(AuthError) {
+            try lockout.withdraw(attempt.ticket)
+        } catch {
+            // The attempt stays counted as a failure: never an unlock.
+            record(.stateUnavailable, nil, error, detail: "an attempt that was not checked could not be taken back")
+        }
+    }
+
+    private static func lockoutError(_ status: LockoutStatus) -> AuthError {
+        guard case .locked(_, let remaining) = status else { return .lockedUntilUnlocked }
+        return remaining.map { AuthError.tooManyAttempts(retryAfter: $0) } ?? .lockedUntilUnlocked
+    }
+
     /// The error for an account that is locked out now (recorded in the audit), or `nil`. A store that
     /// cannot tell fails closed: its error refuses the login.
-    private func lockoutError(for account: String, confirmed: Bool) -> AuthError? {
-        guard let policy = configuration.lockout, policy.deny > 0 else { return nil }
+    private func lockoutError(for account: LockoutAccount) throws(AuthError) -> AuthError? {
+        guard let policy = activePolicy else { return nil }
         let status: LockoutStatus
         do throws(AuthError) {
             status = try lockout.status(of: account, policy: policy)
         } catch {
             record(.stateUnavailable, nil, error)
-            return error
+            throw error
         }
-        guard case .locked(_, let remaining) = status else { return nil }
-        let error = remaining.map { AuthError.tooManyAttempts(retryAfter: $0) } ?? .lockedUntilUnlocked
-        if confirmed { record(.lockedOut, account, error) } else { record(.lockedOut, unverified: account, error) }
+        guard status.isLocked else { return nil }
+        return lockedOut(status, account.key, known: account.known)
+    }
+
+    /// The error for a locked-out account, recorded in the audit.
+    private func lockedOut(_ status: LockoutStatus, _ account: String, known: Bool) -> AuthError {
+        let error = Self.lockoutError(status)
+        record(.lockedOut, account, known: known, error)
         return error
     }
 
-    private func registerFailure(of account: String, known: Bool, _ reason: AuthError, stackEntry: String?) {
+    /// Records an event about `name`: by name when a backend confirmed that it names an account
+    /// (`known`), else by its keyed digest only.
+    private func record(
+        _ kind: AuditEvent.Kind,
+        _ name: String,
+        known: Bool,
+        _ reason: AuthError? = nil,
+        detail: String? = nil,
+        stackEntry: String? = nil
+    ) {
         if known {
-            record(.signInFailed, account, reason, stackEntry: stackEntry)
+            record(kind, name, reason, detail: detail, stackEntry: stackEntry)
         } else {
-            record(.signInFailed, unverified: account, reason)
+            record(kind, unverified: name, reason, detail: detail)
         }
-        guard let policy = configuration.lockout, policy.deny > 0 else { return }
-        let source = LoginSource(
-            remoteHost: configuration.remoteHost, terminal: configuration.terminal, service: configuration.service)
+    }
+
+    /// Counts a failure after the fact, against the spelling the backend answered for; `nil` when it could
+    /// not be counted (audited).
+    private func recordFailure(of account: LockoutAccount) -> LockoutStatus? {
+        guard let policy = activePolicy else { return nil }
         do throws(AuthError) {
-            let status = try lockout.recordFailure(of: account, known: known, source: source, policy: policy)
-            guard case .locked(_, let remaining) = status else { return }
-            let error = remaining.map { AuthError.tooManyAttempts(retryAfter: $0) } ?? .lockedUntilUnlocked
-            if known { record(.lockedOut, account, error) } else { record(.lockedOut, unverified: account, error) }
+            return try lockout.recordFailure(of: account, source: source, policy: policy)
         } catch {
             record(.stateUnavailable, nil, error, detail: "a failed login could not be counted")
+            return nil
         }
+    }
+
+    /// Audits a failed attempt, and the lockout it brought about.
+    private func failed(
+        _ account: String, known: Bool, _ reason: AuthError, status: LockoutStatus?, stackEntry: String?
+    ) {
+        record(.signInFailed, account, known: known, reason, stackEntry: stackEntry)
+        guard let status, status.isLocked else { return }
+        _ = lockedOut(status, account, known: known)
     }
 
     private func recordSuccess(of account: String) {
@@ -292,6 +443,37 @@ extension Gatekeeper {
             try lockout.recordSuccess(of: account)
         } catch {
             record(.stateUnavailable, account, error, detail: "the count of failed logins could not be reset")
+        }
+    }
+}
+
+/// The attempt one login in flight has counted, until the login ends or is abandoned.
+final class AttemptSlot: Sendable {
+    private let state = Locked<(ticket: LockoutTicket?, closed: Bool)>((nil, false))
+
+    /// Holds `ticket`; `false` when the login was abandoned already.
+    func hold(_ ticket: LockoutTicket) -> Bool {
+        state.withLock { state in
+            guard !state.closed else { return false }
+            state.ticket = ticket
+            return true
+        }
+    }
+
+    /// The ticket held, for the login to settle; `nil` once abandoned.
+    func take() -> LockoutTicket? {
+        state.withLock { state in
+            defer { state.ticket = nil }
+            return state.ticket
+        }
+    }
+
+    /// The login was abandoned: the ticket to take back, if one is held.
+    func close() -> LockoutTicket? {
+        state.withLock { state in
+            state.closed = true
+            defer { state.ticket = nil }
+            return state.ticket
         }
     }
 }

@@ -23,12 +23,17 @@ public final class Gatekeeper: Sendable {
     public let configuration: Configuration
     /// Where failed logins are counted.
     public let lockout: any LockoutStore
+    /// Logins remembered across runs of a host tool, consulted once the user name is known.
+    public let remembered: (any RememberedLogins)?
 
     let audit: any AuditSink
     let clock: SessionClock
     let timeouts: Timeouts
     /// Everything that changes, behind one lock.
     let core = Locked(LockedState())
+    /// The attempt each login in flight has counted, by flight: taken back at once when the login is
+    /// abandoned, so a cancelled login is never counted, even if the tool exits before the backend answers.
+    let attempts = Locked<[UInt64: AttemptSlot]>([:])
 
     /// Creates a gatekeeper.
     /// - Parameters:
@@ -36,6 +41,8 @@ public final class Gatekeeper: Sendable {
     ///   - configuration: Timeouts, attempts and lockout.
     ///   - audit: Where audit events go.
     ///   - lockout: Where failed logins are counted; in memory (on the same clock) by default.
+    ///   - remembered: Logins remembered in this place (a host tool's login cache); a remembered login
+    ///     is accepted through the same admission as any other, once the typed name names its account.
     ///   - now: A clock to use instead of `ContinuousClock`; inject one in tests to move time without
     ///     sleeping.
     public init(
@@ -43,9 +50,11 @@ public final class Gatekeeper: Sendable {
         configuration: Configuration = Configuration(),
         audit: any AuditSink = DiscardingAuditSink(),
         lockout: (any LockoutStore)? = nil,
+        remembered: (any RememberedLogins)? = nil,
         now: (@Sendable () -> ContinuousClock.Instant)? = nil
     ) {
         self.provider = provider
+        self.remembered = remembered
         self.configuration = configuration
         self.audit = audit
         self.lockout = lockout ?? MemoryLockoutStore(now: now)
@@ -161,6 +170,7 @@ public final class Gatekeeper: Sendable {
                 return (ended, true)
             }
         }
+        withdrawAbandoned(effects)
         effects.deliver()
         if abandonedLogin { record(.signInCancelled, nil) }
         guard let ended else { return }

@@ -1,36 +1,106 @@
 /// Where a ``Gatekeeper`` counts failed logins per account and remembers who is locked out.
 ///
-/// The gatekeeper asks before each login — before any provider is asked or any password hashed —
-/// whether the account is locked out under its ``LockoutPolicy``, records each failure and each
-/// success. Failures are counted against the account's own spelling when the backend reports one
-/// (``AuthOutcome/rejected(_:canonicalUsername:)``).
+/// The gatekeeper counts each attempt **before** it is checked: ``beginAttempt(_:source:policy:)``
+/// looks at the account's recent failures and, unless the account is locked out, records the attempt as
+/// a failure, both under one lock — so however many guesses arrive at once, from threads or processes,
+/// at most `deny` of them are ever checked. A success then clears the count
+/// (``recordSuccess(of:)``); an attempt that was never checked (cancelled, the backend down) is taken
+/// back (``withdraw(_:)``); a failure simply stands.
+///
+/// Accounts are counted by the backend's own spelling (``LockoutAccount/key``), never the typed one,
+/// so every spelling of one account shares one lockout.
 ///
 /// Two stores ship: ``MemoryLockoutStore`` keeps the count in memory, for the life of a process; the
 /// host-protection module's `FaillockStore` keeps it in files in pam_faillock's format, shared by every
 /// process and by pam_faillock itself. A store must be safe to call from many tasks at once and must
-/// fail closed: when it cannot tell whether an account is locked it throws, and the login is refused.
+/// fail closed: when it cannot tell whether an account is locked, or cannot record an attempt, it throws,
+/// and the login is refused.
 public protocol LockoutStore: Sendable {
     /// Whether `account` may try to sign in now.
     /// - Throws: ``AuthError/providerUnavailable(reason:)`` when the state cannot be read; the login is
     ///   then refused.
-    func status(of account: String, policy: LockoutPolicy) throws(AuthError) -> LockoutStatus
+    func status(of account: LockoutAccount, policy: LockoutPolicy) throws(AuthError) -> LockoutStatus
 
-    /// Counts a failed login for `account`.
-    /// - Parameters:
-    ///   - known: Whether a backend knows the account. Names that match no account must not let anyone
-    ///     fill memory or disk, nor learn which names exist: they are counted alike, within a bound.
-    ///   - source: Where the attempt came from.
+    /// Counts an attempt on `account` before it is checked, under the account's lock: refused when the
+    /// account is locked out (nothing is written), else recorded as a failure.
+    /// - Throws: ``AuthError/providerUnavailable(reason:)`` when the attempt cannot be recorded (a full or
+    ///   read-only file system): the login is refused rather than left to unlimited guessing.
+    func beginAttempt(_ account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) throws(AuthError)
+        -> LockoutAttempt
+
+    /// Takes back an attempt that was counted but never checked. A ticket whose record is gone (a success
+    /// or an unlock cleared it meanwhile) changes nothing.
+    func withdraw(_ ticket: LockoutTicket) throws(AuthError)
+
+    /// Counts a failed login for `account` after the fact: the backend answered for another spelling than
+    /// the one the attempt was counted against.
     /// - Returns: The account's status after the failure.
-    func recordFailure(
-        of account: String,
-        known: Bool,
-        source: LoginSource,
-        policy: LockoutPolicy
-    ) throws(AuthError) -> LockoutStatus
+    func recordFailure(of account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) throws(AuthError)
+        -> LockoutStatus
 
     /// A successful login for `account`: its count starts again.
     func recordSuccess(of account: String) throws(AuthError)
 
     /// An administrator unlocks `account`: its failures are forgotten.
     func unlock(_ account: String) throws(AuthError)
+}
+
+extension LockoutStore {
+    /// Whether the account the backend spells `account` may try to sign in now.
+    public func status(of account: String, policy: LockoutPolicy) throws(AuthError) -> LockoutStatus {
+        try status(of: LockoutAccount(account), policy: policy)
+    }
+}
+
+/// An account as the lockout counts it.
+public struct LockoutAccount: Sendable, Hashable {
+    /// The backend's own spelling of the account, or the typed name when no backend can tell.
+    public var key: String
+    /// Whether a backend recognises the name. Names that match no account must not let anyone fill
+    /// memory or disk, nor be written down (a password typed into the name prompt): they are counted
+    /// alike, within a bound, under a keyed hash.
+    public var known: Bool
+    /// Whether it is the system's uid 0, as a backend whose accounts are system accounts says
+    /// (``AccountLookup/known(canonicalName:isSystemAdministrator:)``); exempt unless `even_deny_root`.
+    public var isSystemAdministrator: Bool
+
+    public init(_ key: String, known: Bool = true, isSystemAdministrator: Bool = false) {
+        self.key = key
+        self.known = known
+        self.isSystemAdministrator = isSystemAdministrator
+    }
+
+    /// The account a look-up found for the typed `username`.
+    public init(_ username: String, lookup: AccountLookup) {
+        switch lookup {
+        case .known(let canonical, let administrator):
+            self.init(canonical, known: true, isSystemAdministrator: administrator)
+        case .unknown, .cannotTell:
+            self.init(username, known: false)
+        }
+    }
+}
+
+/// The answer of ``LockoutStore/beginAttempt(_:source:policy:)``.
+public enum LockoutAttempt: Sendable, Hashable {
+    /// The account is locked out; nothing was recorded, and nothing may be checked.
+    case refused(LockoutStatus)
+    /// The attempt is counted as a failure until a success clears it or it is withdrawn; `status` is the
+    /// account's state with it counted.
+    case counted(LockoutTicket, status: LockoutStatus)
+}
+
+/// An attempt counted before its check, to take back if it is never checked.
+public struct LockoutTicket: Sendable, Hashable {
+    public var account: LockoutAccount
+    /// When it was counted, in the store's unit.
+    public var time: Int64
+    /// Tells it from other attempts counted at the same time.
+    public var tag: UInt16
+
+    public init(account: LockoutAccount, time: Int64, tag: UInt16) {
+        self.account = account
+        self.time = time
+        self.tag = tag
+    }
 }

@@ -3,8 +3,8 @@ import GatekeeperSupport
 /// Failed logins counted in memory, for this process's life, under pam_faillock's rules
 /// (``LockoutPolicy``). At most 10,000 names are tracked, so trying many names cannot grow it without
 /// bound (names not locked out are forgotten first); names that match no account are counted like any
-/// other, so the answers do not tell which names exist. It knows no system accounts, so no name gets
-/// uid 0's exemption.
+/// other, so the answers do not tell which names exist. Only an account a backend marks as the system's
+/// uid 0 (``LockoutAccount/isSystemAdministrator``) gets pam_faillock's exemption.
 public final class MemoryLockoutStore: LockoutStore {
     private let table = Locked(FailureTable())
     private let clock: SessionClock
@@ -14,16 +14,35 @@ public final class MemoryLockoutStore: LockoutStore {
         clock = SessionClock(now)
     }
 
-    public func status(of account: String, policy: LockoutPolicy) -> LockoutStatus {
+    public func status(of account: LockoutAccount, policy: LockoutPolicy) -> LockoutStatus {
         let now = clock.now()
         return table.withLock { $0.status(of: account, at: now, policy) }
     }
 
-    public func recordFailure(of account: String, known: Bool, source: LoginSource, policy: LockoutPolicy)
+    /// Whether the account spelled `account` may try to sign in now.
+    public func status(of account: String, policy: LockoutPolicy) -> LockoutStatus {
+        status(of: LockoutAccount(account), policy: policy)
+    }
+
+    public func beginAttempt(_ account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) -> LockoutAttempt {
+        let now = clock.now()
+        return table.withLock { table in
+            let before = table.status(of: account, at: now, policy)
+            if before.isLocked { return .refused(before) }
+            let (tag, status) = table.registerFailure(of: account, at: now, policy)
+            return .counted(LockoutTicket(account: account, time: now, tag: tag), status: status)
+        }
+    }
+
+    public func withdraw(_ ticket: LockoutTicket) {
+        table.withLock { $0.withdraw(ticket) }
+    }
+
+    public func recordFailure(of account: LockoutAccount, source: LoginSource, policy: LockoutPolicy)
         -> LockoutStatus
     {
         let now = clock.now()
-        return table.withLock { $0.registerFailure(of: account, at: now, policy) }
+        return table.withLock { $0.registerFailure(of: account, at: now, policy).status }
     }
 
     public func recordSuccess(of account: String) {
@@ -35,31 +54,41 @@ public final class MemoryLockoutStore: LockoutStore {
     }
 }
 
-/// The times of recent failed logins per user name, in nanoseconds of a ``SessionClock``.
+/// The times of recent failed logins per account, in nanoseconds of a ``SessionClock``, each with the tag
+/// of the attempt that counted it.
 struct FailureTable {
     /// Bounds the memory an attacker can make the table use by trying many names.
     private static let capacity = 10_000
     private static let unit = Duration.nanoseconds(1)
-    private var failures: [String: [Int64]] = [:]
+    private var failures: [String: [(time: Int64, tag: UInt16)]] = [:]
+    private var lastTag: UInt16 = 0
 
-    func status(of username: String, at now: Int64, _ policy: LockoutPolicy) -> LockoutStatus {
-        policy.status(failures: failures[username] ?? [], now: now, unit: Self.unit)
+    func status(of account: LockoutAccount, at now: Int64, _ policy: LockoutPolicy) -> LockoutStatus {
+        policy.status(
+            failures: (failures[account.key] ?? []).map(\.time), now: now, unit: Self.unit,
+            isAdministrator: account.isSystemAdministrator)
     }
 
     /// Counts a failure, as pam_faillock's `write_tally`: failures outside the interval, or from before an
     /// unlock by time, stop counting; at most `deny` are kept, which is all the rules look at.
-    mutating func registerFailure(of username: String, at now: Int64, _ policy: LockoutPolicy) -> LockoutStatus {
-        if failures.count >= Self.capacity, failures[username] == nil { prune(at: now, policy) }
-        var times = failures[username] ?? []
+    mutating func registerFailure(of account: LockoutAccount, at now: Int64, _ policy: LockoutPolicy)
+        -> (tag: UInt16, status: LockoutStatus)
+    {
+        let key = account.key
+        if failures.count >= Self.capacity, failures[key] == nil { prune(at: now, policy) }
+        var times = failures[key] ?? []
         let window = LockoutPolicy.count(policy.interval, Self.unit)
-        if policy.status(failures: times, now: now, unit: Self.unit) == .unlockedByTime {
-            times.removeAll()
-        }
-        times.removeAll { now &- $0 >= window }
-        times.append(now)
+        if status(of: account, at: now, policy) == .unlockedByTime { times.removeAll() }
+        times.removeAll { now &- $0.time >= window }
+        lastTag &+= 1
+        times.append((now, lastTag))
         if times.count > max(policy.deny, 1) { times.removeFirst(times.count - max(policy.deny, 1)) }
-        failures[username] = times
-        return policy.status(failures: times, now: now, unit: Self.unit)
+        failures[key] = times
+        return (lastTag, status(of: account, at: now, policy))
+    }
+
+    mutating func withdraw(_ ticket: LockoutTicket) {
+        failures[ticket.account.key]?.removeAll { $0.time == ticket.time && $0.tag == ticket.tag }
     }
 
     mutating func clear(_ username: String) {
@@ -68,7 +97,7 @@ struct FailureTable {
 
     private mutating func prune(at now: Int64, _ policy: LockoutPolicy) {
         failures = failures.filter { _, times in
-            policy.status(failures: times, now: now, unit: Self.unit).isLocked
+            policy.status(failures: times.map(\.time), now: now, unit: Self.unit).isLocked
         }
         if failures.count >= Self.capacity { failures.removeAll(keepingCapacity: true) }
     }

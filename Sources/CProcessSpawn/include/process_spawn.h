@@ -7,4 +7,8 @@
    which Swift's Glibc module does not show). Returns 0, or an errno value. */
 int gk_spawn_add_close_from(posix_spawn_file_actions_t *actions, int lowest);
 
+/* Makes the calling process the reaper of its descendants (`on` = 1) or not (0): prctl's
+   PR_SET_CHILD_SUBREAPER, which Swift cannot call (prctl is variadic). Returns 0, or -1 with errno. */
+int gk_set_child_subreaper(int on);
+
 #endif

@@ -167,6 +167,11 @@ func oneTimeCodes(_ action: String, user: String) -> Never {
     do throws(OATHFileError) {
         switch action {
         case "otp-add":
+            do throws(OATHFileError) {
+                try OATHUsersFileStore.validateName(user)
+            } catch {
+                finish(.usage, "\(error.description); nothing was changed.")
+            }
             if parsed.has("--totp") && parsed.has("--hotp") { finish(.usage, "give --totp or --hotp, not both.") }
             let kind: OATHUsersFileStore.Kind = parsed.has("--hotp") ? .hotp : .totp(step: 30)
             let digits = parsed.values["digits"].map { Int($0) ?? 0 } ?? 6

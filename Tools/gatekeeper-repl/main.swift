@@ -3,6 +3,8 @@
 import Authentication
 import DebugProvider
 import FileProvider
+import GatekeeperHost
+import GatekeeperSupport
 import LDAPProvider
 import MockProvider
 import OTPProvider
@@ -73,26 +75,29 @@ let screen = Screen(console: console, environment: ProcessEnvironment.environmen
 // names none), its audit sinks, and the logins gatekeeper-run remembers, shown by `status`.
 let host = HostSettings(stack)
 let warnings: @Sendable (String) -> Void = { writeStandardError("gatekeeper-repl: warning: \($0)\n") }
-let lockout: any LockoutStore
+let login: HostLogin
 do throws(AuthError) {
-    lockout = stack?.lockoutDirectory == nil ? MemoryLockoutStore() : try host.lockoutStore()
+    // The REPL shows gatekeeper-run's remembered logins (`status`) but makes its own sessions.
+    login = try HostLogin(
+        provider: provider, stack: stack, selection: (selection.name, selection.options), settings: host,
+        context: .init(
+            tool: "gatekeeper-repl", terminal: ControllingTerminal.name(), remembersLogins: false,
+            lockoutInMemoryUnlessConfigured: true),
+        report: warnings)
 } catch {
     writeStandardError("gatekeeper-repl: \(error.reason ?? error.description)\n")
     exit(ExitStatus.unavailable.code)
 }
-var settings = host.gatekeeper
-settings.terminal = ControllingTerminal.name()
-settings.service = "gatekeeper-repl"
-let gatekeeper = Gatekeeper(
-    provider: provider, configuration: settings, audit: host.auditSink(tool: "gatekeeper-repl", report: warnings),
-    lockout: lockout)
-let scope = HostSettings.scope(stack: stack, provider: stack == nil ? selection : nil)
-let repl = REPL(gatekeeper: gatekeeper, screen: screen, cache: host.loginCache(scope: scope, report: { _ in }))
+let gatekeeper = login.gatekeeper
+let repl = REPL(gatekeeper: gatekeeper, screen: screen, cache: login.cache)
 
 // Ctrl-C outside a prompt cancels the command in progress; with no command in progress it is ignored
 // on a terminal (the prompt handles its own Ctrl-C) and ends a scripted session.
 let interrupts = InterruptMonitor {
-    if !repl.interrupt() && !screen.interactive { exit(130) }
+    if !repl.interrupt() && !screen.interactive {
+        ChildProcesses.stopAll()
+        exit(130)
+    }
 }
 
 screen.say(screen.styled("gatekeeper-repl", .heading) + " — protected tabs, cancellable logins, swappable backends.")
@@ -108,4 +113,6 @@ screen.say("Tabs: home, contact (public) · courses, profile (sign in) · admin 
 
 await repl.run()
 interrupts.stop()
+// No helper a login started outlives the REPL.
+ChildProcesses.stopAll()
 exit(0)

@@ -48,7 +48,8 @@ struct Invocation {
           --check-config FILE check FILE, print its stack and what to worry about; run nothing
                               (exit 0 valid, 1 invalid)
           --state-dir DIR     keep failed logins (DIR/faillock) and remembered logins (DIR/cache)
-                              here, where the configuration file does not say
+                              here, where the configuration file does not say (not for a
+                              configuration owned by root, unless you are root)
           --unlock USER       forget USER's failed logins (as faillock --reset); run nothing
           -k                  forget the login remembered for this terminal session
           -K                  forget every remembered login (with --user, only that user's)
@@ -56,8 +57,9 @@ struct Invocation {
                               edited, removed or moved (exit 0 intact, 1 broken)
           -h, --help          show this help
 
-        After a login, further runs from the same terminal session within 5 minutes (cache timeout= in
-        the configuration) do not ask again, unless --password-stdin gives a password to check.
+        After a login, further runs from the same terminal session (or parent, with the same standard
+        input) within 5 minutes (cache timeout= in the configuration) do not ask for the password of
+        that user again, unless --password-stdin gives a password to check; the user name is still asked.
         Failed logins wait 2 s (delay) and are counted in pam_faillock's format; after 5 within 15
         minutes the account is locked for 10 minutes (lockout deny= interval= unlock=).
 
@@ -67,6 +69,7 @@ struct Invocation {
           64 usage error        65 unusable user name or password   69 provider unavailable
           77 login refused      126 command cannot run              127 command not found
           130 login cancelled (Ctrl-C, Ctrl-D, or an empty user name)
+          129 stopped by SIGHUP 143 stopped by SIGTERM (helpers stopped first)
         """
     }
 

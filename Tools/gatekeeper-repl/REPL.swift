@@ -203,14 +203,17 @@ final class REPL: Sendable {
     /// The login a host tool remembers for this terminal session, if any.
     private func rememberedLogin() {
         guard let cache else { return }
-        guard let session = TerminalSession.current(), let login = cache.lookup(nil, in: session) else {
+        let logins = TerminalSession.current().map { cache.logins(in: $0) } ?? []
+        guard !logins.isEmpty else {
             screen.say("Remembered login: none for this terminal session.")
             return
         }
-        screen.say(
-            shown(
-                "Remembered login: \(login.username) via \(login.provider), \(Self.describe(login.age)) ago"
-                    + " (forgotten in \(Self.describe(cache.timeout - login.age)))."))
+        for login in logins.sorted(by: { $0.username < $1.username }) {
+            screen.say(
+                shown(
+                    "Remembered login: \(login.username) via \(login.provider), \(Self.describe(login.age)) ago"
+                        + " (forgotten in \(Self.describe(cache.timeout - login.age)))."))
+        }
     }
 
     // MARK: Helpers

@@ -1,4 +1,5 @@
 public import Authentication
+import GatekeeperSupport
 public import HostProtection
 public import ProviderPlugins
 
@@ -13,9 +14,12 @@ public import ProviderPlugins
 ///
 /// Without a configuration file (or where it is silent) a tool still counts failures across runs and
 /// remembers logins for five minutes, in its state directory: `/var/lib/gatekeeper` (failures) and
-/// `/run/gatekeeper` (remembered logins) for root, else the user's runtime directory
-/// (`/run/user/UID/gatekeeper`, or `/tmp/gatekeeper-UID`). What the configuration file names wins over
-/// the state directory a command line gives, so an invoker cannot move an administrator's lockout.
+/// `/run/gatekeeper` (remembered logins) for root; for another user their runtime directory
+/// (`$XDG_RUNTIME_DIR` or `/run/user/UID`, only when it is theirs and private), else
+/// `~/.local/state/gatekeeper` — never a name in a shared directory such as `/tmp`, which another user
+/// could take first. What the configuration file names wins over the state directory a command line
+/// gives, and a configuration owned by root (an administrator's) cannot have its state moved by an
+/// invoker at all (``stateDirectoryRefusal(configurationOwner:)``).
 public struct HostSettings: Sendable {
     /// The gatekeeper's settings (timeouts, attempts, lockout policy, fail delay).
     public var gatekeeper: Gatekeeper.Configuration
@@ -38,15 +42,42 @@ public struct HostSettings: Sendable {
         audit = stack?.audit ?? []
     }
 
-    /// Root's `/var/lib/gatekeeper/faillock` and `/run/gatekeeper/cache`; another user's runtime
-    /// directory (`/run/user/UID/gatekeeper`, else `/tmp/gatekeeper-UID`) for both.
+    /// Why an invoker may not name a state directory for a configuration owned by `configurationOwner`,
+    /// or `nil` when they may: root's configuration is an administrator's, and the lockout and remembered
+    /// logins it implies stay where the administrator put them. Root itself may.
+    public static func stateDirectoryRefusal(configurationOwner: UInt32, invoker: UInt32? = nil) -> String? {
+        let invoker = invoker ?? getuid()
+        guard configurationOwner == 0, invoker != 0 else { return nil }
+        return "--state-dir cannot move the lockout and remembered logins of a configuration owned by root"
+    }
+
+    /// Root's `/var/lib/gatekeeper/faillock` and `/run/gatekeeper/cache`; for another user, both in
+    /// their runtime directory, else in `~/.local/state/gatekeeper`.
     static func defaultDirectories() -> (lockout: String, cache: String) {
         let uid = geteuid()
         if uid == 0 { return ("/var/lib/gatekeeper/faillock", "/run/gatekeeper/cache") }
-        var info = stat()
-        let runtime = "/run/user/\(uid)"
-        let base = stat(runtime, &info) == 0 && info.st_uid == uid ? runtime + "/gatekeeper" : "/tmp/gatekeeper-\(uid)"
+        let environment = getenv("XDG_RUNTIME_DIR").map { String(cString: $0) }
+        let base = privateStateBase(uid: uid, runtimeDirectory: environment, home: SystemAccounts.home(of: uid))
         return (base + "/faillock", base + "/cache")
+    }
+
+    /// Where a user's state goes: `runtimeDirectory` (`$XDG_RUNTIME_DIR`), else `/run/user/UID`, when it is
+    /// a directory of `uid`'s that nobody else may enter (checked without following a link); else
+    /// `home/.local/state/gatekeeper`. A shared directory is never used, so nobody can make the name
+    /// first.
+    package static func privateStateBase(uid: UInt32, runtimeDirectory: String?, home: String?) -> String {
+        for candidate in [runtimeDirectory, "/run/user/\(uid)"].compactMap({ $0 }) where candidate.hasPrefix("/") {
+            var info = stat()
+            if lstat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == uid,
+                info.st_mode & 0o077 == 0
+            {
+                return candidate + "/gatekeeper"
+            }
+        }
+        // No home in the user database: a path under /run/user that does not exist, which the lockout then
+        // refuses to use (every login is refused, saying why) rather than guessing a shared place.
+        guard let home, home.hasPrefix("/"), home != "/" else { return "/run/user/\(uid)/gatekeeper" }
+        return home + "/.local/state/gatekeeper"
     }
 
     /// The failure counter: pam_faillock's files in ``lockoutDirectory``.
@@ -54,8 +85,18 @@ public struct HostSettings: Sendable {
     ///   then refuses to log anyone in rather than run without its lockout.
     public func lockoutStore() throws(AuthError) -> any LockoutStore {
         guard gatekeeper.lockout != nil else { return MemoryLockoutStore() }
-        return try FaillockStore(directory: lockoutDirectory)
+        do {
+            return try FaillockStore(directory: lockoutDirectory)
+        } catch  where isDefaultLockoutDirectory {
+            // An account with no private runtime directory and no usable home (a system account, say).
+            throw .providerUnavailable(
+                reason: "\(error.reason ?? error.description); name a private state directory with --state-dir, "
+                    + "or dir= in the configuration's lockout line")
+        }
     }
+
+    /// Whether ``lockoutDirectory`` is the default for the user, neither configured nor given.
+    private var isDefaultLockoutDirectory: Bool { lockoutDirectory == Self.defaultDirectories().lockout }
 
     /// The login cache, or `nil` when logins are not remembered or the directory cannot be used (then
     /// `report` says why, and every login asks for a password).
@@ -92,14 +133,14 @@ public struct HostSettings: Sendable {
 
     /// What logins are made through: every entry of the stack (control, provider, options), or the one
     /// provider and its options. Changing any of it forgets the logins remembered under it.
-    public static func scope(stack: StackConfiguration?, provider selection: ProviderSelection?) -> String {
-        func options(_ options: [String: String]) -> String {
+    public static func scope(stack: StackConfiguration?, provider: String?, options: [String: String]) -> String {
+        func text(_ options: [String: String]) -> String {
             options.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         }
         if let stack {
-            return stack.entries.map { "\($0.control) \($0.provider) \(options($0.options))" }.joined(separator: "\n")
+            return stack.entries.map { "\($0.control) \($0.provider) \(text($0.options))" }.joined(separator: "\n")
         }
-        return "provider \(selection?.name ?? "") \(options(selection?.options ?? [:]))"
+        return "provider \(provider ?? "") \(text(options))"
     }
 
     /// Reports a refused configuration file to syslog — the only sink known when the file that names the

@@ -2,6 +2,7 @@
 import Authentication
 import DebugProvider
 import FileProvider
+import GatekeeperHost
 import GatekeeperSupport
 import HostProtection
 import LDAPProvider
@@ -73,7 +74,13 @@ if let path = invocation.verifiesAudit {
 var stack: StackConfiguration?
 if let path = invocation.configuration {
     do {
-        stack = try ConfigurationFile.load(path, registry: registry)
+        let loaded = try ConfigurationFile.read(path, registry: registry)
+        if invocation.stateDirectory != nil,
+            let refusal = HostSettings.stateDirectoryRefusal(configurationOwner: loaded.owner)
+        {
+            fail(.usage, "\(refusal) (\(path)).")
+        }
+        stack = loaded.stack
     } catch {
         // Nothing of a refused file is used, its audit lines included: syslog hears of it.
         HostSettings.reportRefused(error, tool: "gatekeeper-run")
@@ -81,7 +88,6 @@ if let path = invocation.configuration {
     }
 }
 let host = HostSettings(stack, stateDirectory: invocation.stateDirectory)
-let audit = host.auditSink(tool: "gatekeeper-run", report: warn)
 
 if let name = invocation.unlocks {
     // The files are pam_faillock's, whatever the lockout policy says now.
@@ -96,7 +102,7 @@ if let name = invocation.unlocks {
     } catch {
         fail(.unavailable, error.reason ?? error.description)
     }
-    audit.record(
+    host.auditSink(tool: "gatekeeper-run", report: warn).record(
         AuditEvent(
             kind: .unlocked, username: account, provider: "gatekeeper-run",
             detail: ControllingTerminal.invokingUser().map { "by \($0)" }))
@@ -104,10 +110,13 @@ if let name = invocation.unlocks {
     exit(0)
 }
 
-let session = TerminalSession.current()
-let cache = host.loginCache(scope: HostSettings.scope(stack: stack, provider: invocation.selection), report: warn)
-if invocation.forgetsSession, let session { cache?.forget(session) }
-if invocation.forgetsAll { cache?.forgetAll(of: invocation.user) }
+if invocation.forgetsSession || invocation.forgetsAll {
+    let scope = HostSettings.scope(
+        stack: stack, provider: invocation.selection.name, options: invocation.selection.options)
+    let cache = host.loginCache(scope: scope, report: warn)
+    if invocation.forgetsSession, let session = TerminalSession.current() { cache?.forget(session) }
+    if invocation.forgetsAll { cache?.forgetAll(of: invocation.user) }
+}
 if invocation.command.isEmpty { exit(0) }
 
 let provider: any AuthProvider
@@ -124,14 +133,6 @@ do {
     fail(.unavailable, "\(error)")
 } catch {
     fail(ExitStatus(configuration: error), "\(error)")
-}
-
-// Failed logins are counted where every run sees them; without that, nobody signs in.
-let lockout: any LockoutStore
-do throws(AuthError) {
-    lockout = try host.lockoutStore()
-} catch {
-    fail(.unavailable, error.reason ?? error.description)
 }
 
 /// The trace of the login, on standard error, when --explain asked for it.
@@ -156,66 +157,60 @@ let conversation = RunConversation(
     prompter: terminal ?? TerminalConversation(input: 0, output: 2)
 )
 
-var settings = host.gatekeeper
-settings.maxAttempts = stdinPassword == nil ? settings.maxAttempts : 1
-settings.terminal = ControllingTerminal.name()
-settings.requestingUser = ControllingTerminal.invokingUser()
-settings.service = "gatekeeper-run"
-let gatekeeper = Gatekeeper(provider: provider, configuration: settings, audit: audit, lockout: lockout)
+// Everything around the login — lockout, remembered logins, fail delay, audit — and the one admission
+// path through them. A login remembered for this place (this invoking user, this terminal session or
+// parent, answers from the same terminal or the same standard input) is used only once the typed name
+// names its account, and only after the backend and the lockout agree; a password given on standard
+// input is always checked. Without a usable lockout, nobody signs in.
+let login: HostLogin
+do throws(AuthError) {
+    login = try HostLogin(
+        provider: provider, stack: stack, selection: (invocation.selection.name, invocation.selection.options),
+        settings: host,
+        context: .init(
+            tool: "gatekeeper-run", terminal: ControllingTerminal.name(),
+            requestingUser: ControllingTerminal.invokingUser(),
+            place: LoginPlace.current(fromTerminal: terminal != nil), remembersLogins: stdinPassword == nil,
+            maxAttempts: stdinPassword == nil ? nil : 1),
+        report: warn)
+} catch {
+    fail(.unavailable, error.reason ?? error.description)
+}
+let gatekeeper = login.gatekeeper
 let requirement: Requirement = invocation.group.map { .member(of: $0) } ?? .signedIn
 let command = invocation.command
 
-// A login remembered for this terminal session runs the command without asking, once the backend and
-// the lockout agree the account may still sign in. A password given on standard input is always checked.
-if stdinPassword == nil, let cache, let session, let remembered = cache.lookup(invocation.user, in: session) {
-    if let identity = await RememberedLogin.accept(
-        remembered, provider: provider, lockout: lockout, policy: settings.lockout, audit: audit, settings: settings)
-    {
-        guard requirement.isSatisfied(by: identity) else {
-            let refusal = AuthError.notAuthorized(requirement: requirement.description)
-            audit.record(
-                AuditEvent(
-                    kind: .accessDenied, username: identity.username, provider: provider.name, reason: refusal,
-                    terminal: settings.terminal))
-            fail(.denied, refusal.description)
-        }
-        do {
-            try execute(command, as: identity)
-        } catch let error as CommandError {
-            fail(error.status, error.message)
-        }
-    }
-}
-
-// Ctrl-C while the provider works cancels the login (exit 130) instead of killing the process mid-way.
-let pendingRun = Locked<(task: Task<Access<Never>, any Error>?, interrupted: Bool)>((nil, false))
-let interrupts = InterruptMonitor {
+// Ctrl-C while the provider works cancels the login (exit 130) instead of killing the process mid-way;
+// SIGTERM and SIGHUP end it the same way (exit 143, 129). Either way every helper the login started —
+// and anything a helper started, even in a session of its own — is stopped before the tool exits.
+ChildProcesses.becomeSubreaper()
+let pendingRun = Locked<(task: Task<Access<Never>, any Error>?, signal: Int32?)>((nil, nil))
+let interrupts = InterruptMonitor(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
     // The terminal echoed ^C without a line break; end the line before the message that follows.
-    if isatty(2) == 1 { _ = write(2, "\n", 1) }
+    if number == SIGINT, isatty(2) == 1 { _ = write(2, "\n", 1) }
     pendingRun.withLock { pending in
-        pending.interrupted = true
+        if pending.signal == nil { pending.signal = number }
         pending.task?.cancel()
     }
 }
 let run = Task {
     try await RequiresAuthentication<Never>(requirement) { identity in
         explain()
-        if let cache, let session {
-            do throws(AuthError) { try cache.remember(identity, in: session) } catch {
-                warn(error.reason ?? "\(error)")
-            }
-        }
         return try execute(command, as: identity)
     }.run(through: gatekeeper, conversation: conversation)
 }
 pendingRun.withLock { pending in
     pending.task = run
-    if pending.interrupted { run.cancel() }
+    if pending.signal != nil { run.cancel() }
 }
 
-switch await run.result {
+let result = await run.result
+interrupts.stop()
+if let number = pendingRun.withLock({ $0.signal }), number != SIGINT {
+    fail(ExitStatus(code: 128 + number), "stopped by signal \(number)")
+}
+switch result {
 case .success(.dismissed(let reason)):
-    interrupts.stop()
     explain()
     fail(ExitStatus(dismissal: reason), reason.description)
 case .failure(let error as CommandError):

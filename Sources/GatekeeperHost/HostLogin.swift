@@ -1,0 +1,106 @@
+public import Authentication
+public import HostProtection
+public import ProviderPlugins
+
+/// Everything a host tool puts around its logins, assembled from its configuration in one place: the
+/// stack, the lockout store, the login cache, the fail delay and the audit sinks — and the
+/// ``Gatekeeper`` whose one admission path every login of the tool takes:
+///
+/// 1. the name is read and validated;
+/// 2. the backend names the account (``AuthProvider/lookUpAccount(_:)``): its own spelling is the key
+///    of everything that follows;
+/// 3. a login remembered for that account in this place (``LoginPlace``) is accepted, if the backend and
+///    the lockout still agree — or the attempt is counted under the lockout's lock *before* the stack
+///    checks anything;
+/// 4. the stack's answer clears the count, lets it stand, or takes it back;
+/// 5. the requirement (a group) is checked, and everything is audited.
+///
+/// `gatekeeper-run`, `gatekeeper-repl` and any Swift tool that links this module get the same behaviour
+/// from this code; a tool only parses its arguments and maps the outcome to an exit status.
+public final class HostLogin: Sendable {
+    /// What the tool is and where it runs.
+    public struct Context: Sendable {
+        /// The tool's name: the syslog identifier and the service recorded with failures.
+        public var tool: String
+        /// The terminal of the login (PAM's `PAM_TTY`).
+        public var terminal: String?
+        /// Who runs the tool (PAM's `PAM_RUSER`).
+        public var requestingUser: String?
+        /// Where the login is made, for remembered logins; `nil` remembers nothing.
+        public var place: LoginPlace?
+        /// Whether logins are remembered and remembered ones used (off when a password comes from a
+        /// script, which must always be checked).
+        public var remembersLogins: Bool
+        /// Tries per login, instead of the configuration's.
+        public var maxAttempts: Int?
+        /// Count failures in memory unless the configuration names a lockout directory (a demonstration).
+        public var lockoutInMemoryUnlessConfigured: Bool
+
+        public init(
+            tool: String,
+            terminal: String? = nil,
+            requestingUser: String? = nil,
+            place: LoginPlace? = nil,
+            remembersLogins: Bool = true,
+            maxAttempts: Int? = nil,
+            lockoutInMemoryUnlessConfigured: Bool = false
+        ) {
+            self.tool = tool
+            self.terminal = terminal
+            self.requestingUser = requestingUser
+            self.place = place
+            self.remembersLogins = remembersLogins
+            self.maxAttempts = maxAttempts
+            self.lockoutInMemoryUnlessConfigured = lockoutInMemoryUnlessConfigured
+        }
+    }
+
+    public let settings: HostSettings
+    public let provider: any AuthProvider
+    /// Where failed logins are counted.
+    public let lockout: any LockoutStore
+    public let audit: any AuditSink
+    /// The login cache, when logins are remembered and its directory can be used.
+    public let cache: LoginCache?
+    /// The gatekeeper every login of the tool goes through.
+    public let gatekeeper: Gatekeeper
+
+    /// - Parameters:
+    ///   - stack: The configuration, when there is one (its settings are `settings`').
+    ///   - selection: The one provider named on the command line (its name and options), when there is no
+    ///     configuration: remembered logins are kept apart by what they were made through.
+    ///   - report: Told of what does not stop a login (an audit log that cannot be opened, a cache that
+    ///     cannot be used), once.
+    /// - Throws: ``AuthError/providerUnavailable(reason:)`` when the lockout cannot be used: nobody signs
+    ///   in without it.
+    public init(
+        provider: any AuthProvider,
+        stack: StackConfiguration?,
+        selection: (name: String?, options: [String: String]) = (nil, [:]),
+        settings: HostSettings,
+        context: Context,
+        report: @escaping @Sendable (String) -> Void
+    ) throws(AuthError) {
+        self.settings = settings
+        self.provider = provider
+        audit = settings.auditSink(tool: context.tool, report: report)
+        lockout =
+            context.lockoutInMemoryUnlessConfigured && stack?.lockoutDirectory == nil
+            ? MemoryLockoutStore() : try settings.lockoutStore()
+        let cache = settings.loginCache(
+            scope: HostSettings.scope(stack: stack, provider: selection.name, options: selection.options),
+            report: report)
+        self.cache = cache
+        var configuration = settings.gatekeeper
+        if let attempts = context.maxAttempts { configuration.maxAttempts = attempts }
+        configuration.terminal = context.terminal
+        configuration.requestingUser = context.requestingUser
+        configuration.service = context.tool
+        let remembered: (any RememberedLogins)? =
+            context.remembersLogins ? context.place.flatMap { place in cache?.remembering(at: place) } : nil
+        let audit = self.audit
+        let lockout = self.lockout
+        gatekeeper = Gatekeeper(
+            provider: provider, configuration: configuration, audit: audit, lockout: lockout, remembered: remembered)
+    }
+}

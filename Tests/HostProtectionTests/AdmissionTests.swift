@@ -1,0 +1,180 @@
+import Authentication
+import AuthenticationTesting
+import FileProvider
+import Foundation
+import GatekeeperSupport
+import HostProtection
+import TestSupport
+import Testing
+
+/// The one admission path, attacked: lockout counted against the account (not the spelling), before the
+/// check, across processes, failing closed; the uid 0 exemption only for system accounts; names that are
+/// not accounts never written down.
+@Suite(.timeLimit(.minutes(2)))
+struct AdmissionTests {
+    let directory = temporaryDirectory("gatekeeper-admission") + "/tally"
+
+    /// A directory that matches `ALICE` and fullwidth `ａｌｉｃｅ` to alice (as slapd does), password
+    /// wonderland; it reports its own spelling, as a real backend does.
+    static func caseFolding(delay: Duration = .zero, calls: Locked<Int> = Locked(0)) -> StubAuthProvider {
+        @Sendable func canonical(_ name: String) -> String? {
+            let folded = String(
+                String.UnicodeScalarView(
+                    name.unicodeScalars.map { scalar in
+                        // Fullwidth forms U+FF01…U+FF5E fold to ASCII, as NFKC does.
+                        (0xFF01...0xFF5E).contains(scalar.value) ? Unicode.Scalar(scalar.value - 0xFEE0)! : scalar
+                    })
+            ).lowercased()
+            return folded == "alice" ? "alice" : nil
+        }
+        return StubAuthProvider(lookup: { canonical($0).map { .known(canonicalName: $0) } ?? .unknown }) {
+            request throws(AuthError) in
+            let password = try await request.conversation.askSecret("Password: ")
+            calls.withLock { $0 += 1 }
+            if delay > .zero { try? await Task.sleep(for: delay) }
+            guard let account = canonical(request.username) else { return .notMine }
+            guard password == Secret(copying: "wonderland".utf8) else {
+                return .rejected(.wrongCredentials, canonicalUsername: account)
+            }
+            return .authenticated(Identity(username: account, provider: "stub"))
+        }
+    }
+
+    func gatekeeper(_ provider: any AuthProvider, deny: Int = 3, store: FaillockStore? = nil) throws -> Gatekeeper {
+        Gatekeeper(
+            provider: provider, configuration: .init(lockout: LockoutPolicy(deny: deny), failDelay: .zero),
+            lockout: try store ?? FaillockStore(directory: directory))
+    }
+
+    /// Serious 3: every spelling counts against one account, and a locked account answers the same
+    /// whatever the password (no oracle).
+    @Test func spellingsShareOneLockoutAndALockedAccountIsNoOracle() async throws {
+        let gatekeeper = try gatekeeper(Self.caseFolding())
+        for spelling in ["alice", "ALICE", "ａｌｉｃｅ"] {
+            await #expect(throws: AuthError.invalidCredentials) {
+                try await gatekeeper.signIn(credentials(spelling, "wrong"))
+            }
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory)
+        #expect(files == ["alice"], "one tally, named by the account: \(files)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/alice")).count == 3 * 64)
+        var answers: [AuthError] = []
+        for (spelling, password) in [
+            ("ALICE", "wrong"), ("ALICE", "wonderland"), ("ａｌｉｃｅ", "wonderland"), ("alice", "x"),
+        ] {
+            do {
+                _ = try await gatekeeper.signIn(credentials(spelling, password))
+                Issue.record("\(spelling) signed in while the account was locked")
+            } catch let error as AuthError {
+                answers.append(error)
+            }
+        }
+        #expect(answers.allSatisfy { $0.code == .tooManyAttempts }, "\(answers)")
+    }
+
+    /// Medium 4: thirty guesses at once, from thirty gatekeepers each with its own store on the same
+    /// directory (as thirty processes): at most `deny` reach the backend.
+    @Test func parallelGuessesNeverPassTheLockout() async throws {
+        let calls = Locked(0)
+        let provider = Self.caseFolding(delay: .milliseconds(200), calls: calls)
+        let gatekeepers = try (0..<30).map { _ in try gatekeeper(provider, deny: 5) }
+        await withTaskGroup(of: Void.self) { group in
+            for (index, gatekeeper) in gatekeepers.enumerated() {
+                group.addTask {
+                    _ = try? await gatekeeper.signIn(credentials(index % 2 == 0 ? "alice" : "ALICE", "guess"))
+                }
+            }
+        }
+        #expect(calls.withLock { $0 } == 5, "\(calls.withLock { $0 }) guesses were checked with deny=5")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/alice")).count == 5 * 64)
+    }
+
+    /// Medium 5: a lockout that cannot record the attempt refuses the login, the right password included,
+    /// and the backend is never asked.
+    @Test func anAttemptThatCannotBeCountedRefusesTheLogin() async throws {
+        final class FullDisk: LockoutStore {
+            func status(of account: LockoutAccount, policy: LockoutPolicy) -> LockoutStatus { .open(failures: 0) }
+            func beginAttempt(_ account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) throws(AuthError)
+                -> LockoutAttempt
+            {
+                throw .providerUnavailable(reason: "No space left on device")
+            }
+            func withdraw(_ ticket: LockoutTicket) {}
+            func recordFailure(of account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) throws(AuthError)
+                -> LockoutStatus
+            {
+                throw .providerUnavailable(reason: "No space left on device")
+            }
+            func recordSuccess(of account: String) {}
+            func unlock(_ account: String) {}
+        }
+        let calls = Locked(0)
+        let gatekeeper = Gatekeeper(
+            provider: Self.caseFolding(calls: calls),
+            configuration: .init(lockout: LockoutPolicy(deny: 3), failDelay: .zero), lockout: FullDisk())
+        for _ in 0..<8 {
+            await #expect(throws: AuthError.providerUnavailable(reason: "")) {
+                try await gatekeeper.signIn(credentials("alice", "wrong"))
+            }
+        }
+        await #expect(throws: AuthError.providerUnavailable(reason: "")) {
+            try await gatekeeper.signIn(credentials("alice", "wonderland"))
+        }
+        #expect(calls.withLock { $0 } == 0)
+    }
+
+    /// Medium 6: uid 0's exemption is for system accounts only: a users-file account named root locks
+    /// like any other; a system root (as PAM's look-up marks it) is exempt unless `even_deny_root`.
+    @Test func onlyTheSystemsRootIsExempt() throws {
+        let store = try FaillockStore(directory: directory)
+        let policy = LockoutPolicy(deny: 2)
+        let fileRoot = LockoutAccount("root")
+        for _ in 0..<2 { _ = try store.recordFailure(of: fileRoot, source: .service("t"), policy: policy) }
+        #expect(try store.status(of: fileRoot, policy: policy).isLocked)
+        let systemRoot = LockoutAccount("root", isSystemAdministrator: true)
+        #expect(try store.status(of: systemRoot, policy: policy) == .open(failures: 0))
+        #expect(try store.status(of: systemRoot, policy: LockoutPolicy(deny: 2, evenDenyRoot: true)).isLocked)
+    }
+
+    @Test func aUsersFileAccountNamedRootIsLockedOut() async throws {
+        let users = temporaryDirectory("gatekeeper-root-file") + "/users"
+        try UsersFileStore(path: users).addUser(
+            "root", hash: try PasswordHash.make(Secret(copying: "toor-2026".utf8), scheme: .bcrypt), createFile: true)
+        let gatekeeper = try gatekeeper(try FileAuthProvider(.init(path: users)), deny: 2)
+        for _ in 0..<2 {
+            await #expect(throws: AuthError.invalidCredentials) {
+                try await gatekeeper.signIn(credentials("root", "no"))
+            }
+        }
+        await #expect {
+            try await gatekeeper.signIn(credentials("root", "toor-2026"))
+        } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
+    }
+
+    /// Medium 7: a backend that answers an unknown name as a wrong password (pam_unix then pam_deny,
+    /// checkpassword) leaves no file named after the typed text, and no audit record carries it.
+    @Test func aNameThatIsNoAccountIsNeverWrittenDown() async throws {
+        let secretish = "correct-horse-battery"
+        let audit = temporaryDirectory("gatekeeper-admission-audit") + "/audit.jsonl"
+        let log = try JSONAuditLog(path: audit)
+        let provider = StubAuthProvider { request throws(AuthError) in
+            _ = try await request.conversation.askSecret("Password: ")
+            return .rejected(.wrongCredentials)
+        }
+        let gatekeeper = Gatekeeper(
+            provider: provider, configuration: .init(lockout: LockoutPolicy(deny: 3), failDelay: .zero), audit: log,
+            lockout: try FaillockStore(directory: directory))
+        for _ in 0..<4 { _ = try? await gatekeeper.signIn(credentials(secretish, "x")) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+        for place in [directory, directory + ".unknown"] {
+            #expect(try FileManager.default.attributesOfItem(atPath: place)[.posixPermissions] as? Int == 0o700)
+            for name in try FileManager.default.contentsOfDirectory(atPath: place) {
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: place + "/" + name))
+                #expect(!String(decoding: bytes, as: UTF8.self).contains(secretish))
+            }
+        }
+        let records = try String(contentsOfFile: audit, encoding: .utf8)
+        #expect(!records.contains(secretish))
+        #expect(records.contains("lockedOut"), "the unknown name still locks after deny failures")
+    }
+}

@@ -1,0 +1,45 @@
+import Authentication
+import GatekeeperSupport
+import HostProtection
+import ProviderPlugins
+import TerminalLogin
+import ToolSupport
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// Prints `message` on standard error and exits with `status`, once every helper the login started (and
+/// whatever they started) has been stopped.
+func fail(_ status: ExitStatus, _ message: String) -> Never {
+    ChildProcesses.stopAll()
+    writeStandardError("gatekeeper-run: \(message)\n")
+    exit(status.code)
+}
+
+/// Replaces this process with `command`, run for `identity`. Returns only by throwing.
+func execute(_ command: [String], as identity: Identity) throws -> Never {
+    setenv("GATEKEEPER_USER", identity.username, 1)
+    setenv("GATEKEEPER_PROVIDER", identity.provider, 1)
+    var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }
+    argv.append(nil)
+    // The command gets the signal mask and dispositions gatekeeper-run started with, as a shell would
+    // give them: not this worker thread's mask (which blocks nearly everything), nor the ignored SIGINT
+    // of the login, nor the terminal handlers.
+    // Nothing the login started is left for the command to inherit.
+    ChildProcesses.prepareForExec()
+    LaunchSignals.restoreForExec()
+    execvp(command[0], argv)
+    let error = errno
+    for pointer in argv { free(pointer) }
+    let reason = errorDescription(error)
+    throw CommandError(status: error == ENOENT ? .notFound : .cannotExecute, message: "\(command[0]): \(reason)")
+}
+
+/// The command could not be started.
+struct CommandError: Error {
+    let status: ExitStatus
+    let message: String
+}
