@@ -91,22 +91,44 @@ public final class LoginCache: Sendable {
     /// Remembers that `identity` signed in at `place` now.
     public func remember(_ identity: Identity, in place: LoginPlace) throws(AuthError) {
         guard timeout > .zero, let now = BootClock.now() else { return }
-        var kept = records(of: identity.username).filter {
-            !($0.place == place && $0.scope == scope) && $0.boot == now.boot
+        try changing { () throws(AuthError) in
+            var kept = records(of: identity.username).filter {
+                !($0.place == place && $0.scope == scope) && $0.boot == now.boot
+            }
+            kept.append(
+                Record(place: place, boot: now.boot, time: now.nanoseconds, scope: scope, provider: identity.provider))
+            kept = kept.suffix(Self.maxRecordsPerUser)
+            try write(kept, for: identity.username)
         }
-        kept.append(
-            Record(place: place, boot: now.boot, time: now.nanoseconds, scope: scope, provider: identity.provider))
-        kept = kept.suffix(Self.maxRecordsPerUser)
-        try write(kept, for: identity.username)
     }
 
     /// Forgets `session`'s logins, of every user (`gatekeeper-run -k`).
     public func forget(_ session: TerminalSession) {
-        for name in directory.names() where !name.hasPrefix(".") {
-            let records = records(of: name)
-            let kept = records.filter { $0.place.session != session }
-            if kept.count != records.count { try? write(kept, for: name) }
+        try? changing { () throws(AuthError) in
+            for name in directory.names() where !name.hasPrefix(".") {
+                let records = records(of: name)
+                let kept = records.filter { $0.place.session != session }
+                if kept.count != records.count { try? write(kept, for: name) }
+            }
         }
+    }
+
+    /// Runs `change` — a read of a user's records, then their rewrite — holding the cache's lock, which
+    /// every process takes for every change: two logins remembered at once, by two processes, both stay.
+    private func changing(_ change: () throws(AuthError) -> Void) throws(AuthError) {
+        let held: Int32
+        do {
+            held = try directory.openFile(".lock", creatingWith: 0o600)
+        } catch {
+            throw .providerUnavailable(reason: "the login cannot be remembered: \(error)")
+        }
+        defer { close(held) }
+        do {
+            try StateDirectory.lock(held)
+        } catch {
+            throw .providerUnavailable(reason: "the login cannot be remembered: \(error)")
+        }
+        try change()
     }
 
     /// Forgets every login of `username`, or of everyone when `nil` (`gatekeeper-run -K`).

@@ -120,6 +120,19 @@ struct LoginCacheTests {
         #expect(remembering.lookup("mallory") == nil)
     }
 
+    /// Logins remembered at once for one user, from many places (as many processes would), all stay:
+    /// each read and rewrite of the user's records holds the cache's lock.
+    @Test func loginsRememberedAtOnceAreAllKept() async throws {
+        let caches = try (0..<16).map { _ in try LoginCache(directory: directory, timeout: .seconds(300)) }
+        let places = (0..<16).map { LoginPlace(session, input: "stdin-7-\($0)") }
+        await withTaskGroup(of: Void.self) { group in
+            for (cache, place) in zip(caches, places) {
+                group.addTask { try? cache.remember(alice, in: place) }
+            }
+        }
+        for place in places { #expect(caches[0].lookup("alice", in: place) != nil, "\(place.input) was lost") }
+    }
+
     @Test func aRecordFileOthersCouldWriteIsIgnored() throws {
         let cache = try LoginCache(directory: directory, timeout: .seconds(300))
         try cache.remember(alice, in: LoginPlace(session))
