@@ -218,8 +218,8 @@ let package = Package(
         .testTarget(
             name: "LDAPProviderTests",
             dependencies: [
-                "Authentication", "AuthenticationTesting", "LDAPProvider", "OfflineCache", "TestSupport",
-                "gatekeeper-run",
+                "Authentication", "AuthenticationTesting", "LDAPProvider", "OfflineCache", "HostProtection",
+                "TestSupport", "gatekeeper-run",
             ]
         ),
         .testTarget(

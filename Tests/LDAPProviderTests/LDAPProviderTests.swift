@@ -1,6 +1,7 @@
 import Authentication
 import AuthenticationTesting
 import Foundation
+import HostProtection
 import LDAPProvider
 import TestSupport
 import Testing
@@ -67,6 +68,36 @@ struct LDAPProviderTests {
                 #expect(admitted == (status == 0), "\(user) with \(attempt == password ? "the" : "a wrong") password")
             }
         }
+    }
+
+    /// slapd matches `CAROL` and fullwidth `ｃａｒｏｌ` to carol: the provider names the entry's own uid
+    /// before anything is asked, so every spelling counts against one pam_faillock tally, and once it is
+    /// locked the right password gets the same answer as a wrong one.
+    @Test func everySpellingTheDirectoryMatchesSharesOneLockout() async throws {
+        let provider = try Self.provider()
+        #expect(await provider.lookUpAccount("CAROL") == .known(canonicalName: "carol"))
+        #expect(await provider.lookUpAccount("ｃａｒｏｌ") == .known(canonicalName: "carol"))
+        #expect(await provider.lookUpAccount("nobody-here") == .unknown)
+        let tallies = temporaryDirectory("gatekeeper-ldap-tally") + "/faillock"
+        let gatekeeper = Gatekeeper(
+            provider: provider, configuration: .init(lockout: LockoutPolicy(deny: 3), failDelay: .zero),
+            lockout: try FaillockStore(directory: tallies))
+        for spelling in ["carol", "CAROL", "ｃａｒｏｌ"] {
+            await #expect(throws: AuthError.invalidCredentials) {
+                try await gatekeeper.signIn(try credentials(spelling, "wrong"))
+            }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tallies) == ["carol"])
+        let listed = try shell("faillock --dir '\(tallies)' --user carol")
+        #expect(listed.output.split(separator: "\n").count - 2 == 3, "\(listed.output)")
+        for (spelling, password) in [("CAROL", "carol-2026"), ("CAROL", "wrong"), ("ｃａｒｏｌ", "carol-2026")] {
+            await #expect {
+                try await gatekeeper.signIn(try credentials(spelling, password))
+            } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
+        }
+        // Unlocked, carol signs in, under her own name.
+        try FaillockStore(directory: tallies).unlock("carol")
+        #expect(try await gatekeeper.signIn(try credentials("CAROL", "carol-2026")).username == "carol")
     }
 
     /// slapd's ppolicy overlay: a locked account, a password expired with grace logins, one to change.
