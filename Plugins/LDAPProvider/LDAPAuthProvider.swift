@@ -128,7 +128,9 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     public func lookUpAccount(_ username: String) async -> AccountLookup {
         guard
             let (answer, _) = await onThread({ login in
-                login.run { handle, _, _ in login.find(on: handle, username) }
+                // Servers that failed a moment ago are not tried for a look-up (the login itself tries
+                // them): a directory that is down costs the login its time-out once, not twice.
+                login.run(skippingResting: true) { handle, _, _ in login.find(on: handle, username) }
             })
         else { return .cannotTell }
         guard case .served(let found) = answer else { return .cannotTell }
@@ -251,10 +253,15 @@ struct LDAPLogin {
     }
 
     /// Runs `operation` on the first server that can serve it (servers that failed a moment ago last).
-    func run<T: Sendable>(_ operation: Operation<T>) -> (Answer<T>, [String]) {
+    /// - Parameter skippingResting: Leave out servers that failed a moment ago altogether.
+    func run<T: Sendable>(skippingResting: Bool = false, _ operation: Operation<T>) -> (Answer<T>, [String]) {
         var reasons: [String] = []
         var everyServerUnreachable = true
-        let order = configuration.uris.filter { !pool.isResting($0) } + configuration.uris.filter { pool.isResting($0) }
+        let resting = Set(configuration.uris.filter { pool.isResting($0) })
+        let order =
+            configuration.uris.filter { !resting.contains($0) }
+            + (skippingResting ? [] : configuration.uris.filter { resting.contains($0) })
+        if order.isEmpty { return (.unreachable("every directory server failed a moment ago"), []) }
         for uri in order {
             if slot.isCancelled { return (.unavailable("cancelled"), []) }
             var messages: [String] = []
