@@ -239,4 +239,34 @@ struct FaillockStoreTests {
         #expect(recorded.count == processes * failures)
         #expect(recorded.allSatisfy { $0.valid })
     }
+
+    /// Medium 4, as the review ran it: thirty gatekeeper-run processes guessing at once with deny=5. Each
+    /// attempt is counted before its check, so five reach the backend (five `signInFailed` records) and
+    /// the other twenty-five are refused as locked out without a check.
+    @Test func thirtyProcessesGuessingAtOnceGetFiveChecks() throws {
+        let state = temporaryDirectory("gatekeeper-faillock")
+        let configuration = state + "/gatekeeper.conf"
+        try """
+        attempts 1
+        lockout deny=5 interval=1h unlock=10m dir=\(state)/tally
+        delay 0
+        audit json path=\(state)/audit.jsonl
+        required mock delay=0.3
+
+        """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let runs = try (0..<30).map { _ in
+            try Spawned(
+                HostProtectionTests.gatekeeperRun,
+                ["--config", configuration, "--user", "alice", "--password-stdin", "--", "true"])
+        }
+        for run in runs { run.write("guess\n") }
+        let statuses = runs.map { $0.finish().status }
+        #expect(statuses.allSatisfy { $0 == 77 })
+        let events = try String(contentsOfFile: state + "/audit.jsonl", encoding: .utf8).split(separator: "\n")
+        let checked = events.filter { $0.contains("\"event\":\"signInFailed\"") }.count
+        let refused = events.filter { $0.contains("\"event\":\"lockedOut\"") }.count
+        #expect(checked == 5, "\(checked) of 30 simultaneous guesses were checked with deny=5")
+        #expect(refused >= 25)
+        #expect(try FaillockStore(directory: state + "/tally").failures(of: "alice").count == 5)
+    }
 }

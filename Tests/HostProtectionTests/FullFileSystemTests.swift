@@ -4,6 +4,7 @@ import FileProvider
 import Foundation
 import GatekeeperSupport
 import HostProtection
+import MockProvider
 import TestSupport
 import Testing
 
@@ -94,5 +95,25 @@ struct FullFileSystemTests {
         #expect(throws: AuthError.providerUnavailable(reason: "")) {
             try FaillockStore(directory: disk.path + "/other")
         }
+    }
+
+    /// Medium 5, as the review ran it: the lockout directory passes every check, but the disk is full.
+    /// Eight wrong guesses with deny=3, then the right password: every one is refused, none is checked
+    /// uncounted, and the tally is as it was.
+    @Test func aLockoutThatCannotCountRefusesEveryLogin() async throws {
+        let disk = try SmallDisk()
+        let store = try FaillockStore(directory: disk.path + "/tally")
+        try disk.fill()
+        let provider = MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)
+        let gatekeeper = Gatekeeper(
+            provider: provider, configuration: .init(lockout: LockoutPolicy(deny: 3), failDelay: .zero),
+            lockout: store)
+        for password in Array(repeating: "wrong", count: 8) + ["wonderland"] {
+            await #expect(throws: AuthError.providerUnavailable(reason: "")) {
+                try await gatekeeper.signIn(try credentials("alice", password))
+            }
+        }
+        #expect(provider.authenticationCount == 0)
+        #expect(gatekeeper.identity == nil)
     }
 }
