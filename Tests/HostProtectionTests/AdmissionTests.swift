@@ -177,4 +177,59 @@ struct AdmissionTests {
         #expect(!records.contains(secretish))
         #expect(records.contains("lockedOut"), "the unknown name still locks after deny failures")
     }
+
+    /// Serious, from the second attack: a backend that waits after a wrong password (pam_unix's fail
+    /// delay) tells a wrong guess by its silence; cancelling then must not take the attempt back, or the
+    /// guesses are free. Four guesses cancelled while the backend waits, deny=3: the account is locked.
+    @Test func cancellingWhileTheBackendWaitsDoesNotUncountTheGuess() throws {
+        let programs = try trustedDirectory()
+        let checker = programs + "/slow-when-wrong"
+        // A wait no other process on the machine uses: the sign that the checker has the password.
+        let wait = "31.\(Int.random(in: 100_000...999_999))"
+        try """
+        #!/bin/bash
+        # checkpassword: right password at once, a wrong one after a long wait.
+        IFS= read -r -d '' user <&3; IFS= read -r -d '' password <&3
+        [ "$password" = "wonderland" ] && exit 0
+        sleep \(wait)
+        exit 1
+
+        """.write(toFile: checker, atomically: true, encoding: .utf8)
+        chmod(checker, 0o755)
+        let state = temporaryDirectory("gatekeeper-admission-cancel")
+        let configuration = state + "/gatekeeper.conf"
+        try """
+        delay 0
+        lockout deny=3 interval=1h unlock=10m dir=\(state)/tally
+        cache timeout=0
+        required checkpassword program=\(checker) timeout=60
+
+        """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        chmod(configuration, 0o600)
+        for guess in 1...3 {
+            let tool = try Spawned(
+                HostProtectionTests.gatekeeperRun,
+                ["--config", configuration, "--user", "alice", "--password-stdin", "--", "true"])
+            tool.write("guess-\(guess)\n")
+            // The helper has the password once it sleeps: then the attacker gives up on this guess.
+            #expect(eventually(within: 10) { Self.isRunning(["sleep", wait]) })
+            tool.interrupt()
+            #expect(tool.finish().status == 130)
+        }
+        let right = try run(
+            HostProtectionTests.gatekeeperRun,
+            ["--config", configuration, "--user", "alice", "--password-stdin", "--", "echo", "in"],
+            input: "wonderland\n")
+        #expect(right.status == 77 && right.stdout.isEmpty, "\(right.stderr)")
+        #expect(right.stderr.contains("Too many failed attempts"), "\(right.stderr)")
+    }
+
+    /// Whether a process with exactly this command line is running.
+    static func isRunning(_ command: [String]) -> Bool {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).contains { pid in
+            guard let bytes = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            return bytes.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } == command
+        }
+    }
 }

@@ -163,7 +163,31 @@ struct FaillockStoreTests {
         #expect(provider.authenticationCount == 3)
     }
 
-    @Test func aCancelledLoginIsNotCounted() async throws {
+    /// Cancelled before the password reached the backend: nothing was checked, and the attempt counted
+    /// for it is taken back before the caller hears of the cancellation.
+    @Test func aLoginCancelledBeforeThePasswordIsNotCounted() async throws {
+        let store = try FaillockStore(directory: directory)
+        let provider = StubAuthProvider { request throws(AuthError) in
+            _ = try await request.conversation.askSecret("Password: ")
+            return .rejected(.wrongCredentials)
+        }
+        let gatekeeper = Gatekeeper(
+            provider: provider, configuration: .init(lockout: Self.policy, failDelay: .zero), lockout: store)
+        let conversation = ScriptedConversation(.text("alice"), .hang)
+        let login = Task { try await gatekeeper.signIn(conversation: conversation) }
+        #expect(await eventually { conversation.questionCount == 2 })
+        // Counted while it waits…
+        #expect(try store.status(of: LockoutAccount("alice", known: false), policy: Self.policy) == .open(failures: 1))
+        login.cancel()
+        await #expect(throws: AuthError.cancelled) { try await login.value }
+        // …and taken back at once.
+        #expect(try store.status(of: LockoutAccount("alice", known: false), policy: Self.policy) == .open(failures: 0))
+        #expect(tallyBytes("alice").isEmpty)
+    }
+
+    /// Cancelled after the password reached the backend (a PAM module waiting its fail delay has told a
+    /// wrong password by not answering at once): the attempt stands, so cancelling cannot buy free guesses.
+    @Test func aLoginCancelledAfterThePasswordIsCounted() async throws {
         let store = try FaillockStore(directory: directory)
         let provider = StubAuthProvider { request throws(AuthError) in
             _ = try await request.conversation.askSecret("Password: ")
@@ -172,15 +196,15 @@ struct FaillockStoreTests {
         }
         let gatekeeper = Gatekeeper(
             provider: provider, configuration: .init(lockout: Self.policy, failDelay: .zero), lockout: store)
-        let login = Task { try await gatekeeper.signIn(credentials("alice", "no")) }
-        #expect(await eventually { provider.authenticationCount == 1 })
-        // Counted while it is checked…
-        #expect(try store.status(of: LockoutAccount("alice", known: false), policy: Self.policy) == .open(failures: 1))
-        login.cancel()
-        await #expect(throws: AuthError.cancelled) { try await login.value }
-        // …and taken back before the caller hears of the cancellation, though the backend is still busy.
-        #expect(try store.status(of: LockoutAccount("alice", known: false), policy: Self.policy) == .open(failures: 0))
-        #expect(tallyBytes("alice").isEmpty)
+        for round in 1...3 {
+            let login = Task { try await gatekeeper.signIn(try credentials("alice", "guess-\(round)")) }
+            #expect(await eventually { provider.authenticationCount == round })
+            login.cancel()
+            await #expect(throws: AuthError.cancelled) { try await login.value }
+        }
+        #expect(await eventually {
+            (try? store.status(of: LockoutAccount("alice", known: false), policy: Self.policy))?.isLocked == true
+        })
     }
 
     /// gatekeeper-run's lockout holds across runs: a script cannot guess faster than the lockout allows.

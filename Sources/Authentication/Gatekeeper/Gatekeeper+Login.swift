@@ -229,7 +229,7 @@ extension Gatekeeper {
         }
         let request = AuthRequest(
             username: username,
-            conversation: ValidatingConversation(conversation),
+            conversation: ValidatingConversation(conversation, slot: slot),
             terminal: configuration.terminal,
             remoteHost: configuration.remoteHost,
             requestingUser: configuration.requestingUser
@@ -249,8 +249,13 @@ extension Gatekeeper {
         do throws(AuthError) {
             outcome = try answer.get()
         } catch {
-            // Cancelled, or the conversation failed: nothing was checked.
-            withdraw(attempt)
+            // Cancelled, or the conversation failed. Before any answer reached the backend nothing was
+            // checked, and the attempt is taken back; after, it stands: the backend may have checked it.
+            if slot.wasPresented {
+                record(.signInFailed, account.key, known: account.known, error, detail: "ended after the answer was given: counted")
+            } else {
+                withdraw(attempt)
+            }
             throw error
         }
         let entry = trace?.decidingEntry
@@ -447,9 +452,12 @@ extension Gatekeeper {
     }
 }
 
-/// The attempt one login in flight has counted, until the login ends or is abandoned.
+/// The attempt one login in flight has counted, until the login ends or is abandoned, and whether the
+/// person's answer (a password, a code) has reached the backend: from then on the backend may have checked
+/// it — a PAM module that waits two seconds after a wrong password has told the answer by not answering —
+/// so a cancellation no longer takes the attempt back.
 final class AttemptSlot: Sendable {
-    private let state = Locked<(ticket: LockoutTicket?, closed: Bool)>((nil, false))
+    private let state = Locked<(ticket: LockoutTicket?, closed: Bool, presented: Bool)>((nil, false, false))
 
     /// Holds `ticket`; `false` when the login was abandoned already.
     func hold(_ ticket: LockoutTicket) -> Bool {
@@ -460,7 +468,15 @@ final class AttemptSlot: Sendable {
         }
     }
 
-    /// The ticket held, for the login to settle; `nil` once abandoned.
+    /// An answer was handed to the backend.
+    func present() {
+        state.withLock { $0.presented = true }
+    }
+
+    /// Whether an answer was handed to the backend.
+    var wasPresented: Bool { state.withLock { $0.presented } }
+
+    /// The ticket held, for the login to settle; `nil` once taken back.
     func take() -> LockoutTicket? {
         state.withLock { state in
             defer { state.ticket = nil }
@@ -468,24 +484,33 @@ final class AttemptSlot: Sendable {
         }
     }
 
-    /// The login was abandoned: the ticket to take back, if one is held.
+    /// The login was abandoned: the ticket to take back — none once an answer reached the backend (the
+    /// attempt then stands, and the login settles it when the backend answers).
     func close() -> LockoutTicket? {
         state.withLock { state in
             state.closed = true
+            guard !state.presented else { return nil }
             defer { state.ticket = nil }
             return state.ticket
         }
     }
 }
 
-/// Checks every password the provider asks for before the provider sees it.
+/// Checks every password the provider asks for before the provider sees it, and notes in `slot` when an
+/// answer reaches the provider.
 struct ValidatingConversation: Conversation {
     let base: any Conversation
+    let slot: AttemptSlot?
 
-    init(_ base: any Conversation) { self.base = base }
+    init(_ base: any Conversation, slot: AttemptSlot? = nil) {
+        self.base = base
+        self.slot = slot
+    }
 
     func ask(_ prompt: String) async throws(AuthError) -> String {
-        try await base.ask(prompt)
+        let answer = try await base.ask(prompt)
+        slot?.present()
+        return answer
     }
 
     func askUsername(_ prompt: String) async throws(AuthError) -> String {
@@ -495,6 +520,7 @@ struct ValidatingConversation: Conversation {
     func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
         let secret = try await base.askSecret(prompt)
         try Credentials.validatePassword(secret)
+        slot?.present()
         return secret
     }
 
