@@ -202,9 +202,10 @@ struct FaillockStoreTests {
             login.cancel()
             await #expect(throws: AuthError.cancelled) { try await login.value }
         }
-        #expect(await eventually {
-            (try? store.status(of: LockoutAccount("alice", known: false), policy: Self.policy))?.isLocked == true
-        })
+        #expect(
+            await eventually {
+                (try? store.status(of: LockoutAccount("alice", known: false), policy: Self.policy))?.isLocked == true
+            })
     }
 
     /// gatekeeper-run's lockout holds across runs: a script cannot guess faster than the lockout allows.

@@ -252,7 +252,9 @@ extension Gatekeeper {
             // Cancelled, or the conversation failed. Before any answer reached the backend nothing was
             // checked, and the attempt is taken back; after, it stands: the backend may have checked it.
             if slot.wasPresented {
-                record(.signInFailed, account.key, known: account.known, error, detail: "ended after the answer was given: counted")
+                record(
+                    .signInFailed, account.key, known: account.known, error,
+                    detail: "ended after the answer was given: counted")
             } else {
                 withdraw(attempt)
             }
