@@ -221,7 +221,7 @@ public struct LoginPlace: Sendable, Hashable {
     /// The real uid of whoever runs the tool.
     public var invokingUser: UInt32
     /// Where the login's answers come from: `tty` for the controlling terminal, else standard input's
-    /// file as `stdin-DEVICE-INODE`.
+    /// anonymous pipe or socket as `stdin-pipe-N` or `stdin-socket-N`.
     public var input: String
 
     /// - Parameter invokingUser: The real uid (`getuid()`) when `nil`.
@@ -233,12 +233,33 @@ public struct LoginPlace: Sendable, Hashable {
 
     /// This process's place, its answers read from the controlling terminal (`fromTerminal`) or from
     /// standard input; `nil` when either cannot be told (then nothing is remembered).
+    ///
+    /// Standard input counts as one place only when it is an anonymous pipe or a socket, named by the
+    /// kernel's own number for it (`pipe:[N]`, which is not handed out again while the system runs). A
+    /// regular file, a named pipe or a device is not: a file's inode is given to the next new file as soon
+    /// as it is removed, so a parent handing each person a file of their answers would lend one person's
+    /// login to the next. Logins read from such an input are never remembered.
     public static func current(fromTerminal: Bool) -> LoginPlace? {
         guard let session = TerminalSession.current() else { return nil }
         if fromTerminal { return LoginPlace(session) }
-        var info = stat()
-        guard fstat(0, &info) == 0 else { return nil }
-        return LoginPlace(session, input: "stdin-\(UInt64(info.st_dev))-\(UInt64(info.st_ino))")
+        guard let input = anonymousStandardInput() else { return nil }
+        return LoginPlace(session, input: input)
+    }
+
+    /// `stdin-pipe-N` or `stdin-socket-N` for standard input's anonymous pipe or socket, else `nil`.
+    static func anonymousStandardInput() -> String? {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { raw in
+            readlink("/proc/self/fd/0", raw.baseAddress!.assumingMemoryBound(to: CChar.self), raw.count)
+        }
+        guard count > 0, count < buffer.count else { return nil }
+        let target = String(decoding: buffer[..<count], as: UTF8.self)
+        for kind in ["pipe", "socket"] where target.hasPrefix(kind + ":[") && target.hasSuffix("]") {
+            let number = target.dropFirst(kind.utf8.count + 2).dropLast()
+            guard !number.isEmpty, number.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+            return "stdin-\(kind)-\(number)"
+        }
+        return nil
     }
 
     /// A field of a record: printable ASCII without blanks, at most 64 bytes.

@@ -142,12 +142,27 @@ struct LoginCacheTests {
 }
 
 /// gatekeeper-run remembers a login for the place it ran in — here, without a terminal, its parent (this
-/// test process), the invoking user, and its standard input (one file, rewritten in place between runs,
-/// as a long-lived parent would hand the same input to each run) — and uses it only once the name read
-/// names the account, after rechecking the account.
-@Suite(.timeLimit(.minutes(2)))
-struct RememberedLoginTests {
+/// test process), the invoking user, and its standard input (one pipe kept open across runs, as a
+/// long-lived parent hands each run the same input) — and uses it only once the name read names the
+/// account, after rechecking the account.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+final class RememberedLoginTests {
     let state = temporaryDirectory("gatekeeper-remembered")
+    /// The one pipe every run reads its answers from; the test holds the writing end.
+    let pipe: (read: Int32, write: Int32)
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        Glibc.pipe(&ends)
+        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
+        pipe = (ends[0], ends[1])
+    }
+
+    deinit {
+        close(pipe.read)
+        close(pipe.write)
+    }
 
     func configuration(_ lines: String = "", provider: String = "required mock delay=0") throws -> String {
         let path = state + "/gatekeeper.conf"
@@ -161,17 +176,29 @@ struct RememberedLoginTests {
         return path
     }
 
-    /// Runs gatekeeper-run with `answers` as its standard input: the same file each time (same inode).
-    func gatekeeperRun(_ config: String, _ arguments: [String] = [], answers: String = "") throws -> RunResult {
-        let input = state + "/input"
-        let file = open(input, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        #expect(file >= 0)
-        _ = answers.utf8CString.withUnsafeBytes { write(file, $0.baseAddress, $0.count - 1) }
-        close(file)
-        return try run(
+    /// Starts gatekeeper-run on the shared pipe and writes `answers` to it.
+    func start(_ config: String, _ arguments: [String] = [], answers: String) throws -> Spawned {
+        let process = try Spawned(
             HostProtectionTests.gatekeeperRun,
             ["--config", config, "--state-dir", state] + arguments + ["--", "echo", "ran"],
-            inputFile: input)
+            standardInputDescriptor: pipe.read)
+        _ = answers.utf8CString.withUnsafeBytes { write(pipe.write, $0.baseAddress, $0.count - 1) }
+        return process
+    }
+
+    /// A run that answers everything it is asked and ends by itself.
+    func gatekeeperRun(_ config: String, _ arguments: [String] = [], answers: String) throws -> RunResult {
+        try start(config, arguments, answers: answers).finish()
+    }
+
+    /// A run that is left waiting at its `count`th `prompt`: it is then interrupted (exit 130).
+    func waitingRun(_ config: String, _ arguments: [String] = [], answers: String, at prompt: String, count: Int = 1)
+        throws -> RunResult
+    {
+        let process = try start(config, arguments, answers: answers)
+        #expect(eventually { process.stderr.components(separatedBy: prompt).count - 1 >= count }, "\(process.stderr)")
+        process.interrupt()
+        return process.finish()
     }
 
     func auditEvents() throws -> [String] {
@@ -188,9 +215,12 @@ struct RememberedLoginTests {
         #expect(
             try auditEvents().contains { $0.contains("\"event\":\"cachedLogin\"") && $0.contains("\"user\":\"alice\"") }
         )
-        // -k forgets it: the next run asks again (and, with no answer, is cancelled).
-        #expect(try gatekeeperRun(config, ["-k"]).status == 130)
-        #expect(try gatekeeperRun(config, answers: "alice\n").status == 130)
+        // -k forgets it: the next run asks again.
+        #expect(
+            try run(HostProtectionTests.gatekeeperRun, ["--config", config, "--state-dir", state, "-k"], input: "")
+                .status == 0)
+        let asked = try waitingRun(config, answers: "alice\n", at: "Password:")
+        #expect(asked.status == 130 && asked.stdout.isEmpty)
     }
 
     /// The review's chain: one parent runs gatekeeper-run for several people, name and password on
@@ -198,13 +228,13 @@ struct RememberedLoginTests {
     @Test func aRememberedLoginNeverRidesAcrossPeople() throws {
         let config = try configuration()
         #expect(try gatekeeperRun(config, answers: "alice\nwonderland\n").status == 0)
-        // Asked for a password, refused, asked again, and no answer left: the command never ran.
-        let mallory = try gatekeeperRun(config, answers: "mallory\nwrong\n")
+        // Asked for a password, refused, asked for a name again: the command never ran.
+        let mallory = try waitingRun(config, answers: "mallory\nwrong\n", at: "Username:", count: 2)
         #expect(mallory.status == 130 && mallory.stdout.isEmpty && mallory.stderr.contains("Password:"))
+        let bob = try waitingRun(config, answers: "bob\n", at: "Password:")
+        #expect(bob.status == 130 && bob.stdout.isEmpty)
         #expect(!(try auditEvents().contains { $0.contains("cachedLogin") && !$0.contains("\"user\":\"alice\"") }))
-        let bob = try gatekeeperRun(config, answers: "bob\n")
-        #expect(bob.status == 130 && bob.stdout.isEmpty && bob.stderr.contains("Password:"))
-        // Input from elsewhere (a pipe of its own): alice's login is not lent to it, named or typed.
+        // Input from elsewhere (a pipe of its own, or a file): alice's login is not lent to it.
         let piped = try run(
             HostProtectionTests.gatekeeperRun, ["--config", config, "--state-dir", state, "--", "echo", "ran"],
             input: "alice\n")
@@ -213,6 +243,25 @@ struct RememberedLoginTests {
             HostProtectionTests.gatekeeperRun,
             ["--config", config, "--state-dir", state, "--user", "alice", "--", "echo", "ran"], input: "")
         #expect(named.status == 130 && named.stdout.isEmpty)
+    }
+
+    /// From attacking the first fix: a file's inode is reused as soon as it is removed, so a parent giving
+    /// each person a fresh file of answers must not lend one login to the next. A file is never an input
+    /// a login is remembered for.
+    @Test func aLoginReadFromAFileIsNeverRemembered() throws {
+        let config = try configuration()
+        let answers = state + "/answers"
+        try "alice\nwonderland\n".write(toFile: answers, atomically: false, encoding: .utf8)
+        let first = try run(
+            HostProtectionTests.gatekeeperRun, ["--config", config, "--state-dir", state, "--", "echo", "ran"],
+            inputFile: answers)
+        #expect(first.status == 0)
+        unlink(answers)
+        try "alice\n".write(toFile: answers, atomically: false, encoding: .utf8)
+        let second = try run(
+            HostProtectionTests.gatekeeperRun, ["--config", config, "--state-dir", state, "--", "echo", "ran"],
+            inputFile: answers)
+        #expect(second.status == 130 && second.stdout.isEmpty, "\(second.stderr)")
     }
 
     @Test func aPasswordOnStandardInputIsAlwaysChecked() throws {
@@ -225,7 +274,7 @@ struct RememberedLoginTests {
     @Test func aTimeoutOfZeroNeverRemembers() throws {
         let config = try configuration("cache timeout=0")
         #expect(try gatekeeperRun(config, answers: "alice\nwonderland\n").status == 0)
-        #expect(try gatekeeperRun(config, answers: "alice\n").status == 130)
+        #expect(try waitingRun(config, answers: "alice\n", at: "Password:").status == 130)
     }
 
     @Test func anAccountLockedOutSinceLosesItsRememberedLogin() throws {
@@ -236,7 +285,7 @@ struct RememberedLoginTests {
         for _ in 0..<2 {
             _ = try store.recordFailure(of: LockoutAccount("alice"), source: .service("t"), policy: policy)
         }
-        let locked = try gatekeeperRun(config, answers: "alice\n")
+        let locked = try gatekeeperRun(config, ["--user", "alice"], answers: "")
         #expect(locked.status == 77 && locked.stdout.isEmpty)
         // Once unlocked (gatekeeper-run --unlock), it is remembered again.
         let unlock = try run(
@@ -255,11 +304,11 @@ struct RememberedLoginTests {
         #expect(try gatekeeperRun(config, answers: "erin\nerin-2026\n").status == 0)
         #expect(try gatekeeperRun(config, answers: "erin\n").status == 0)
         try users.lockUser("erin")
-        #expect(try gatekeeperRun(config, answers: "erin\n").status == 130)
+        #expect(try waitingRun(config, answers: "erin\n", at: "Password:").status == 130)
         try users.unlockUser("erin")
         #expect(try gatekeeperRun(config, answers: "erin\n").status == 0)
         try users.deleteUser("erin")
-        #expect(try gatekeeperRun(config, answers: "erin\n").status == 130)
+        #expect(try waitingRun(config, answers: "erin\n", at: "Password:").status == 130)
     }
 
     @Test func aLoginRememberedUnderOneConfigurationIsNotUsedUnderAnother() throws {
@@ -267,12 +316,15 @@ struct RememberedLoginTests {
         #expect(try gatekeeperRun(config, answers: "alice\nwonderland\n").status == 0)
         // The same provider with other options, or another stack: asked again.
         let stricter = try configuration(provider: "required mock delay=0.01")
-        #expect(try gatekeeperRun(stricter, answers: "alice\n").status == 130)
-        let single = try run(
+        #expect(try waitingRun(stricter, answers: "alice\n", at: "Password:").status == 130)
+        let single = try Spawned(
             HostProtectionTests.gatekeeperRun,
             ["--provider", "mock", "--delay", "0", "--state-dir", state, "--", "true"],
-            inputFile: state + "/input")
-        #expect(single.status == 130)
+            standardInputDescriptor: pipe.read)
+        _ = write(pipe.write, "alice\n", 6)
+        #expect(eventually { single.stderr.contains("Password:") })
+        single.interrupt()
+        #expect(single.finish().status == 130)
     }
 
     @Test func aRememberedLoginStillNeedsTheGroup() throws {

@@ -41,8 +41,7 @@ public func run(_ executable: URL, _ arguments: [String], input: String) throws 
     return process.finish()
 }
 
-/// Runs `executable` with standard input read from the file at `inputFile` (as `< FILE`): runs given the
-/// same file read the same input, as far as the tool can tell; runs given `input:` each get a new pipe.
+/// Runs `executable` with standard input read from the file at `inputFile` (as `< FILE`).
 public func run(_ executable: URL, _ arguments: [String], inputFile: String) throws -> RunResult {
     try Spawned(executable, arguments, standardInput: inputFile).finish()
 }
@@ -67,7 +66,8 @@ public final class Spawned {
         _ arguments: [String],
         environment: [String: String] = [:],
         mergingStandardError: Bool = false,
-        standardInput: String? = nil
+        standardInput: String? = nil,
+        standardInputDescriptor: Int32? = nil
     ) throws {
         // A process that exits before reading all its input must not take the test runner down with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
@@ -84,7 +84,9 @@ public final class Spawned {
             arguments,
             environment: environment,
             setUp: { actions in
-                if let standardInput {
+                if let standardInputDescriptor {
+                    posix_spawn_file_actions_adddup2(&actions, standardInputDescriptor, 0)
+                } else if let standardInput {
                     posix_spawn_file_actions_addopen(&actions, 0, standardInput, O_RDONLY, 0)
                 } else {
                     posix_spawn_file_actions_adddup2(&actions, ends[0], 0)

@@ -58,7 +58,7 @@ struct Invocation {
           -h, --help          show this help
 
         After a login, further runs from the same terminal session (or parent, with the same standard
-        input) within 5 minutes (cache timeout= in the configuration) do not ask for the password of
+        input pipe) within 5 minutes (cache timeout= in the configuration) do not ask for the password of
         that user again, unless --password-stdin gives a password to check; the user name is still asked.
         Failed logins wait 2 s (delay) and are counted in pam_faillock's format; after 5 within 15
         minutes the account is locked for 10 minutes (lockout deny= interval= unlock=).
