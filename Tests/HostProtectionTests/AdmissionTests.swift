@@ -151,6 +151,38 @@ struct AdmissionTests {
         } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
     }
 
+    /// From attacking the fix: in a stack of PAM (whose root is the system's) and a users file with an
+    /// account of its own named root, the file's root is not exempt: guessing its password locks it.
+    @Test func aFallbackStacksFileRootIsNotExempt() async throws {
+        let users = temporaryDirectory("gatekeeper-root-stack") + "/users"
+        try UsersFileStore(path: users).addUser(
+            "root", hash: try PasswordHash.make(Secret(copying: "toor-2026".utf8), scheme: .bcrypt), createFile: true)
+        let systemRoot = StubAuthProvider(
+            name: "pam",
+            lookup: { $0 == "root" ? .known(canonicalName: "root", isSystemAdministrator: true) : .unknown }
+        ) { request throws(AuthError) in
+            _ = try await request.conversation.askSecret("Password: ")
+            return .rejected(.wrongCredentials)
+        }
+        let stack = ProviderChain([
+            .init(.sufficient, systemRoot), .init(.required, try FileAuthProvider(.init(path: users))),
+        ])
+        #expect(await stack.lookUpAccount("root") == .known(canonicalName: "root", isSystemAdministrator: false))
+        let gatekeeper = try gatekeeper(stack, deny: 2)
+        for _ in 0..<2 {
+            await #expect(throws: AuthError.invalidCredentials) {
+                try await gatekeeper.signIn(credentials("root", "no"))
+            }
+        }
+        await #expect {
+            try await gatekeeper.signIn(credentials("root", "toor-2026"))
+        } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
+        // A stack of the system's accounts only keeps pam_faillock's exemption.
+        #expect(
+            await ProviderChain([.init(.required, systemRoot)]).lookUpAccount("root")
+                == .known(canonicalName: "root", isSystemAdministrator: true))
+    }
+
     /// Medium 7: a backend that answers an unknown name as a wrong password (pam_unix then pam_deny,
     /// checkpassword) leaves no file named after the typed text, and no audit record carries it.
     @Test func aNameThatIsNoAccountIsNeverWrittenDown() async throws {

@@ -162,18 +162,28 @@ public final class ProviderChain: AuthProvider {
         return outcome(result, identity: identity?.who, rejection: rejection, reason: reason)
     }
 
-    /// The first entry that knows the account answers; unknown only when every entry says so.
+    /// The account as the first entry that knows it spells it; unknown only when every entry says so.
+    /// It is the system's administrator (exempt from the lockout) only when every entry that could admit
+    /// the name says so: in a stack of PAM and a users file, a `root` of the file is no system account.
     public func lookUpAccount(_ username: String) async -> AccountLookup {
+        var canonical: String?
+        var administrator = true
         var everyEntryUnknown = true
         for entry in entries {
             if Task.isCancelled { return .cannotTell }
             switch await entry.provider.lookUpAccount(username) {
-            case .known(let canonical, let administrator):
-                return .known(canonicalName: canonical, isSystemAdministrator: administrator)
-            case .unknown: continue
-            case .cannotTell: everyEntryUnknown = false
+            case .known(let name, let isAdministrator):
+                everyEntryUnknown = false
+                canonical = canonical ?? name
+                administrator = administrator && isAdministrator
+            case .unknown:
+                continue
+            case .cannotTell:
+                everyEntryUnknown = false
+                administrator = false
             }
         }
+        if let canonical { return .known(canonicalName: canonical, isSystemAdministrator: administrator) }
         return everyEntryUnknown ? .unknown : .cannotTell
     }
 
