@@ -218,7 +218,7 @@ public final class FaillockStore: LockoutStore {
                 }
             }
             if file < 0 {
-                file = try openBucket(of: name, create: create)
+                file = try openBucket(of: account.bucketKey, create: create)
             }
             guard file >= 0 else {
                 var none: [Record]? = nil

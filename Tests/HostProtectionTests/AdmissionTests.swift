@@ -183,6 +183,41 @@ struct AdmissionTests {
                 == .known(canonicalName: "root", isSystemAdministrator: true))
     }
 
+    /// From attacking the fix: a backend that matches names loosely but cannot name the account
+    /// beforehand (a checkpassword program that lowercases names, as vpopmail's does) got `deny` guesses per
+    /// spelling. Such names are counted under their folded form: eight spellings, four guesses each, and
+    /// three checks with deny=3 — in turn, and thirty spellings at once.
+    @Test(arguments: [false, true])
+    func aLooseBackendGetsDenyGuessesPerAccountNotPerSpelling(_ reportsItsSpelling: Bool) async throws {
+        let calls = Locked(0)
+        let loose = StubAuthProvider { request throws(AuthError) in
+            let password = try await request.conversation.askSecret("Password: ")
+            calls.withLock { $0 += 1 }
+            try? await Task.sleep(for: .milliseconds(50))
+            guard request.username.lowercased() == "alice" else { return .notMine }
+            guard password == Secret(copying: "secret-2026".utf8) else {
+                return .rejected(.wrongCredentials, canonicalUsername: reportsItsSpelling ? "alice" : nil)
+            }
+            return .authenticated(Identity(username: "alice", provider: "stub"))
+        }
+        let gatekeeper = try gatekeeper(loose)
+        for spelling in ["alice", "Alice", "aLice", "alIce", "aliCe", "alicE", "ALice", "ＡＬＩＣＥ"] {
+            for guess in 1...4 { _ = try? await gatekeeper.signIn(credentials(spelling, "guess-\(guess)")) }
+        }
+        #expect(calls.withLock { $0 } == 3, "\(calls.withLock { $0 }) guesses checked with deny=3")
+        let gatekeepers = try (0..<30).map { _ in try self.gatekeeper(loose) }
+        let spellings = (0..<30).map { index in
+            String(
+                "alice".enumerated().map { $0.offset == index % 5 ? Character($0.element.uppercased()) : $0.element })
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for (gatekeeper, spelling) in zip(gatekeepers, spellings) {
+                group.addTask { _ = try? await gatekeeper.signIn(credentials(spelling, "guess")) }
+            }
+        }
+        #expect(calls.withLock { $0 } == 3, "locked: no spelling reaches the backend")
+    }
+
     /// Medium 7: a backend that answers an unknown name as a wrong password (pam_unix then pam_deny,
     /// checkpassword) leaves no file named after the typed text, and no audit record carries it.
     @Test func aNameThatIsNoAccountIsNeverWrittenDown() async throws {

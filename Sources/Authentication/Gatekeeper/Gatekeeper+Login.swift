@@ -284,8 +284,10 @@ extension Gatekeeper {
             var known = account.known
             if let canonical, canonical != account.key {
                 // Counted against the backend's spelling, and a locked account answers as locked whatever
-                // the password: the same as the right password would have.
-                withdraw(attempt)
+                // the password: the same as the right password would have. A name no look-up recognised
+                // keeps its count too, so a backend that matches spellings it could not name beforehand
+                // still gets no more than `deny` guesses for them.
+                if account.known { withdraw(attempt) }
                 let confirmed = LockoutAccount(canonical)
                 known = true
                 if let lockedOut = try lockoutError(for: confirmed) { throw lockedOut }

@@ -70,6 +70,21 @@ public struct LockoutAccount: Sendable, Hashable {
         self.isSystemAdministrator = isSystemAdministrator
     }
 
+    /// What a name no look-up recognised is counted under: the name with its case and its fullwidth forms
+    /// folded, so that a backend matching names loosely (`ALICE`, `Alice` and `ａｌｉｃｅ` as alice) but
+    /// unable to say so beforehand (a checkpassword program, a helper) still gets `deny` guesses per
+    /// account, not per spelling. Never used for an account's own file, which keeps its exact name.
+    public var bucketKey: String {
+        let scalars = key.unicodeScalars.map { scalar -> Unicode.Scalar in
+            switch scalar.value {
+            case 0xFF01...0xFF5E: Unicode.Scalar(scalar.value - 0xFEE0)!
+            case 0x3000: " "
+            default: scalar
+            }
+        }
+        return String(String.UnicodeScalarView(scalars)).lowercased()
+    }
+
     /// The account a look-up found for the typed `username`.
     public init(_ username: String, lookup: AccountLookup) {
         switch lookup {

@@ -63,9 +63,12 @@ struct FailureTable {
     private var failures: [String: [(time: Int64, tag: UInt16)]] = [:]
     private var lastTag: UInt16 = 0
 
+    /// An account by its name; a name no look-up recognised by its folded form.
+    private static func key(_ account: LockoutAccount) -> String { account.known ? account.key : account.bucketKey }
+
     func status(of account: LockoutAccount, at now: Int64, _ policy: LockoutPolicy) -> LockoutStatus {
         policy.status(
-            failures: (failures[account.key] ?? []).map(\.time), now: now, unit: Self.unit,
+            failures: (failures[Self.key(account)] ?? []).map(\.time), now: now, unit: Self.unit,
             isAdministrator: account.isSystemAdministrator)
     }
 
@@ -74,7 +77,7 @@ struct FailureTable {
     mutating func registerFailure(of account: LockoutAccount, at now: Int64, _ policy: LockoutPolicy)
         -> (tag: UInt16, status: LockoutStatus)
     {
-        let key = account.key
+        let key = Self.key(account)
         if failures.count >= Self.capacity, failures[key] == nil { prune(at: now, policy) }
         var times = failures[key] ?? []
         let window = LockoutPolicy.count(policy.interval, Self.unit)
@@ -88,7 +91,7 @@ struct FailureTable {
     }
 
     mutating func withdraw(_ ticket: LockoutTicket) {
-        failures[ticket.account.key]?.removeAll { $0.time == ticket.time && $0.tag == ticket.tag }
+        failures[Self.key(ticket.account)]?.removeAll { $0.time == ticket.time && $0.tag == ticket.tag }
     }
 
     mutating func clear(_ username: String) {
