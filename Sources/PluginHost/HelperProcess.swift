@@ -20,6 +20,8 @@ final class HelperProcess {
     private var buffered: [UInt8] = []
     private(set) var printed = 0
     let deadline: ContinuousClock.Instant
+    /// How long it may run in all.
+    let timeout: Duration
     let maxOutput: Int
     private var reaped: Int32?
 
@@ -90,6 +92,7 @@ final class HelperProcess {
         channel = pair[0]
         extra = third[0]
         deadline = .now + timeout
+        self.timeout = timeout
         self.maxOutput = maxOutput
         if let extraInput, extra >= 0 {
             _ = send(extraInput, on: extra)

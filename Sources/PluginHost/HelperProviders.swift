@@ -234,7 +234,7 @@ enum HelperProtocol {
             switch helper.readLine(maxLine: maxLine, cancelled: { bridge.isCancelled }) {
             case .line(let read): line = read
             case .end: return unavailable("ended without an outcome")
-            case .timedOut: return unavailable("gave no outcome within \(helper.deadline)")
+            case .timedOut: return unavailable("gave no outcome within \(helper.timeout)")
             case .tooMuch: return unavailable("printed more than the protocol allows")
             case .cancelled: return .failure(.cancelled)
             }

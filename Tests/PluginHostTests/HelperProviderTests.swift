@@ -102,7 +102,7 @@ struct HelperProviderTests {
             "printed more than the protocol allows"
         ),
         ("crash", "#!/bin/sh\nread start\nkill -SEGV $$\n", "ended without an outcome"),
-        ("silence", "#!/bin/sh\nexec sleep 60\n", "gave no outcome within"),
+        ("silence", "#!/bin/sh\nexec sleep 60\n", "gave no outcome within 1.0 seconds"),
         ("no outcome", "#!/bin/sh\nread start\necho '{\"info\":\"bye\"}'\n", "ended without an outcome"),
         (
             "bad user", "#!/bin/sh\nread start\necho '{\"outcome\":\"authenticated\",\"user\":\"a:b\"}'\n",
