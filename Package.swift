@@ -243,7 +243,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "AuthenticationTesting", "HostProtection", "MockProvider", "FileProvider",
                 "PAMProvider", "GatekeeperSupport", "ProviderPlugins", "ToolSupport", "GatekeeperHost", "TestSupport",
-                "gatekeeper-run", "gatekeeper-repl",
+                "gatekeeper-run", "gatekeeper-repl", "gatekeeper-passwd",
             ]
         ),
         .testTarget(

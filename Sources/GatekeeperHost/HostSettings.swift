@@ -132,15 +132,28 @@ public struct HostSettings: Sendable {
     }
 
     /// What logins are made through: every entry of the stack (control, provider, options), or the one
-    /// provider and its options. Changing any of it forgets the logins remembered under it.
+    /// provider and its options. Changing any of it forgets the logins remembered under it. A value that
+    /// names a file relative to the working directory (`--users users`) stands for that file's absolute
+    /// path, so the same words in two directories are two scopes.
     public static func scope(stack: StackConfiguration?, provider: String?, options: [String: String]) -> String {
+        let directory = workingDirectory()
+        func resolved(_ value: String) -> String {
+            guard !value.hasPrefix("/"), !value.isEmpty, let directory, access(value, F_OK) == 0 else { return value }
+            return directory + "/" + value
+        }
         func text(_ options: [String: String]) -> String {
-            options.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            options.sorted { $0.key < $1.key }.map { "\($0.key)=\(resolved($0.value))" }.joined(separator: " ")
         }
         if let stack {
             return stack.entries.map { "\($0.control) \($0.provider) \(text($0.options))" }.joined(separator: "\n")
         }
         return "provider \(provider ?? "") \(text(options))"
+    }
+
+    private static func workingDirectory() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return nil }
+        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Reports a refused configuration file to syslog — the only sink known when the file that names the

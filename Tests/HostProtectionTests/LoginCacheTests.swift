@@ -327,6 +327,25 @@ final class RememberedLoginTests {
         #expect(single.finish().status == 130)
     }
 
+    /// From attacking the fix: `--users users` in two directories names two files; a login remembered
+    /// through one is not used through the other. One parent shell runs both, on one standard input.
+    @Test func aRelativePathNamesItsOwnFileInTheScope() throws {
+        let passwd = builtExecutable("gatekeeper-passwd").path
+        for (directory, password) in [("d1", "weak-2026"), ("d2", "Strong-2026")] {
+            try FileManager.default.createDirectory(atPath: state + "/" + directory, withIntermediateDirectories: true)
+            let added = try shell(
+                "'\(passwd)' add '\(state)/\(directory)/users' alice --password-stdin --create", input: password + "\n")
+            #expect(added.status == 0, "\(added.output)")
+        }
+        let tool = HostProtectionTests.gatekeeperRun.path
+        let arguments = "--provider file --users users --state-dir '\(state)' -- echo"
+        let result = try shell(
+            "cd '\(state)/d1' && '\(tool)' \(arguments) first; cd '\(state)/d2' && '\(tool)' \(arguments) second; echo \"status $?\"",
+            input: "alice\nweak-2026\nalice\n")
+        #expect(result.output.contains("first") && !result.output.contains("second"), "\(result.output)")
+        #expect(result.output.contains("status 130"), "\(result.output)")
+    }
+
     @Test func aRememberedLoginStillNeedsTheGroup() throws {
         let config = try configuration()
         #expect(try gatekeeperRun(config, answers: "bob\nbuilder\n").status == 0)
