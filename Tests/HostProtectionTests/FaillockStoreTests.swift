@@ -231,13 +231,19 @@ struct FaillockStoreTests {
             HostProtectionTests.gatekeeperRun, ["--config", configuration, "--state-dir", state, "--unlock", "bob"],
             input: "")
         #expect(unlock.status == 0 && unlock.stdout.contains("bob"))
-        for (name, status) in [("a/b", Int32(69)), ("bob\u{1B}[2J", 65), ("", 65)] {
+        // Names the backend does not know are refused (65) and get no file; without a backend, a name that
+        // cannot name a file is refused by the store (69).
+        for (name, status, withBackend) in [
+            ("a/b", Int32(65), true), ("nosuchuser", 65, true), ("bob\u{1B}[2J", 65, true), ("", 65, true),
+            ("a/b", 69, false),
+        ] {
             let refused = try run(
                 HostProtectionTests.gatekeeperRun,
-                ["--config", configuration, "--state-dir", state, "--unlock", name], input: "")
+                (withBackend ? ["--config", configuration] : []) + ["--state-dir", state, "--unlock", name], input: "")
             #expect(refused.status == status, "--unlock \(name.debugDescription)")
             #expect(!refused.stderr.contains("\u{1B}"))
         }
+        #expect(!FileManager.default.fileExists(atPath: state + "/faillock/nosuchuser"))
         #expect(try attempt("builder").stdout == "ran\n")
     }
 

@@ -78,7 +78,8 @@ struct LDAPProviderTests {
         #expect(await provider.lookUpAccount("CAROL") == .known(canonicalName: "carol"))
         #expect(await provider.lookUpAccount("ｃａｒｏｌ") == .known(canonicalName: "carol"))
         #expect(await provider.lookUpAccount("nobody-here") == .unknown)
-        let tallies = temporaryDirectory("gatekeeper-ldap-tally") + "/faillock"
+        let state = temporaryDirectory("gatekeeper-ldap-tally")
+        let tallies = state + "/faillock"
         let gatekeeper = Gatekeeper(
             provider: provider, configuration: .init(lockout: LockoutPolicy(deny: 3), failDelay: .zero),
             lockout: try FaillockStore(directory: tallies))
@@ -95,8 +96,19 @@ struct LDAPProviderTests {
                 try await gatekeeper.signIn(try credentials(spelling, password))
             } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
         }
+        // An administrator unlocks her by any spelling the directory matches: gatekeeper-run --unlock CAROL
+        // resets carol's file, and makes none for CAROL.
+        let slapd = try SlapdFixture.shared.get()
+        let config = state + "/ldap.conf"
+        try "required ldap uri=\(slapd.uri) base=\(slapd.base) ca=\(slapd.caFile)\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        chmod(config, 0o600)
+        let unlocked = try run(
+            builtExecutable("gatekeeper-run"), ["--config", config, "--state-dir", state, "--unlock", "CAROL"],
+            input: "")
+        #expect(unlocked.status == 0 && unlocked.stdout.hasPrefix("carol:"), "\(unlocked.stdout)\(unlocked.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tallies) == ["carol"])
         // Unlocked, carol signs in, under her own name.
-        try FaillockStore(directory: tallies).unlock("carol")
         #expect(try await gatekeeper.signIn(try credentials("CAROL", "carol-2026")).username == "carol")
     }
 

@@ -89,24 +89,62 @@ if let path = invocation.configuration {
 }
 let host = HostSettings(stack, stateDirectory: invocation.stateDirectory)
 
+// The backend: the configuration's stack or the provider named. Administration (--unlock, -k, -K) uses
+// it, when it can be built, to name accounts as the backend spells them; without one, names as given.
+@MainActor func makeBackend() throws -> any AuthProvider {
+    if let stack { return try stack.makeChain(registry: registry) }
+    let single = try invocation.selection.makeProvider()
+    // --explain traces a one-entry stack.
+    return invocation.explains ? ProviderChain(name: single.name, [.init(.required, single)]) : single
+}
+let administers = invocation.command.isEmpty
+let backend: (any AuthProvider)?
+if administers {
+    backend = stack != nil || invocation.selection.name != nil ? try? makeBackend() : nil
+} else {
+    do {
+        backend = try makeBackend()
+    } catch let error as ConfigurationError {
+        HostSettings.reportRefused(error, tool: "gatekeeper-run")
+        fail(.unavailable, "\(error)")
+    } catch {
+        fail(ExitStatus(configuration: error), "\(error)")
+    }
+}
+
+/// The account an administrator names with `--unlock USER` or `-K --user USER`, as the backend spells it
+/// (`ALICE` is alice where the directory says so); a name the backend knows nothing of is refused, so no
+/// file is made for it and nothing of it is written down. Without a backend, the name as given.
+func administeredAccount(_ name: String, for option: String) async -> (name: String, known: Bool) {
+    let typed: String
+    do throws(AuthError) {
+        typed = try Username.validate(name)
+    } catch {
+        fail(.invalidInput, "\(option): \(error.description)")
+    }
+    switch await backend?.lookUpAccount(typed) {
+    case .known(let canonical, _)?: return (canonical, true)
+    case .unknown?:
+        fail(.invalidInput, "\(option): no account of the configured backends is named so; nothing was changed.")
+    case .cannotTell?, nil: return (typed, false)
+    }
+}
+
 if let name = invocation.unlocks {
     // The files are pam_faillock's, whatever the lockout policy says now.
-    let account: String
+    let account = await administeredAccount(name, for: "--unlock")
     do throws(AuthError) {
-        account = try Username.validate(name)
-    } catch {
-        fail(.invalidInput, "--unlock: \(error.description)")
-    }
-    do throws(AuthError) {
-        try FaillockStore(directory: host.lockoutDirectory).unlock(account)
+        try FaillockStore(directory: host.lockoutDirectory).unlock(account.name)
     } catch {
         fail(.unavailable, error.reason ?? error.description)
     }
-    host.auditSink(tool: "gatekeeper-run", report: warn).record(
-        AuditEvent(
-            kind: .unlocked, username: account, provider: "gatekeeper-run",
-            detail: ControllingTerminal.invokingUser().map { "by \($0)" }))
-    print("\(TextSafety.escaped(account)): failed logins forgotten in \(host.lockoutDirectory)")
+    let audit = host.auditSink(tool: "gatekeeper-run", report: warn)
+    var event = AuditEvent(
+        kind: .unlocked, username: account.known ? account.name : nil, provider: "gatekeeper-run",
+        detail: ControllingTerminal.invokingUser().map { "by \($0)" })
+    if !account.known { event.userDigest = audit.digest(ofUnverifiedName: account.name) }
+    audit.record(event)
+    print("\(TextSafety.escaped(account.name)): failed logins forgotten in \(host.lockoutDirectory)")
     exit(0)
 }
 
@@ -115,25 +153,15 @@ if invocation.forgetsSession || invocation.forgetsAll {
         stack: stack, provider: invocation.selection.name, options: invocation.selection.options)
     let cache = host.loginCache(scope: scope, report: warn)
     if invocation.forgetsSession, let session = TerminalSession.current() { cache?.forget(session) }
-    if invocation.forgetsAll { cache?.forgetAll(of: invocation.user) }
-}
-if invocation.command.isEmpty { exit(0) }
-
-let provider: any AuthProvider
-do {
-    if let stack {
-        provider = try stack.makeChain(registry: registry)
-    } else {
-        let single = try invocation.selection.makeProvider()
-        // --explain traces a one-entry stack.
-        provider = invocation.explains ? ProviderChain(name: single.name, [.init(.required, single)]) : single
+    if invocation.forgetsAll {
+        var user = invocation.user
+        if let name = user { user = await administeredAccount(name, for: "-K --user").name }
+        cache?.forgetAll(of: user)
     }
-} catch let error as ConfigurationError {
-    HostSettings.reportRefused(error, tool: "gatekeeper-run")
-    fail(.unavailable, "\(error)")
-} catch {
-    fail(ExitStatus(configuration: error), "\(error)")
 }
+if administers { exit(0) }
+// Built above whenever there is a command to run.
+let provider: any AuthProvider = backend!
 
 /// The trace of the login, on standard error, when --explain asked for it.
 func explain() {
