@@ -63,8 +63,8 @@ public struct HostSettings: Sendable {
 
     /// Where a user's state goes: `runtimeDirectory` (`$XDG_RUNTIME_DIR`), else `/run/user/UID`, when it is
     /// a directory of `uid`'s that nobody else may enter (checked without following a link); else
-    /// `home/.local/state/gatekeeper`. A shared directory is never used, so nobody can make the name
-    /// first.
+    /// `home/.local/state/gatekeeper`, when the home is `uid`'s and nobody else may write it. A shared
+    /// directory is never used, so nobody can make the name first.
     package static func privateStateBase(uid: UInt32, runtimeDirectory: String?, home: String?) -> String {
         for candidate in [runtimeDirectory, "/run/user/\(uid)"].compactMap({ $0 }) where candidate.hasPrefix("/") {
             var info = stat()
@@ -76,7 +76,11 @@ public struct HostSettings: Sendable {
         }
         // No home in the user database: a path under /run/user that does not exist, which the lockout then
         // refuses to use (every login is refused, saying why) rather than guessing a shared place.
-        guard let home, home.hasPrefix("/"), home != "/" else { return "/run/user/\(uid)/gatekeeper" }
+        // A home of someone else's, or one others may write (a home of /tmp), is no private place either.
+        var info = stat()
+        guard let home, home.hasPrefix("/"), home != "/", lstat(home, &info) == 0, info.st_mode & S_IFMT == S_IFDIR,
+            info.st_uid == uid, info.st_mode & 0o022 == 0
+        else { return "/run/user/\(uid)/gatekeeper" }
         return home + "/.local/state/gatekeeper"
     }
 

@@ -81,9 +81,17 @@ struct HostLoginTests {
             #expect(!base.hasPrefix("/tmp/gatekeeper-\(uid)"))
         }
         #expect(
-            HostSettings.privateStateBase(uid: 4_000_000, runtimeDirectory: nil, home: home)
+            HostSettings.privateStateBase(uid: uid, runtimeDirectory: nil, home: home)
                 == home + "/.local/state/gatekeeper")
+        #expect(
+            HostSettings.privateStateBase(uid: 4_000_000, runtimeDirectory: nil, home: home)
+                == "/run/user/4000000/gatekeeper")
         #expect(!HostSettings.privateStateBase(uid: 4_000_000, runtimeDirectory: nil, home: nil).hasPrefix("/tmp"))
+        // A home others may write (an account whose home is /tmp), or someone else's, is no private place.
+        #expect(!HostSettings.privateStateBase(uid: uid, runtimeDirectory: nil, home: "/tmp").hasPrefix("/tmp"))
+        chmod(home, 0o777)
+        #expect(!HostSettings.privateStateBase(uid: uid, runtimeDirectory: nil, home: home).hasPrefix(home))
+        chmod(home, 0o700)
     }
 }
 
