@@ -71,6 +71,27 @@ struct LockoutPolicyTests {
         store.unlock("bob")
         #expect(store.status(of: "bob", policy: policy) == .open(failures: 0))
     }
+
+    /// Names no look-up recognised are counted by their folded form, apart from the accounts: `BOB`
+    /// typed where nothing could tell shares a count with `Bob`, never with the account bob.
+    @Test func theMemoryStoreKeepsUnrecognisedNamesApart() {
+        let store = MemoryLockoutStore()
+        for spelling in ["BOB", "Bob", "ｂｏｂ"] {
+            _ = store.beginAttempt(LockoutAccount(spelling, known: false), source: .service("t"), policy: policy)
+        }
+        #expect(store.status(of: LockoutAccount("bOb", known: false), policy: policy).isLocked)
+        #expect(store.status(of: "bob", policy: policy) == .open(failures: 0))
+        // A withdrawn attempt leaves nothing of its own behind.
+        guard
+            case .counted(let ticket, _) = store.beginAttempt(
+                LockoutAccount("carol"), source: .service("t"), policy: policy)
+        else {
+            Issue.record("carol's attempt was not counted")
+            return
+        }
+        store.withdraw(ticket)
+        #expect(store.status(of: "carol", policy: policy) == .open(failures: 0))
+    }
 }
 
 /// The wait after a failed login, as pam_faildelay's.

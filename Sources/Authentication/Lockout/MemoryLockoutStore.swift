@@ -63,8 +63,12 @@ struct FailureTable {
     private var failures: [String: [(time: Int64, tag: UInt16)]] = [:]
     private var lastTag: UInt16 = 0
 
-    /// An account by its name; a name no look-up recognised by its folded form.
-    private static func key(_ account: LockoutAccount) -> String { account.known ? account.key : account.bucketKey }
+    /// An account by its name; a name no look-up recognised by its folded form, apart from every account
+    /// (a NUL, which no valid name holds, before it), as the file store keeps such names in buckets of
+    /// their own.
+    private static func key(_ account: LockoutAccount) -> String {
+        account.known ? account.key : "\u{0}" + account.bucketKey
+    }
 
     func status(of account: LockoutAccount, at now: Int64, _ policy: LockoutPolicy) -> LockoutStatus {
         policy.status(
