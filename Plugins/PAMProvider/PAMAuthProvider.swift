@@ -107,7 +107,13 @@ public final class PAMAuthProvider: AuthProvider {
     /// from the lockout unless `even_deny_root`). A name the database does not know may still be a PAM
     /// module's own account: that cannot be told before the stack runs.
     public func lookUpAccount(_ username: String) async -> AccountLookup {
-        let found = await Self.lookups.run { SystemAccounts.account(named: username) }
+        await Self.lookUpSystemAccount(username)
+    }
+
+    /// The system database's account for `username` (off the cooperative pool: a name service may block),
+    /// for this provider and its isolated form alike.
+    static func lookUpSystemAccount(_ username: String) async -> AccountLookup {
+        let found = await lookups.run { SystemAccounts.account(named: username) }
         guard let account = found ?? nil, (try? Username.validate(account.name)) != nil else { return .cannotTell }
         return .known(canonicalName: account.name, isSystemAdministrator: account.uid == 0)
     }

@@ -68,4 +68,9 @@ struct IsolatedPAMProvider: AuthProvider {
     func recheck(_ identity: Identity) async -> Recheck {
         SystemAccount.recheck(identity.username, provider: name)
     }
+
+    /// The same look-up as in-process PAM: the accounts are the system's, whichever process runs libpam.
+    func lookUpAccount(_ username: String) async -> AccountLookup {
+        await PAMAuthProvider.lookUpSystemAccount(username)
+    }
 }

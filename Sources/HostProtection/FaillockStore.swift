@@ -24,7 +24,8 @@ import GatekeeperSupport
 /// **Names that match no account** get no file of their own — so nobody can fill the disk by trying
 /// names, and a name that is a password typed in the wrong field is never written down. They are
 /// counted in one of 1,024 bucket files chosen by a keyed hash of the name, in the sibling directory
-/// `<dir>.unknown` (where `faillock` does not look), each capped at 64 records: at most 4 MiB. Before a
+/// `<dir>.unknown` (where `faillock` does not look), each capped at 64 records (or `deny`, when larger):
+/// at most 4 MiB at the default `deny`. Before a
 /// login, a name with a file of its own is judged by it, any other by its bucket, so an unknown name is
 /// locked after `deny` failures as an account is, and the answers do not tell which names exist. (A
 /// bucket is shared by about one in a thousand unknown names, which may then lock a little sooner; an
@@ -150,7 +151,8 @@ public final class FaillockStore: LockoutStore {
         } else {
             list.append(record)
         }
-        let cap = account.known ? Self.maxRecords : Self.bucketRecords
+        // A bucket holds at least `deny` records, or a larger `deny` could never lock a name counted there.
+        let cap = account.known ? Self.maxRecords : max(Self.bucketRecords, min(policy.deny, Self.maxRecords))
         if list.count > cap { list.removeFirst(list.count - cap) }
         records = list
         return Self.status(list, now, policy, account)

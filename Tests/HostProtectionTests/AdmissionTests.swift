@@ -218,6 +218,17 @@ struct AdmissionTests {
         #expect(calls.withLock { $0 } == 3, "locked: no spelling reaches the backend")
     }
 
+    /// From attacking the fix: a bucket held 64 records, so a `deny` above 64 never locked a name counted
+    /// in one (every account behind a checkpassword program until its first success).
+    @Test func aLargeDenyStillLocksANameCountedInABucket() throws {
+        let store = try FaillockStore(directory: directory)
+        let policy = LockoutPolicy(deny: 70)
+        let name = LockoutAccount("never-signed-in", known: false)
+        for _ in 0..<69 { _ = try store.recordFailure(of: name, source: .service("t"), policy: policy) }
+        #expect(try store.status(of: name, policy: policy) == .open(failures: 69))
+        #expect(try store.recordFailure(of: name, source: .service("t"), policy: policy).isLocked)
+    }
+
     /// Medium 7: a backend that answers an unknown name as a wrong password (pam_unix then pam_deny,
     /// checkpassword) leaves no file named after the typed text, and no audit record carries it.
     @Test func aNameThatIsNoAccountIsNeverWrittenDown() async throws {

@@ -59,6 +59,17 @@ struct IsolatedPAMTests {
         }
     }
 
+    /// The accounts are the system's in either mode: the look-up names them alike (root as uid 0, which
+    /// pam_faillock exempts), so the lockout counts them in their own pam_faillock files, not in buckets.
+    @Test func bothModesLookAccountsUpInTheSystemDatabase() async throws {
+        let fixture = try Self.fixture.get()
+        for isolated in [false, true] {
+            let provider = try fixture.provider("gk-three", isolated: isolated)
+            #expect(await provider.lookUpAccount("root") == .known(canonicalName: "root", isSystemAdministrator: true))
+            #expect(await provider.lookUpAccount("no-such-account-here") == .cannotTell, "isolated \(isolated)")
+        }
+    }
+
     @Test func aCrashingModuleCostsTheHelperNotTheHost() async throws {
         let fixture = try Self.fixture.get()
         let provider = try fixture.provider("gk-crash", isolated: true)
