@@ -35,17 +35,18 @@ SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/u
 # openssl for the throwaway directory server the LDAP tests start (slapd installed unconfigured: no system
 # directory is set up or started); mandoc, groff and man-db (lexgrog, man), lintian and bash-completion to
 # check the manual pages, the Debian package and the completion, and dpkg-dev (dpkg-shlibdeps) and
-# binutils (strip) to build the package.
+# binutils (strip) to build the package; libunistring for the Unicode case fold the lockout counts unknown
+# names under.
 DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin libpam-wrapper pamtester gcc \
 	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3 liboath-dev oathtool libpam-oath \
 	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl mandoc lintian bash-completion \
-	dpkg-dev man-db groff-base binutils
+	dpkg-dev man-db groff-base binutils libunistring-dev
 
 .PHONY: deps build-deps build run ldap-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
 
 # What building the tools alone needs (make install, make deb): headers, a C compiler, strip, dpkg-shlibdeps.
 BUILD_PACKAGES := pkg-config libpam0g-dev gcc libc6-dev libcrypt-dev libaprutil1-dev liboath-dev libqrencode-dev \
-	libldap-dev binutils dpkg-dev
+	libldap-dev binutils dpkg-dev libunistring-dev
 
 # Installs the Debian packages named in $(1) that are missing (as root; otherwise names them and stops).
 define install-missing

@@ -44,7 +44,10 @@ let package = Package(
         .target(name: "TerminalLogin", dependencies: ["Authentication", "GatekeeperSupport"]),
         // What a host tool needs around every login: failed logins counted in pam_faillock's files, logins
         // remembered for a terminal session, and audit sinks (syslog, a hash-chained JSON log).
-        .target(name: "HostProtection", dependencies: ["Authentication", "GatekeeperSupport"]),
+        .target(name: "HostProtection", dependencies: ["Authentication", "GatekeeperSupport", "CUnicodeFold"]),
+        // Unicode's NFKC case fold, from libunistring (Debian libunistring-dev): the form the lockout counts
+        // names no backend recognised under.
+        .target(name: "CUnicodeFold", linkerSettings: [.linkedLibrary("unistring")]),
         // The C ABI of shared-object provider plugins (gatekeeper_plugin.h).
         .target(name: "CGatekeeperPlugin"),
         // glibc's spawn extensions that Swift's Glibc module leaves out (close every descriptor from N).

@@ -1,4 +1,5 @@
 public import Authentication
+import CUnicodeFold
 import GatekeeperSupport
 
 #if canImport(Glibc)
@@ -220,7 +221,7 @@ public final class FaillockStore: LockoutStore {
                 }
             }
             if file < 0 {
-                file = try openBucket(of: account.bucketKey, create: create)
+                file = try openBucket(of: Self.folded(account), create: create)
             }
             guard file >= 0 else {
                 var none: [Record]? = nil
@@ -241,6 +242,19 @@ public final class FaillockStore: LockoutStore {
         } catch {
             throw .providerUnavailable(reason: "the failed logins cannot be read or counted: \(error)")
         }
+    }
+
+    /// What a name is counted under in the buckets: Unicode's NFKC case fold of it (libunistring's), so
+    /// that a backend matching names loosely — case, fullwidth and mathematical letters, ligatures, as an
+    /// NFKC-and-casefold comparison does — still gets `deny` guesses per account, not per spelling.
+    package static func folded(_ account: LockoutAccount) -> String {
+        var length = 0
+        let bytes = Array(account.key.utf8)
+        guard let folded = bytes.withUnsafeBufferPointer({ gk_fold($0.baseAddress, $0.count, &length) }) else {
+            return account.bucketKey
+        }
+        defer { free(folded) }
+        return String(decoding: UnsafeBufferPointer(start: folded, count: length), as: UTF8.self)
     }
 
     private func openBucket(of account: String, create: Bool) throws(StateFileError) -> Int32 {

@@ -218,6 +218,26 @@ struct AdmissionTests {
         #expect(calls.withLock { $0 } == 3, "locked: no spelling reaches the backend")
     }
 
+    /// From the second attack: a backend that compares names as NFKC and case folded (as Django does)
+    /// matches mathematical letters, modifier letters and fullwidth forms to alice; the file store counts
+    /// such names under Unicode's NFKC case fold, so twelve spellings get three checks with deny=3. (The
+    /// spellings were checked with Python's `unicodedata.normalize("NFKC", s).casefold() == "alice"`.)
+    @Test func spellingsAnNFKCBackendMatchesShareOneCount() async throws {
+        let spellings = [
+            "𝐚lice", "a𝐥ice", "𝑎lice", "al𝒊ce", "ali𝓬e", "alic𝔢", "𝕒𝕝𝕚𝕔𝕖", "𝖆lice", "ＡＬＩＣＥ", "ALICE", "Alice", "ᴬlice",
+        ]
+        let calls = Locked(0)
+        let loose = StubAuthProvider { request throws(AuthError) in
+            _ = try await request.conversation.askSecret("Password: ")
+            calls.withLock { $0 += 1 }
+            return spellings.contains(request.username) ? .rejected(.wrongCredentials) : .notMine
+        }
+        let gatekeeper = try gatekeeper(loose)
+        for spelling in spellings { _ = try? await gatekeeper.signIn(credentials(spelling, "guess")) }
+        #expect(calls.withLock { $0 } == 3, "\(calls.withLock { $0 }) guesses checked with deny=3")
+        #expect(Set(spellings.map { FaillockStore.folded(LockoutAccount($0, known: false)) }) == ["alice"])
+    }
+
     /// From attacking the fix: a bucket held 64 records, so a `deny` above 64 never locked a name counted
     /// in one (every account behind a checkpassword program until its first success).
     @Test func aLargeDenyStillLocksANameCountedInABucket() throws {

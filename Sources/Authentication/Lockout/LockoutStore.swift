@@ -70,10 +70,11 @@ public struct LockoutAccount: Sendable, Hashable {
         self.isSystemAdministrator = isSystemAdministrator
     }
 
-    /// What a name no look-up recognised is counted under: the name with its case and its fullwidth forms
-    /// folded, so that a backend matching names loosely (`ALICE`, `Alice` and `ａｌｉｃｅ` as alice) but
-    /// unable to say so beforehand (a checkpassword program, a helper) still gets `deny` guesses per
-    /// account, not per spelling. Never used for an account's own file, which keeps its exact name.
+    /// What a name no look-up recognised is counted under in memory: the name with its case and its
+    /// fullwidth forms folded, so that a backend matching names loosely (`ALICE`, `Alice` and `ａｌｉｃｅ` as
+    /// alice) but unable to say so beforehand (a checkpassword program, a helper) still gets `deny` guesses
+    /// per account, not per spelling. (The file store folds further, with Unicode's NFKC case fold.) Never
+    /// used for an account's own file, which keeps its exact name.
     public var bucketKey: String {
         let scalars = key.unicodeScalars.map { scalar -> Unicode.Scalar in
             switch scalar.value {
