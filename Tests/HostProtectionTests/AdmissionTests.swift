@@ -136,11 +136,9 @@ struct AdmissionTests {
         #expect(try store.status(of: systemRoot, policy: LockoutPolicy(deny: 2, evenDenyRoot: true)).isLocked)
     }
 
-    @Test func aUsersFileAccountNamedRootIsLockedOut() async throws {
-        let users = temporaryDirectory("gatekeeper-root-file") + "/users"
-        try UsersFileStore(path: users).addUser(
-            "root", hash: try PasswordHash.make(Secret(copying: "toor-2026".utf8), scheme: .bcrypt), createFile: true)
-        let gatekeeper = try gatekeeper(try FileAuthProvider(.init(path: users)), deny: 2)
+    /// Two wrong guesses for root with deny=2, then its right password (toor-2026): refused as locked out.
+    func expectRootLocksAfterTwoGuesses(_ provider: any AuthProvider) async throws {
+        let gatekeeper = try gatekeeper(provider, deny: 2)
         for _ in 0..<2 {
             await #expect(throws: AuthError.invalidCredentials) {
                 try await gatekeeper.signIn(credentials("root", "no"))
@@ -149,6 +147,13 @@ struct AdmissionTests {
         await #expect {
             try await gatekeeper.signIn(credentials("root", "toor-2026"))
         } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
+    }
+
+    @Test func aUsersFileAccountNamedRootIsLockedOut() async throws {
+        let users = temporaryDirectory("gatekeeper-root-file") + "/users"
+        try UsersFileStore(path: users).addUser(
+            "root", hash: try PasswordHash.make(Secret(copying: "toor-2026".utf8), scheme: .bcrypt), createFile: true)
+        try await expectRootLocksAfterTwoGuesses(try FileAuthProvider(.init(path: users)))
     }
 
     /// From attacking the fix: in a stack of PAM (whose root is the system's) and a users file with an
@@ -168,15 +173,7 @@ struct AdmissionTests {
             .init(.sufficient, systemRoot), .init(.required, try FileAuthProvider(.init(path: users))),
         ])
         #expect(await stack.lookUpAccount("root") == .known(canonicalName: "root", isSystemAdministrator: false))
-        let gatekeeper = try gatekeeper(stack, deny: 2)
-        for _ in 0..<2 {
-            await #expect(throws: AuthError.invalidCredentials) {
-                try await gatekeeper.signIn(credentials("root", "no"))
-            }
-        }
-        await #expect {
-            try await gatekeeper.signIn(credentials("root", "toor-2026"))
-        } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
+        try await expectRootLocksAfterTwoGuesses(stack)
         // A stack of the system's accounts only keeps pam_faillock's exemption.
         #expect(
             await ProviderChain([.init(.required, systemRoot)]).lookUpAccount("root")
