@@ -49,6 +49,31 @@ struct HostLoginTests {
         }
     }
 
+    /// The README's tour: a configuration file read, its stack and settings assembled in one call, and a
+    /// protected action run through the gatekeeper it made — with the file's lockout in force.
+    @Test func theReadmesHostExampleWorks() async throws {
+        let config = state + "/gatekeeper.conf"
+        try "delay 0\nlockout deny=2 dir=\(state)/tally\nrequired mock delay=0\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        chmod(config, 0o600)
+        let registry = ProviderRegistry([MockProviderPlugin.self])
+        let loaded = try ConfigurationFile.read(config, registry: registry)
+        let login = try HostLogin(
+            provider: try loaded.stack.makeChain(registry: registry), stack: loaded.stack,
+            settings: HostSettings(loaded.stack),
+            context: .init(tool: "my-tool", place: LoginPlace(Self.session, input: "stdin-pipe-1")),
+            report: { _ in })
+        let action = RequiresAuthentication(.signedIn) { identity in identity.username }
+        let outcome = try await action.run(
+            through: login.gatekeeper, conversation: ScriptedConversation(.text("bob"), .secret("builder")))
+        guard case .completed(let user) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(user == "bob")
+        #expect(FileManager.default.fileExists(atPath: state + "/tally/bob"))
+    }
+
     /// Medium 10: an invoker cannot move the state of root's configuration; root can, and anyone can move
     /// the state of a configuration of their own.
     @Test func onlyRootMovesTheStateOfRootsConfiguration() {
