@@ -60,7 +60,8 @@ struct HostLoginTests {
         let loaded = try ConfigurationFile.read(config, registry: registry)
         let login = try HostLogin(
             provider: try loaded.stack.makeChain(registry: registry), stack: loaded.stack,
-            settings: HostSettings(loaded.stack),
+            // (The README's tool keeps its remembered logins in the default place; a test keeps them in its own.)
+            settings: HostSettings(loaded.stack, stateDirectory: state),
             context: .init(tool: "my-tool", place: LoginPlace(Self.session, input: "stdin-pipe-1")),
             report: { _ in })
         let action = RequiresAuthentication(.signedIn) { identity in identity.username }
