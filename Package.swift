@@ -222,7 +222,7 @@ let package = Package(
             name: "LDAPProviderTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "LDAPProvider", "OfflineCache", "HostProtection",
-                "TestSupport", "gatekeeper-run",
+                "ProviderPlugins", "TestSupport", "gatekeeper-run",
             ]
         ),
         .testTarget(

@@ -83,14 +83,11 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         guard let cache = options["offline_cache"] else { return provider }
         var maxAge = Duration.seconds(7 * 86_400)
         if let text = options["offline_max_age"] {
-            let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
-            guard let unit = text.last.flatMap({ units[$0] }), let count = Int64(text.dropLast()), count > 0,
-                count * unit <= 90 * 86_400
-            else {
+            guard let age = ConfigurationValue.duration(text, atMost: .seconds(90 * 86_400)), age > .zero else {
                 throw .invalidValue(
                     option: "offline_max_age", value: text, expected: "an age such as 12h or 7d (at most 90d)")
             }
-            maxAge = .seconds(count * unit)
+            maxAge = age
         }
         guard cache.hasPrefix("/") else {
             throw .invalidValue(option: "offline_cache", value: cache, expected: "an absolute directory")

@@ -122,7 +122,8 @@ public struct StackConfiguration: Sendable {
             let jumps =
                 entry.control.actions.values.compactMap { if case .jump(let n) = $0 { n } else { nil } }
                 + { if case .jump(let n) = entry.control.defaultAction { [n] } else { [] } }()
-            if let far = jumps.max(), index + far >= entries.count {
+            // Compared without adding, so no jump, however large, can overflow.
+            if let far = jumps.max(), far > entries.count - index - 1 {
                 throw ConfigurationError(
                     .control, at: entry.location, word: String(far),
                     "a jump of \(far) skips past the end of the stack (\(entries.count - index - 1) entries follow)")
@@ -405,15 +406,12 @@ public struct StackConfiguration: Sendable {
         /// `90s`, `15m`, `8h`, `2d`, or `none`; at most 30 days.
         static func duration(_ text: String, at location: Location) throws(ConfigurationError) -> Duration? {
             if text == "none" { return nil }
-            let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
-            guard let unit = text.last.flatMap({ units[$0] }), let number = Int64(text.dropLast()), number >= 0,
-                number * unit <= 30 * 86_400
-            else {
+            guard let duration = ConfigurationValue.duration(text, atMost: .seconds(30 * 86_400)) else {
                 throw ConfigurationError(
                     .value, at: location, word: text,
                     "expected a duration such as 90s, 15m, 8h or 2d (at most 30d), or none")
             }
-            return .seconds(number * unit)
+            return duration
         }
 
         private func entry(_ words: [Word], file: String, line: Int) throws(ConfigurationError) -> Entry {

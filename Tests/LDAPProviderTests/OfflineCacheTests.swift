@@ -3,6 +3,7 @@ import AuthenticationTesting
 import Foundation
 import LDAPProvider
 import OfflineCache
+import ProviderPlugins
 import TestSupport
 import Testing
 
@@ -155,6 +156,19 @@ struct OfflineCacheTests {
         #expect(file.split(separator: "\t").dropFirst(3).first == "5", "\(file)")
         // And the right password is no help now, offline.
         #expect(try await login(first, "wonderland") == .rejected(.locked(until: nil)))
+    }
+
+    /// An age past every bound is refused with the option named, not an arithmetic trap (it ended the
+    /// process with SIGILL).
+    @Test(arguments: ["200000000000000d", "91d", "0d", "-1d", "7x"])
+    func anOfflineAgePastItsBoundIsRefused(_ age: String) {
+        #expect(throws: ProviderConfigurationError.self) {
+            try LDAPProviderPlugin.makeProvider(
+                ProviderOptions([
+                    "uri": "ldap://127.0.0.1:1", "base": "dc=example,dc=test", "offline_cache": directory,
+                    "offline_max_age": age,
+                ]))
+        }
     }
 
     @Test func anOldEntryOrAnAccountGoneIsNotUsed() async throws {

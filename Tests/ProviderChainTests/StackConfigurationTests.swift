@@ -74,6 +74,44 @@ struct StackConfigurationTests {
         #expect(chain.lastTrace?.steps.map(\.action) == [.ignore, .ignore, .ok])
     }
 
+    /// Numbers past every bound are refused with an error naming them, never an arithmetic trap (each of
+    /// these ended the process with SIGILL).
+    @Test(arguments: [
+        "session idle=200000000000000d\nrequired mock",
+        "session absolute=9223372036854775807s\nrequired mock",
+        "lockout deny=3 interval=99999999999999999h\nrequired mock",
+        "[success=9223372036854775807 default=bad] debug\nrequired mock",
+        "[success=ok default=9223372036854775807] debug\nrequired mock",
+    ])
+    func hugeNumbersAreRefusedNotTrapped(_ text: String) {
+        #expect(throws: ConfigurationError.self) { try parse(text) }
+    }
+
+    @Test func aDurationIsParsedWithItsBoundAndNoOverflow() {
+        let month = Duration.seconds(30 * 86_400)
+        #expect(ConfigurationValue.duration("15m", atMost: month) == .seconds(900))
+        #expect(ConfigurationValue.duration("30d", atMost: month) == month)
+        for text in ["31d", "200000000000000d", "9223372036854775807s", "-1s", "+5m", "5", "m", "5x", "1.5h", ""] {
+            #expect(ConfigurationValue.duration(text, atMost: month) == nil, "\(text)")
+        }
+    }
+
+    /// A jump as large as an Int, given to a chain directly, ends the chain instead of overflowing.
+    @Test func aHugeJumpEndsTheStack() async throws {
+        let chain = ProviderChain([
+            .init(ChainControl(actions: [:], default: .jump(Int.max)), DebugAuthProvider(result: .success)),
+            .init(.required, MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)),
+        ])
+        let outcome = try await chain.authenticate(
+            AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("builder"))))
+        #expect(outcome.pamResult != .success)
+        #expect(
+            ProviderChain.dispatch(
+                [ChainControl(actions: [:], default: .jump(.max)), .required], answers: [.success, .success]
+            )
+            .ran == [0])
+    }
+
     @Test func includesAFileInItsPlaceAndRefusesLoops() throws {
         let configuration = try parse(
             "session idle=1m\ninclude common.conf\nrequired mock\n",

@@ -148,7 +148,7 @@ public final class ProviderChain: AuthProvider {
             switch decision.next {
             case .continue: index += 1
             case .stop: index = entries.count
-            case .skip(let count): index += 1 + count
+            case .skip(let count): index = Decision.index(after: index, skipping: count, of: entries.count)
             }
         }
         let result = decision.result
@@ -234,7 +234,7 @@ extension ProviderChain {
             switch decision.next {
             case .continue: index += 1
             case .stop: index = controls.count
-            case .skip(let count): index += 1 + count
+            case .skip(let count): index = Decision.index(after: index, skipping: count, of: controls.count)
             }
         }
         return (decision.result, ran)
@@ -282,6 +282,14 @@ struct Decision {
             next = .skip(count)
         }
         return counted
+    }
+
+    /// The entry after `index` once `count` entries are skipped, or `total` when that is past the end:
+    /// computed without adding, so no jump, however large, can overflow.
+    /// (A negative count, which no file can give, skips nothing rather than going back.)
+    static func index(after index: Int, skipping count: Int, of total: Int) -> Int {
+        let count = max(count, 0)
+        return count >= total - index - 1 ? total : index + 1 + count
     }
 
     /// The chain's result: a success only with a positive impression.
