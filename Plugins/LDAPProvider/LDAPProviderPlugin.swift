@@ -20,6 +20,9 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         ProviderOption("timeout", valueName: "SECONDS", help: "connect and operation timeout (default 5)"),
         ProviderOption("groupbase", valueName: "DN", help: "where posixGroup entries are searched (default base)"),
         ProviderOption(
+            "groups", valueName: "memberof,memberuid",
+            help: "where groups come from: the entry's memberOf, posixGroup memberUid, or both (default)"),
+        ProviderOption(
             "connections", valueName: "N", help: "connections kept open between logins, at most (default 8)"),
         ProviderOption(
             "offline_cache", valueName: "DIR",

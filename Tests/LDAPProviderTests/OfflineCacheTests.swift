@@ -171,6 +171,19 @@ struct OfflineCacheTests {
         }
     }
 
+    /// `groups=` is an option the plugin declares (a configuration naming it was refused with "ldap has no
+    /// option groups", and its value was read all the same).
+    @Test func theGroupsOptionIsDeclared() throws {
+        let registry = ProviderRegistry([LDAPProviderPlugin.self])
+        #expect(registry.plugin(named: "ldap")?.options.contains { $0.name == "groups" } == true)
+        let text = "required ldap uri=ldap://127.0.0.1:1 base=dc=example,dc=test groups=memberof\n"
+        let stack = try StackConfiguration.parse(Array(text.utf8), file: "t.conf", registry: registry) {
+            path throws(ConfigurationError) in
+            throw ConfigurationError(.file, at: .init(file: path, line: 0, column: 0), word: path, "no includes")
+        }
+        #expect(stack.entries.first?.options["groups"] == "memberof")
+    }
+
     @Test func anOldEntryOrAnAccountGoneIsNotUsed() async throws {
         let backend = Switchable()
         let brief = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(1))
