@@ -495,6 +495,11 @@ public struct StackConfiguration: Sendable {
                     action = .jump(count)
                 }
                 if parts[0] == "default" {
+                    // libpam keeps the first default (a later one fills no slot); rather than a meaning
+                    // nobody reading the line would guess, a second one is refused, as a repeated key is.
+                    guard defaultAction == nil else {
+                        throw ConfigurationError(.duplicate, at: at, word: "default", "default is given twice")
+                    }
                     defaultAction = action
                 } else if let value = PAMResult(rawValue: String(parts[0])) {
                     guard actions[value] == nil else {

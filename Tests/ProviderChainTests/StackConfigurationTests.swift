@@ -132,6 +132,8 @@ struct StackConfigurationTests {
         ("required ldap", "test.conf:1:10: ldap: unknown provider; available: mock, debug, or a plugin's path"),
         ("required mock users=/x", "test.conf:1:15: users: mock has no option users; its options: delay"),
         ("required mock delay=1 delay=2", "test.conf:1:23: delay: delay is given twice"),
+        // libpam keeps the first of two defaults; the last would admit where libpam refuses.
+        ("[default=die default=ignore] mock", "test.conf:1:14: default: default is given twice"),
         ("required mock delay", "test.conf:1:15: delay: expected option=value"),
         ("[success=done default=die mock", "test.conf:1:1: [: the bracket is not closed on this line"),
         (
