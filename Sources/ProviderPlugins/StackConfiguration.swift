@@ -135,6 +135,17 @@ public struct StackConfiguration: Sendable {
         let registry: ProviderRegistry
         let read: (String) throws(ConfigurationError) -> [UInt8]
         var stackStarted = false
+        var includesRead = 0
+        /// libpam's own bound on nested includes is 16.
+        static let maxIncludeDepth = 16
+        static let maxIncludes = 256
+        static let maxEntries = 1000
+
+        /// `name` as named from `file`: an absolute path as it is, a relative one beside `file`.
+        static func resolved(_ name: String, from file: String) -> String {
+            guard !name.hasPrefix("/"), let slash = file.utf8.lastIndex(of: UInt8(ascii: "/")) else { return name }
+            return String(file[...slash]) + name
+        }
 
         mutating func parse(
             _ text: [UInt8],
@@ -155,11 +166,20 @@ public struct StackConfiguration: Sendable {
                     guard words.count == 2 else {
                         throw ConfigurationError(.syntax, at: at, word: first.text, "include takes one file name")
                     }
-                    let path = words[1].text
+                    // A relative name is the including file's neighbour, wherever the tool was started.
+                    let path = Self.resolved(words[1].text, from: file)
+                    let place = Location(file: file, line: lineNumber, column: words[1].column)
                     guard !chain.contains(path) else {
                         throw ConfigurationError(
-                            .include, at: Location(file: file, line: lineNumber, column: words[1].column), word: path,
+                            .include, at: place, word: words[1].text,
                             "includes itself: \((chain + [path]).joined(separator: " -> "))")
+                    }
+                    // Bounded, so that files including each other many times over cannot keep a tool busy.
+                    includesRead += 1
+                    guard chain.count <= Self.maxIncludeDepth, includesRead <= Self.maxIncludes else {
+                        throw ConfigurationError(
+                            .include, at: place, word: words[1].text,
+                            "more than \(Self.maxIncludes) includes, or includes \(Self.maxIncludeDepth) deep")
                     }
                     try parse(try read(path), file: path, into: &configuration, including: chain + [path])
                 case "session", "attempts", "lockout", "delay", "cache", "audit":
@@ -170,6 +190,10 @@ public struct StackConfiguration: Sendable {
                     try setting(words, at: at, file: file, line: lineNumber, into: &configuration)
                 default:
                     stackStarted = true
+                    guard configuration.entries.count < Self.maxEntries else {
+                        throw ConfigurationError(
+                            .syntax, at: at, word: first.text, "a stack has at most \(Self.maxEntries) entries")
+                    }
                     configuration.entries.append(try entry(words, file: file, line: lineNumber))
                 }
             }

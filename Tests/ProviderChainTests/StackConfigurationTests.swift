@@ -123,6 +123,35 @@ struct StackConfigurationTests {
         }
     }
 
+    /// A relative include is the including file's neighbour, not a file of the current directory (the same
+    /// file meant different stacks depending on where the tool was started).
+    @Test func aRelativeIncludeIsResolvedBesideTheIncludingFile() throws {
+        var asked: [String] = []
+        let configuration = try StackConfiguration.parse(
+            Array("include common.conf\nrequired mock\n".utf8), file: "/etc/gatekeeper/tools.conf", registry: registry
+        ) { path throws(ConfigurationError) in
+            asked.append(path)
+            return Array((path.hasSuffix("common.conf") ? "include /abs/other.conf\n" : "sufficient debug\n").utf8)
+        }
+        #expect(asked == ["/etc/gatekeeper/common.conf", "/abs/other.conf"])
+        #expect(configuration.entries.map(\.provider) == ["debug", "mock"])
+    }
+
+    /// Files that include each other many times over are refused at once with a clear error (25 files each
+    /// including the next twice kept --check-config busy for over 30 s), and so is a stack past its bound.
+    @Test func includesAndEntriesAreBounded() {
+        var files: [String: String] = [:]
+        for level in 0..<25 { files["f\(level).conf"] = "include f\(level + 1).conf\ninclude f\(level + 1).conf\n" }
+        files["f25.conf"] = "required mock\n"
+        #expect {
+            try parse("include f0.conf\n", includes: files)
+        } throws: { "\($0)".contains("more than 256 includes") }
+        let long = String(repeating: "optional mock\n", count: 1001)
+        #expect {
+            try parse(long)
+        } throws: { "\($0)".contains("at most 1000 entries") }
+    }
+
     @Test(arguments: [
         ("required", "test.conf:1:1: required: a provider's name must follow the control"),
         (
