@@ -161,13 +161,14 @@ public struct HostSettings: Sendable {
     }
 
     /// Reports a refused configuration file to syslog — the only sink known when the file that names the
-    /// others is refused — as a `configurationRefused` event naming where and why.
+    /// others is refused — as a `configurationRefused` event naming where and what kind of problem, never
+    /// the file's words (others read syslog; the file may be one they may not).
     public static func reportRefused(
         _ error: ConfigurationError,
         tool: String,
         socketPath: String = "/dev/log"
     ) {
         SyslogAuditSink(socketPath: socketPath, identifier: tool).record(
-            AuditEvent(kind: .configurationRefused, username: nil, provider: tool, detail: error.description))
+            AuditEvent(kind: .configurationRefused, username: nil, provider: tool, detail: error.withoutContents))
     }
 }

@@ -581,4 +581,11 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
     public var description: String {
         location.line == 0 ? "\(location.file): \(message)" : "\(location): \(word): \(message)"
     }
+
+    /// Where the problem is and its kind, without anything of the file's contents (the word at fault and
+    /// a message that may quote it): what goes to syslog or an audit trail, which others read, when the
+    /// file named may be one they may not (`--config /etc/shadow`).
+    public var withoutContents: String {
+        location.line == 0 ? "\(location.file): \(message)" : "\(location): the file is refused (\(code) error)"
+    }
 }

@@ -203,7 +203,27 @@ struct SyslogAuditTests {
         }
         let message = try #require(listener.messages().first)
         #expect(message.hasPrefix("<85>") && message.contains("gatekeeper-run[\(getpid())]: configurationRefused"))
-        #expect(message.contains("broken.conf:1:9: many: deny takes a number"))
+        // Where and what kind, never the file's words: the terminal says the rest.
+        #expect(message.contains("broken.conf:1:9: the file is refused (value error)"), "\(message)")
+        #expect(!message.contains("many"))
+    }
+
+    /// A file that is no configuration at all (as root, `--config /etc/shadow`) sends nothing of its lines
+    /// to syslog, which others read (issue 22, item 5).
+    @Test func aRefusedFilesContentsNeverReachSyslog() throws {
+        let listener = try SyslogListener()
+        let config = temporaryDirectory("gatekeeper-refused") + "/shadow"
+        try "root:$6$Secret.Salt$HashOfTheRootPassword:19700:0:99999:7:::\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        do throws(ConfigurationError) {
+            _ = try ConfigurationFile.load(config, registry: ProviderRegistry([MockProviderPlugin.self]))
+            Issue.record("a shadow line was taken for a configuration")
+        } catch {
+            #expect(error.description.contains("root:$6$"))  // The terminal shows the invoker the word.
+            HostSettings.reportRefused(error, tool: "gatekeeper-run", socketPath: listener.path)
+        }
+        let message = try #require(listener.messages().first)
+        #expect(!message.contains("$6$") && !message.contains("Secret") && !message.contains("root:"), "\(message)")
     }
 
     @Test func aMissingSocketIsReportedOnceAndSendingResumes() throws {
