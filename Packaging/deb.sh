@@ -46,12 +46,13 @@ soname=$(grep -aoE 'libldap[-_.a-z0-9]*\.so\.[0-9]+' "$stage/usr/bin/gatekeeper-
     echo "deb.sh: expected one libldap soname in gatekeeper-run, found: $soname" >&2
     exit 1
 }
-library=$(ldconfig -p | awk -v soname="$soname" '$1 == soname { print $NF; exit }')
+# Every line is read (no early exit): under pipefail, a reader that stops first kills ldconfig with SIGPIPE.
+library=$(ldconfig -p | awk -v soname="$soname" '$1 == soname && !found { print $NF; found = 1 }')
 [[ -n $library ]] || {
     echo "deb.sh: $soname is not installed here" >&2
     exit 1
 }
-owner=$(dpkg -S "$(realpath "$library")" | head -1 | cut -d: -f1)
+owner=$(dpkg -S "$(realpath "$library")" | awk -F: 'NR == 1 { print $1 }')
 upstream=$(dpkg-query -W -f='${Version}' "$owner" | sed 's/^[0-9]*://; s/-[^-]*$//')
 depends="$depends, $owner (>= $upstream)"
 
