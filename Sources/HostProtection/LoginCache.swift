@@ -103,12 +103,14 @@ public final class LoginCache: Sendable {
     }
 
     /// Forgets `session`'s logins, of every user (`gatekeeper-run -k`).
-    public func forget(_ session: TerminalSession) {
-        try? changing { () throws(AuthError) in
+    /// - Throws: ``AuthError/providerUnavailable(reason:)`` when a record cannot be rewritten: the caller
+    ///   must not report the logins forgotten.
+    public func forget(_ session: TerminalSession) throws(AuthError) {
+        try changing { () throws(AuthError) in
             for name in directory.names() where !name.hasPrefix(".") {
                 let records = records(of: name)
                 let kept = records.filter { $0.place.session != session }
-                if kept.count != records.count { try? write(kept, for: name) }
+                if kept.count != records.count { try write(kept, for: name) }
             }
         }
     }

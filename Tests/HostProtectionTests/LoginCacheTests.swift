@@ -55,7 +55,7 @@ struct LoginCacheTests {
         try cache.remember(Identity(username: "bob", provider: "file"), in: LoginPlace(session))
         // Two users remembered for one session: a status display lists both.
         #expect(cache.logins(in: session).map(\.username).sorted() == ["alice", "bob"])
-        cache.forget(session)
+        try cache.forget(session)
         #expect(
             cache.lookup("alice", in: LoginPlace(session)) == nil && cache.lookup("bob", in: LoginPlace(session)) == nil
         )

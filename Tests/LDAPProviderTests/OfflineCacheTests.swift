@@ -225,8 +225,6 @@ struct OfflineCacheTests {
         }
         #expect(identity.provider == "ldap" && identity.attributes["offline"] == "yes")
         // A reachable directory that refuses the service account is not offline: the cache stays out.
-        let wrongService = temporaryDirectory("gatekeeper-offline-bind") + "/pw"
-        try "not-the-password".write(toFile: wrongService, atomically: true, encoding: .utf8)
         var refusing = LDAPAuthProvider.Configuration(
             uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))
         refusing.bindDN = "cn=admin,\(slapd.base)"

@@ -152,7 +152,11 @@ if invocation.forgetsSession || invocation.forgetsAll {
     let scope = HostSettings.scope(
         stack: stack, provider: invocation.selection.name, options: invocation.selection.options)
     let cache = host.loginCache(scope: scope, report: warn)
-    if invocation.forgetsSession, let session = TerminalSession.current() { cache?.forget(session) }
+    if invocation.forgetsSession, let session = TerminalSession.current() {
+        do throws(AuthError) { try cache?.forget(session) } catch {
+            fail(.unavailable, error.reason ?? error.description)
+        }
+    }
     if invocation.forgetsAll {
         var user = invocation.user
         if let name = user { user = await administeredAccount(name, for: "-K --user").name }
