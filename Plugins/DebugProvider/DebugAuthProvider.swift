@@ -13,16 +13,7 @@ public struct DebugAuthProvider: AuthProvider {
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
         if Task.isCancelled { throw .cancelled }
-        return switch result {
-        case .success: .authenticated(Identity(username: request.username, provider: name))
-        case .authenticationError: .rejected(.wrongCredentials)
-        case .accountExpired: .rejected(.expiredAccount)
-        case .newAuthenticationTokenRequired: .rejected(.passwordChangeRequired)
-        case .maximumTries: .rejected(.tooManyTries)
-        case .permissionDenied: .rejected(.refusedByPolicy)
-        case .userUnknown: .notMine
-        case .authinfoUnavailable: .unavailable(reason: "the debug provider answers authinfo_unavail")
-        case .ignore: .ignored
-        }
+        guard result != .success else { return .authenticated(Identity(username: request.username, provider: name)) }
+        return AuthOutcome(pamResult: result, reason: "the debug provider answers \(result.rawValue)")
     }
 }

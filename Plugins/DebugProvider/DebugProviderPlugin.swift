@@ -10,7 +10,7 @@ public enum DebugProviderPlugin: AuthProviderPlugin {
     public static let options = [
         ProviderOption(
             "result", valueName: "RESULT",
-            help: "success (default), auth_err, user_unknown, authinfo_unavail, acct_expired, … or ignore")
+            help: "any of PAM's 32 return codes: success (default), auth_err, user_unknown, cred_err, … incomplete")
     ]
 
     public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {

@@ -4,7 +4,7 @@ import OfflineCache
 public import ProviderPlugins
 
 /// `ldap uri=URI[,URI…] base=DN [filter=…] [binddn=DN bindpw_file=PATH] [tls=starttls|none] [ca=PATH]
-/// [timeout=SECONDS] [groupbase=DN]`.
+/// [timeout=DURATION] [groupbase=DN]`.
 public enum LDAPProviderPlugin: AuthProviderPlugin {
     public static let name = "ldap"
     public static let summary = "accounts in an LDAP directory (OpenLDAP, 389-ds, Active Directory)"
@@ -17,7 +17,8 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         ProviderOption("bindpw_file", valueName: "PATH", help: "a private file holding its password"),
         ProviderOption("tls", valueName: "starttls|none", help: "StartTLS on ldap:// URIs (default starttls)"),
         ProviderOption("ca", valueName: "PATH", help: "the CA certificates to check servers against"),
-        ProviderOption("timeout", valueName: "SECONDS", help: "connect and operation timeout (default 5)"),
+        ProviderOption(
+            "timeout", valueName: "DURATION", help: "connect and operation timeout, such as 5s or 500ms (default 5s)"),
         ProviderOption("groupbase", valueName: "DN", help: "where posixGroup entries are searched (default base)"),
         ProviderOption(
             "groups", valueName: "memberof,memberuid",
@@ -32,12 +33,12 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
     ]
 
     public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
-        guard let uris = options["uri"]?.split(separator: ",").map(String.init), !uris.isEmpty else {
-            throw .missingOption("uri", provider: name)
+        let uris = try options.value("uri") { text throws(ConfigurationValue.Invalid) in
+            try ConfigurationValue.list(text).map { uri throws(ConfigurationValue.Invalid) in
+                try ConfigurationValue.uri(uri, schemes: ["ldap", "ldaps"])
+            }
         }
-        for uri in uris where !(uri.hasPrefix("ldap://") || uri.hasPrefix("ldaps://")) {
-            throw .invalidValue(option: "uri", value: uri, expected: "an ldap:// or ldaps:// URI")
-        }
+        guard let uris else { throw .missingOption("uri", provider: name) }
         guard let base = options["base"] else { throw .missingOption("base", provider: name) }
         var configuration = LDAPAuthProvider.Configuration(uris: uris, base: base)
         if let filter = options["filter"] {
@@ -54,22 +55,20 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         configuration.caFile = options["ca"]
         configuration.groupBase = options["groupbase"]
         if let timeout = try options.duration("timeout") { configuration.timeout = timeout }
-        if let text = options["groups"] {
-            var sources: Set<LDAPAuthProvider.Configuration.GroupSource> = []
-            for word in text.split(separator: ",") {
-                guard let source = LDAPAuthProvider.Configuration.GroupSource(rawValue: String(word)) else {
-                    throw .invalidValue(option: "groups", value: text, expected: "memberof, memberuid, or both")
+        if let sources = try options.value(
+            "groups",
+            { text throws(ConfigurationValue.Invalid) in
+                try ConfigurationValue.list(text).map { word throws(ConfigurationValue.Invalid) in
+                    guard let source = LDAPAuthProvider.Configuration.GroupSource(rawValue: word) else {
+                        throw ConfigurationValue.Invalid(expected: "memberof, memberuid, or both")
+                    }
+                    return source
                 }
-                sources.insert(source)
-            }
-            configuration.groupSources = sources
+            })
+        {
+            configuration.groupSources = Set(sources)
         }
-        if let text = options["connections"] {
-            guard let count = Int(text), (1...256).contains(count) else {
-                throw .invalidValue(option: "connections", value: text, expected: "a number from 1 to 256")
-            }
-            configuration.connections = count
-        }
+        if let count = try options.count("connections", in: 1...256) { configuration.connections = count }
         if let dn = options["binddn"] {
             guard let file = options["bindpw_file"] else { throw .missingOption("bindpw_file", provider: name) }
             switch readPrivateFile(file, maxBytes: 4096) {
@@ -83,18 +82,9 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         }
         if let reason = LDAPAuthProvider.libraryProblem { throw .unusable(provider: name, reason: reason) }
         let provider = LDAPAuthProvider(configuration)
-        guard let cache = options["offline_cache"] else { return provider }
-        var maxAge = Duration.seconds(7 * 86_400)
-        if let text = options["offline_max_age"] {
-            guard let age = ConfigurationValue.duration(text, atMost: .seconds(90 * 86_400)), age > .zero else {
-                throw .invalidValue(
-                    option: "offline_max_age", value: text, expected: "an age such as 12h or 7d (at most 90d)")
-            }
-            maxAge = age
-        }
-        guard cache.hasPrefix("/") else {
-            throw .invalidValue(option: "offline_cache", value: cache, expected: "an absolute directory")
-        }
+        let maxAge =
+            try options.duration("offline_max_age", in: .seconds(1) ... .seconds(90 * 86_400)) ?? .seconds(7 * 86_400)
+        guard let cache = try options.value("offline_cache", ConfigurationValue.absolutePath) else { return provider }
         do throws(AuthError) {
             return try OfflineCachingProvider(wrapping: provider, directory: cache, maxAge: maxAge)
         } catch {

@@ -1,12 +1,13 @@
 public import Authentication
 public import ProviderPlugins
 
-/// Selects ``MockAuthProvider`` with the demonstration accounts as `--provider mock [--delay SECONDS]`.
+/// Selects ``MockAuthProvider`` with the demonstration accounts as `--provider mock [--delay DURATION]`.
 public enum MockProviderPlugin: AuthProviderPlugin {
     public static let name = "mock"
     public static let summary = "in-memory demonstration accounts, answering after a delay"
     public static let options = [
-        ProviderOption("delay", valueName: "SECONDS", help: "how long each login takes (default 1)")
+        ProviderOption(
+            "delay", valueName: "DURATION", help: "how long each login takes, such as 1s or 250ms (default 1s)")
     ]
 
     public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {

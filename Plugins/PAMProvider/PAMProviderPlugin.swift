@@ -28,11 +28,7 @@ public enum PAMProviderPlugin: AuthProviderPlugin {
         } catch {
             throw .invalidValue(option: "service", value: service, expected: "the name of a PAM service file")
         }
-        switch options["isolated"] ?? "no" {
-        case "no": return provider
-        case "yes": break
-        case let other: throw .invalidValue(option: "isolated", value: other, expected: "yes or no")
-        }
+        guard try options.boolean("isolated") == true else { return provider }
         let helper = options["pam-helper"] ?? Self.defaultHelper()
         var arguments = ["--service", service]
         if let directory = options["pam-dir"] { arguments += ["--pam-dir", directory] }

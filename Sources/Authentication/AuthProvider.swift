@@ -132,6 +132,7 @@ public struct AuthRequest: Sendable {
 /// | ``notMine`` | `PAM_USER_UNKNOWN` |
 /// | ``unavailable(reason:)`` | `PAM_AUTHINFO_UNAVAIL` |
 /// | ``ignored`` | `PAM_IGNORE` |
+/// | ``failed(_:reason:)`` | the code it names: `PAM_CRED_ERR`, `PAM_CONV_ERR`, `PAM_ABORT`, … |
 ///
 /// A locked account answers `PAM_AUTH_ERR`, as `pam_faillock` and `pam_unix` do; the unlock time, when
 /// the backend knows it, is only for the person's message.
@@ -152,6 +153,12 @@ public enum AuthOutcome: Sendable, Hashable {
     /// The provider does not apply to this login (a second factor for a user who has none): a chain
     /// goes on as if it were not there; alone, it admits nobody.
     case ignored
+    /// The backend failed with another of PAM's return codes (a system, conversation or credential
+    /// error, `try_again`, `abort`, `incomplete`, …): a stack's controls can act on the code; alone, the
+    /// login fails and is not counted as a wrong password. Make one with ``init(pamResult:reason:)``,
+    /// which gives a code that has an answer of its own (`auth_err`, `user_unknown`, …) that answer.
+    /// The reason holds no secret.
+    case failed(PAMResult, reason: String)
 
     /// The PAM return code this answer stands for.
     public var pamResult: PAMResult {
@@ -161,7 +168,35 @@ public enum AuthOutcome: Sendable, Hashable {
         case .notMine: .userUnknown
         case .unavailable: .authinfoUnavailable
         case .ignored: .ignore
+        // A code with an answer of its own is that answer (``init(pamResult:reason:)``); `success` is no failure.
+        case .failed(let result, _): result == .success ? .permissionDenied : result
         }
+    }
+
+    /// The answer that stands for `result`, as a provider or a stack reports one PAM return code:
+    /// `auth_err` is a wrong credential, `user_unknown` ``notMine``, `authinfo_unavail`
+    /// ``unavailable(reason:)``, `ignore` ``ignored``, the refusals their ``Rejection``, and every other
+    /// code ``failed(_:reason:)``. `success` is no answer without an identity: it is refused by policy.
+    public init(pamResult result: PAMResult, reason: String, canonicalUsername: String? = nil) {
+        switch result {
+        case .success, .permissionDenied: self = .rejected(.refusedByPolicy, canonicalUsername: canonicalUsername)
+        case .authenticationError: self = .rejected(.wrongCredentials, canonicalUsername: canonicalUsername)
+        case .accountExpired: self = .rejected(.expiredAccount, canonicalUsername: canonicalUsername)
+        case .newAuthenticationTokenRequired:
+            self = .rejected(.passwordChangeRequired, canonicalUsername: canonicalUsername)
+        case .maximumTries: self = .rejected(.tooManyTries, canonicalUsername: canonicalUsername)
+        case .userUnknown: self = .notMine
+        case .authinfoUnavailable: self = .unavailable(reason: reason)
+        case .ignore: self = .ignored
+        default: self = .failed(result, reason: reason)
+        }
+    }
+
+    /// The answer with a ``failed(_:reason:)`` that names a code with an answer of its own made that
+    /// answer, so that no backend can report a wrong password the lockout does not count.
+    public var normalized: AuthOutcome {
+        guard case .failed(let result, let reason) = self else { return self }
+        return AuthOutcome(pamResult: result, reason: reason)
     }
 }
 
@@ -204,16 +239,51 @@ public enum Rejection: Sendable, Hashable {
     }
 }
 
-/// The PAM return codes a provider's answer maps to; `rawValue` is the name used in PAM's
-/// `[value=action]` control syntax.
+/// Linux-PAM's 32 return codes, in the order of their numbers (``code``); `rawValue` is the name PAM's
+/// `[value=action]` control syntax and `pam_debug.so` use.
 public enum PAMResult: String, Sendable, Hashable, CaseIterable {
     case success
-    case authenticationError = "auth_err"
-    case accountExpired = "acct_expired"
-    case newAuthenticationTokenRequired = "new_authtok_reqd"
-    case maximumTries = "maxtries"
+    case openError = "open_err"
+    case symbolError = "symbol_err"
+    case serviceError = "service_err"
+    case systemError = "system_err"
+    case bufferError = "buf_err"
     case permissionDenied = "perm_denied"
-    case userUnknown = "user_unknown"
+    case authenticationError = "auth_err"
+    case credentialsInsufficient = "cred_insufficient"
     case authinfoUnavailable = "authinfo_unavail"
+    case userUnknown = "user_unknown"
+    case maximumTries = "maxtries"
+    case newAuthenticationTokenRequired = "new_authtok_reqd"
+    case accountExpired = "acct_expired"
+    case sessionError = "session_err"
+    case credentialsUnavailable = "cred_unavail"
+    case credentialsExpired = "cred_expired"
+    case credentialsError = "cred_err"
+    case noModuleData = "no_module_data"
+    case conversationError = "conv_err"
+    case authenticationTokenError = "authtok_err"
+    case authenticationTokenRecoveryError = "authtok_recover_err"
+    case authenticationTokenLockBusy = "authtok_lock_busy"
+    case authenticationTokenAgingDisabled = "authtok_disable_aging"
+    case tryAgain = "try_again"
     case ignore
+    case abort
+    case authenticationTokenExpired = "authtok_expired"
+    case moduleUnknown = "module_unknown"
+    case badItem = "bad_item"
+    case conversationAgain = "conv_again"
+    /// The module waits for the application: libpam ends the stack at once with this code.
+    case incomplete
+
+    private static let byCode = Array(allCases)
+
+    /// The code's number, as in `<security/_pam_types.h>` (`PAM_SUCCESS` is 0, `PAM_INCOMPLETE` 31).
+    public var code: Int32 { Int32(Self.byCode.firstIndex(of: self)!) }
+
+    /// The result numbered `code`; `nil` for a number that is no PAM return code.
+    public init?(code: Int32) {
+        guard code >= 0, Int(code) < Self.byCode.count else { return nil }
+        self = Self.byCode[Int(code)]
+    }
 }

@@ -148,9 +148,14 @@ public struct HostSettings: Sendable {
         func text(_ options: [String: String]) -> String {
             options.sorted { $0.key < $1.key }.map { "\($0.key)=\(resolved($0.value))" }.joined(separator: " ")
         }
-        if let stack {
-            return stack.entries.map { "\($0.control) \($0.provider) \(text($0.options))" }.joined(separator: "\n")
+        func lines(_ entries: [StackConfiguration.Entry]) -> [String] {
+            entries.flatMap { entry in
+                entry.isSubstack
+                    ? ["substack \(entry.provider) {"] + lines(entry.substack) + ["}"]
+                    : ["\(entry.control) \(entry.provider) \(text(entry.options))"]
+            }
         }
+        if let stack { return lines(stack.entries).joined(separator: "\n") }
         return "provider \(provider ?? "") \(text(options))"
     }
 

@@ -242,6 +242,10 @@ private func fill(_ outcome: UnsafeMutablePointer<gk_outcome>, with result: Resu
     case .success(.unavailable(let reason)):
         filled.kind = Int32(GK_OUTCOME_UNAVAILABLE.rawValue)
         filled.reason = storage.string(reason)
+    case .success(.failed(let code, let reason)):
+        // The plugin ABI (version 1) has no PAM code of its own: the host sees the backend down.
+        filled.kind = Int32(GK_OUTCOME_UNAVAILABLE.rawValue)
+        filled.reason = storage.string("\(code.rawValue): \(reason)")
     case .failure:
         // Cancelled, or the conversation failed: the host knows which, and answers with its own error.
         filled.kind = Int32(GK_OUTCOME_CANCELLED.rawValue)

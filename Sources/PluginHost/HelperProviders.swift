@@ -19,7 +19,7 @@ public struct HelperSettings: Sendable {
     public var timeout: Duration
     public var maxOutput: Int
 
-    /// From `program=`, `env=NAME=VALUE,…` (default `PATH=/usr/bin:/bin`) and `timeout=` seconds (default 10).
+    /// From `program=`, `env=NAME=VALUE,…` (default `PATH=/usr/bin:/bin`) and `timeout=` (a duration, default 10s).
     public init(_ options: ProviderOptions, provider: String) throws(ProviderConfigurationError) {
         guard let program = options["program"] else { throw .missingOption("program", provider: provider) }
         switch TrustedFile.check(program, executable: true) {
@@ -27,26 +27,21 @@ public struct HelperSettings: Sendable {
         case .failure(let error): throw .unusable(provider: provider, reason: error.description)
         }
         environment = ["PATH=/usr/bin:/bin"]
-        if let list = options["env"] {
+        if let list = try options.list("env") {
             environment = []
-            for entry in list.split(separator: ",") {
-                let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                guard parts.count == 2, let first = parts[0].unicodeScalars.first,
+            for entry in list {
+                guard let (name, _) = ConfigurationValue.pair(entry), let first = name.unicodeScalars.first,
                     first == "_" || ("A"..."Z").contains(first),
-                    parts[0].unicodeScalars.allSatisfy({
+                    name.unicodeScalars.allSatisfy({
                         $0 == "_" || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
                     })
                 else {
-                    throw .invalidValue(
-                        option: "env", value: String(entry), expected: "NAME=VALUE, with NAME in capitals")
+                    throw .invalidValue(option: "env", value: entry, expected: "NAME=VALUE, with NAME in capitals")
                 }
-                environment.append(String(entry))
+                environment.append(entry)
             }
         }
-        timeout = try options.duration("timeout") ?? .seconds(10)
-        guard timeout > .zero else {
-            throw .invalidValue(option: "timeout", value: "0", expected: "more than 0 seconds")
-        }
+        timeout = try options.duration("timeout", in: .milliseconds(1) ... .seconds(3600)) ?? .seconds(10)
         maxOutput = 256 * 1024
     }
 
@@ -69,7 +64,7 @@ public struct HelperSettings: Sendable {
             "program", valueName: "PATH", help: "the helper program (absolute; root's or yours, not writable by others)"
         ),
         ProviderOption("env", valueName: "NAME=VALUE,...", help: "its whole environment (default PATH=/usr/bin:/bin)"),
-        ProviderOption("timeout", valueName: "SECONDS", help: "how long it may take (default 10)"),
+        ProviderOption("timeout", valueName: "DURATION", help: "how long it may take, such as 10s (default 10s)"),
     ]
 }
 
@@ -141,7 +136,9 @@ public final class CheckpasswordProvider: AuthProvider {
 /// - `{"outcome":"authenticated","user":"alice","display_name":"…","groups":["…"],"attributes":{"k":"v"}}`,
 ///   `{"outcome":"rejected","rejection":"wrong_credentials","user":"…"}` (also `locked`, `expired_account`,
 ///   `password_change_required`, `refused_by_policy`, `too_many_tries`), `{"outcome":"user_unknown"}`,
-///   `{"outcome":"unavailable","reason":"…"}` or `{"outcome":"ignore"}` — the answer, after which it exits.
+///   `{"outcome":"unavailable","reason":"…"}`, `{"outcome":"ignore"}` or
+///   `{"outcome":"failed","code":"cred_err","reason":"…"}` (any of PAM's return codes by its name but
+///   `success`) — the answer, after which it exits.
 /// A line that is not one of these, more than 32 questions or 64 messages, a line over 64 KiB, more than
 /// 256 KiB in all,
 /// a crash, or no outcome within the time limit is `unavailable`, and the helper's process group is stopped.
@@ -201,6 +198,7 @@ enum HelperProtocol {
         var attributes: [String: String]?
         var rejection: String?
         var reason: String?
+        var code: String?
     }
 
     static func start(_ request: AuthRequest, service: String) -> [UInt8] {
@@ -331,12 +329,19 @@ enum HelperProtocol {
         case "ignore": return .success(.ignored)
         case "unavailable":
             return unavailable("is unavailable: \(TextSafety.escaped(message.reason ?? "no reason given"))")
+        case "failed":
+            // Another of PAM's return codes, by its name; one with an answer of its own is that answer.
+            guard let code = message.code.flatMap(PAMResult.init(rawValue:)), code != .success else {
+                return unavailable("answered an unknown PAM return code")
+            }
+            let reason = "the \(name) helper failed: \(TextSafety.escaped(message.reason ?? code.rawValue))"
+            return .success(AuthOutcome(pamResult: code, reason: reason))
         default: return unavailable("answered an unknown outcome")
         }
     }
 }
 
-/// `checkpassword program=PATH [env=…] [timeout=SECONDS]`.
+/// `checkpassword program=PATH [env=…] [timeout=DURATION]`.
 public enum CheckpasswordPlugin: AuthProviderPlugin {
     public static let name = "checkpassword"
     public static let summary = "a checkpassword program (qmail's interface), run for each login"
@@ -347,7 +352,7 @@ public enum CheckpasswordPlugin: AuthProviderPlugin {
     }
 }
 
-/// `helper program=PATH [env=…] [timeout=SECONDS]`: a program speaking the conversation protocol.
+/// `helper program=PATH [env=…] [timeout=DURATION]`: a program speaking the conversation protocol.
 public enum ConversationHelperPlugin: AuthProviderPlugin {
     public static let name = "helper"
     public static let summary = "a helper program carrying the whole conversation in JSON lines"

@@ -57,6 +57,10 @@ public enum HelperSide {
         case .notMine: line = "{\"outcome\":\"user_unknown\"}"
         case .ignored: line = "{\"outcome\":\"ignore\"}"
         case .unavailable(let reason): line = "{\"outcome\":\"unavailable\",\"reason\":\(HelperProtocol.json(reason))}"
+        case .failed(let code, let reason):
+            line =
+                "{\"outcome\":\"failed\",\"code\":\(HelperProtocol.json(code.rawValue)),"
+                + "\"reason\":\(HelperProtocol.json(reason))}"
         }
         writeLine(Array(line.utf8))
     }

@@ -24,11 +24,11 @@ extension AuthProviderPlugin {
     public static var checksCredentials: Bool { true }
 }
 
-/// An option a backend accepts, such as `--delay SECONDS`.
+/// An option a backend accepts, such as `--delay DURATION`.
 public struct ProviderOption: Sendable, Hashable {
     /// The option's name without dashes (`"delay"`).
     public var name: String
-    /// What its value is, for help text (`"SECONDS"`).
+    /// What its value is, for help text (`"DURATION"`).
     public var valueName: String
     /// One line of help.
     public var help: String
@@ -51,15 +51,41 @@ public struct ProviderOptions: Sendable {
     /// The raw value of an option, if given.
     public subscript(_ name: String) -> String? { values[name] }
 
-    /// An option given in seconds (`0.5`, `2`), as a duration.
-    /// - Throws: ``ProviderConfigurationError/invalidValue(option:value:expected:)`` for anything but a
-    ///   finite number of seconds from 0 to 3600.
-    public func duration(_ name: String) throws(ProviderConfigurationError) -> Duration? {
+    /// `name`'s value read with one of ``ConfigurationValue``'s parsers; `nil` when not given.
+    /// - Throws: ``ProviderConfigurationError/invalidValue(option:value:expected:)`` saying what was expected.
+    public func value<T>(
+        _ name: String,
+        _ parse: (String) throws(ConfigurationValue.Invalid) -> T
+    ) throws(ProviderConfigurationError) -> T? {
         guard let text = values[name] else { return nil }
-        guard let seconds = Double(text), seconds.isFinite, (0...3600).contains(seconds) else {
-            throw .invalidValue(option: name, value: text, expected: "a number of seconds from 0 to 3600")
+        do throws(ConfigurationValue.Invalid) {
+            return try parse(text)
+        } catch {
+            throw .invalidValue(option: name, value: text, expected: error.expected)
         }
-        return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+
+    /// A duration in `range` (`500ms`, `2s`, `2.5m`; a bare number is seconds).
+    public func duration(
+        _ name: String,
+        in range: ClosedRange<Duration> = .zero ... .seconds(3600)
+    ) throws(ProviderConfigurationError) -> Duration? {
+        try value(name) { text throws(ConfigurationValue.Invalid) in try ConfigurationValue.duration(text, in: range) }
+    }
+
+    /// A count in `range`.
+    public func count(_ name: String, in range: ClosedRange<Int>) throws(ProviderConfigurationError) -> Int? {
+        try value(name) { text throws(ConfigurationValue.Invalid) in try ConfigurationValue.count(text, in: range) }
+    }
+
+    /// `yes` or `no`.
+    public func boolean(_ name: String) throws(ProviderConfigurationError) -> Bool? {
+        try value(name, ConfigurationValue.boolean)
+    }
+
+    /// A comma-separated list.
+    public func list(_ name: String) throws(ProviderConfigurationError) -> [String]? {
+        try value(name, ConfigurationValue.list)
     }
 }
 

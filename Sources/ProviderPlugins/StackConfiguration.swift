@@ -13,21 +13,33 @@ public import Authentication
 /// audit json path=/var/log/gatekeeper/audit.jsonl
 /// sufficient  file users=/etc/gatekeeper/users
 /// [success=done user_unknown=ignore authinfo_unavail=ignore default=die]  pam service=login
+/// substack    second-factor.conf
 /// required    mock delay=0.5
 /// ```
 ///
 /// One directive a line, `#` starts a comment. Settings (`session`, `attempts`, `lockout`, `delay`,
-/// `cache`, and any number of `audit` lines) come first, each at most once; then the stack, one entry a line: a control (a keyword or PAM's bracket form), a
-/// provider's name, and its options as `name=value` — the same names as its command-line options, so any
-/// plugin a tool registers is configurable. `include FILE` reads another file in its place (loops are
-/// refused). The text is read as bytes; errors name the file, line, column and word at fault.
+/// `cache`, and any number of `audit` lines) come first, each at most once; then the stack, one entry a
+/// line: a control (a keyword or PAM's bracket form, with all 32 of PAM's return codes), a provider's
+/// name, and its options as `name=value` — the same names as its command-line options, so any plugin a
+/// tool registers is configurable. `include FILE` reads another file in its place; `substack FILE` runs
+/// another file's entries as libpam runs a substack (``ChainControl/substack``); a relative name is
+/// beside the file naming it, and loops are refused. Values follow one grammar
+/// (``ConfigurationValue``). The text is read as bytes; errors name the file, line, column and word at
+/// fault. ``normalized`` prints a configuration so that parsing the text again gives the same one.
 public struct StackConfiguration: Sendable {
-    /// One entry of the stack, where it was written.
+    /// One entry of the stack, where it was written: a provider with its options, or a substack.
     public struct Entry: Sendable {
         public var control: ChainControl
+        /// The provider's name; for a substack, the file its entries were read from.
         public var provider: String
         public var options: [String: String]
         public var location: Location
+        /// How many substacks deep the entry is (0 in the stack itself).
+        public var depth: Int
+        /// A substack's entries (its control is ``ChainControl/substack``); empty for a provider's entry.
+        public var substack: [Entry]
+
+        public var isSubstack: Bool { control.isSubstack }
     }
 
     /// Where something was written.
@@ -44,22 +56,26 @@ public struct StackConfiguration: Sendable {
         }
     }
 
-    public private(set) var idleTimeout: Duration??
-    public private(set) var absoluteTimeout: Duration??
-    public private(set) var attempts: Int?
-    /// `lockout …`: the policy, or `.some(nil)` for `deny=0` (off).
-    public private(set) var lockout: LockoutPolicy??
-    /// `lockout dir=…`: where failed logins are kept, in pam_faillock's format, across processes.
-    public private(set) var lockoutDirectory: String?
-    /// `delay …`: the fail delay.
-    public private(set) var failDelay: Duration?
-    /// `cache timeout=…`: how long a login is remembered for the terminal session; zero for never.
-    public private(set) var cacheTimeout: Duration?
-    /// `cache dir=…`: where remembered logins are kept.
-    public private(set) var cacheDirectory: String?
-    /// `audit …` lines, in order.
-    public private(set) var audit: [AuditDestination] = []
-    public private(set) var entries: [Entry] = []
+    /// A time limit a file sets: none, or a duration.
+    public enum Limit: Sendable, Hashable {
+        case never
+        case after(Duration)
+
+        /// The limit as ``Gatekeeper/Configuration`` holds it: `nil` for none.
+        public var duration: Duration? {
+            if case .after(let duration) = self { duration } else { nil }
+        }
+    }
+
+    /// What a `lockout` line sets: off (`deny=0`), or a policy.
+    public enum Lockout: Sendable, Hashable {
+        case off
+        case on(LockoutPolicy)
+
+        public var policy: LockoutPolicy? {
+            if case .on(let policy) = self { policy } else { nil }
+        }
+    }
 
     /// Where an `audit` line sends events.
     public enum AuditDestination: Sendable, Hashable {
@@ -70,13 +86,48 @@ public struct StackConfiguration: Sendable {
         case json(path: String)
     }
 
+    /// `session idle=…`; `nil` when the file does not say.
+    public private(set) var idleTimeout: Limit?
+    /// `session absolute=…`.
+    public private(set) var absoluteTimeout: Limit?
+    public private(set) var attempts: Int?
+    public private(set) var lockout: Lockout?
+    /// `lockout dir=…`: where failed logins are kept, in pam_faillock's format, across processes.
+    public private(set) var lockoutDirectory: String?
+    /// `delay …`: the fail delay.
+    public private(set) var failDelay: Duration?
+    /// `cache timeout=…`: how long a login is remembered for the terminal session; zero for never.
+    public private(set) var cacheTimeout: Duration?
+    /// `cache dir=…`: where remembered logins are kept.
+    public private(set) var cacheDirectory: String?
+    /// `audit …` lines, in order.
+    public private(set) var audit: [AuditDestination] = []
+    /// The stack's entries; a substack's are inside it.
+    public private(set) var entries: [Entry] = []
+
+    /// Every provider's entry, substacks' included, in the order the stack runs them.
+    public var providerEntries: [Entry] {
+        entries.flatMap { $0.isSubstack ? Self.flattened($0.substack) : [$0] }
+    }
+
+    private static func flattened(_ entries: [Entry]) -> [Entry] {
+        entries.flatMap { $0.isSubstack ? flattened($0.substack) : [$0] }
+    }
+
+    /// The stack's shape, for ``ProviderChain/dispatch(_:answers:)``.
+    public var layout: [ProviderChain.Layout] { Self.layout(of: entries) }
+
+    private static func layout(of entries: [Entry]) -> [ProviderChain.Layout] {
+        entries.map { $0.isSubstack ? .substack(layout(of: $0.substack)) : .entry($0.control) }
+    }
+
     /// The gatekeeper configuration these settings make, from `base` for what the file does not set.
     public func gatekeeperConfiguration(_ base: Gatekeeper.Configuration = .init()) -> Gatekeeper.Configuration {
         var configuration = base
-        if let idleTimeout { configuration.idleTimeout = idleTimeout }
-        if let absoluteTimeout { configuration.absoluteTimeout = absoluteTimeout }
+        if let idleTimeout { configuration.idleTimeout = idleTimeout.duration }
+        if let absoluteTimeout { configuration.absoluteTimeout = absoluteTimeout.duration }
         if let attempts { configuration.maxAttempts = attempts }
-        if let lockout { configuration.lockout = lockout }
+        if let lockout { configuration.lockout = lockout.policy }
         if let failDelay { configuration.failDelay = failDelay }
         return configuration
     }
@@ -84,8 +135,18 @@ public struct StackConfiguration: Sendable {
     /// Builds the stack's providers through `registry`.
     /// - Throws: ``ConfigurationError`` naming the entry whose provider could not be built.
     public func makeChain(registry: ProviderRegistry) throws(ConfigurationError) -> ProviderChain {
+        ProviderChain(try Self.build(entries, registry: registry))
+    }
+
+    private static func build(_ entries: [Entry], registry: ProviderRegistry) throws(ConfigurationError)
+        -> [ProviderChain.Entry]
+    {
         var built: [ProviderChain.Entry] = []
         for entry in entries {
+            if entry.isSubstack {
+                built.append(.substack(try build(entry.substack, registry: registry), name: entry.provider))
+                continue
+            }
             do {
                 built.append(
                     .init(entry.control, try registry.makeProvider(named: entry.provider, options: entry.options)))
@@ -93,7 +154,7 @@ public struct StackConfiguration: Sendable {
                 throw ConfigurationError(.provider, at: entry.location, word: entry.provider, error.description)
             }
         }
-        return ProviderChain(built)
+        return built
     }
 
     /// Parses `text`, read from `file`.
@@ -111,24 +172,84 @@ public struct StackConfiguration: Sendable {
     ) throws(ConfigurationError) -> StackConfiguration {
         var configuration = StackConfiguration()
         var parser = Parser(registry: registry, read: read)
-        try parser.parse(text, file: file, into: &configuration, including: [file])
-        try configuration.checkJumps()
+        var entries: [Entry] = []
+        try parser.parse(text, file: file, into: &configuration, entries: &entries, depth: 0, including: [file])
+        configuration.entries = entries
         return configuration
     }
 
-    /// A jump must land on an entry of the stack (in a file, going past the end is a mistake).
-    private func checkJumps() throws(ConfigurationError) {
-        for (index, entry) in entries.enumerated() {
-            let jumps =
-                entry.control.actions.values.compactMap { if case .jump(let n) = $0 { n } else { nil } }
-                + { if case .jump(let n) = entry.control.defaultAction { [n] } else { [] } }()
-            // Compared without adding, so no jump, however large, can overflow.
-            if let far = jumps.max(), far > entries.count - index - 1 {
-                throw ConfigurationError(
-                    .control, at: entry.location, word: String(far),
-                    "a jump of \(far) skips past the end of the stack (\(entries.count - index - 1) entries follow)")
+    /// The configuration as one file, written the one way the grammar writes each thing: settings in a
+    /// fixed order with their values normalised (`15m`, `500ms`), includes in place, controls as their
+    /// keyword or as a bracket in PAM's order of codes, options by name. Parsing it again (as a file whose
+    /// name has no directory, so that substacks' names stay as they are) gives the same configuration.
+    public var normalized: String { normalizedLines(annotated: false).map { $0 + "\n" }.joined() }
+
+    /// The lines of ``normalized``; `annotated`, each entry ends with a comment giving its number in
+    /// the order the stack runs entries and, for a keyword, the bracket it stands for — still a file
+    /// that parses as the same configuration.
+    public func normalizedLines(annotated: Bool) -> [String] {
+        var lines: [String] = []
+        func duration(_ value: Duration) -> String { ConfigurationValue.describe(value) }
+        func limit(_ value: Limit) -> String { value.duration.map(duration) ?? "none" }
+        let session = [idleTimeout.map { "idle=\(limit($0))" }, absoluteTimeout.map { "absolute=\(limit($0))" }]
+            .compactMap { $0 }
+        if !session.isEmpty { lines.append((["session"] + session).joined(separator: " ")) }
+        if let attempts { lines.append("attempts \(attempts)") }
+        if lockout != nil || lockoutDirectory != nil {
+            var words = ["lockout"]
+            switch lockout {
+            case .off?: words.append("deny=0")
+            case .on(let policy)?:
+                words += ["deny=\(policy.deny)", "interval=\(duration(policy.interval))"]
+                words.append("unlock=" + (policy.unlockAfter.map(duration) ?? "never"))
+                words.append("root_unlock=" + (policy.rootUnlockAfter.map(duration) ?? "never"))
+                if policy.evenDenyRoot { words.append("even_deny_root") }
+            case nil: break
+            }
+            if let lockoutDirectory { words.append("dir=\(lockoutDirectory)") }
+            lines.append(words.joined(separator: " "))
+        }
+        if let failDelay { lines.append("delay \(duration(failDelay))") }
+        if cacheTimeout != nil || cacheDirectory != nil {
+            let words = ["cache", cacheTimeout.map { "timeout=\(duration($0))" }, cacheDirectory.map { "dir=\($0)" }]
+            lines.append(words.compactMap { $0 }.joined(separator: " "))
+        }
+        for destination in audit {
+            switch destination {
+            case .syslog(let socket): lines.append("audit syslog socket=\(socket)")
+            case .json(let path): lines.append("audit json path=\(path)")
             }
         }
+        var number = 0
+        func write(_ entries: [Entry]) {
+            for entry in entries {
+                let indent = String(repeating: "    ", count: entry.depth)
+                if entry.isSubstack {
+                    lines.append(indent + "substack \(entry.provider)")
+                    // The substack's entries, as comments: they are read from its file, not from here.
+                    if annotated {
+                        let start = lines.count
+                        write(entry.substack)
+                        for index in start..<lines.count {
+                            lines[index] = indent + "#   " + lines[index].drop { $0 == " " }
+                        }
+                    } else {
+                        number += Self.flattened(entry.substack).count
+                    }
+                    continue
+                }
+                number += 1
+                let options = entry.options.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+                var line = indent + ([entry.control.description, entry.provider] + options).joined(separator: " ")
+                if annotated {
+                    let bracket = ChainControl(actions: entry.control.actions, default: entry.control.defaultAction)
+                    line += "  # \(number)" + (entry.control.keyword == nil ? "" : ": \(bracket)")
+                }
+                lines.append(line)
+            }
+        }
+        write(entries)
+        return lines
     }
 
     private struct Parser {
@@ -136,7 +257,8 @@ public struct StackConfiguration: Sendable {
         let read: (String) throws(ConfigurationError) -> [UInt8]
         var stackStarted = false
         var includesRead = 0
-        /// libpam's own bound on nested includes is 16.
+        var entriesRead = 0
+        /// libpam's own bound on nested includes and substacks is 16.
         static let maxIncludeDepth = 16
         static let maxIncludes = 256
         static let maxEntries = 1000
@@ -151,6 +273,8 @@ public struct StackConfiguration: Sendable {
             _ text: [UInt8],
             file: String,
             into configuration: inout StackConfiguration,
+            entries: inout [Entry],
+            depth: Int,
             including chain: [String]
         ) throws(ConfigurationError) {
             var lineNumber = 0
@@ -162,9 +286,10 @@ public struct StackConfiguration: Sendable {
                 guard let first = words.first else { continue }
                 let at = Location(file: file, line: lineNumber, column: first.column)
                 switch first.text {
-                case "include":
+                case "include", "substack":
                     guard words.count == 2 else {
-                        throw ConfigurationError(.syntax, at: at, word: first.text, "include takes one file name")
+                        throw ConfigurationError(
+                            .syntax, at: at, word: first.text, "\(first.text) takes one file name")
                     }
                     // A relative name is the including file's neighbour, wherever the tool was started.
                     let path = Self.resolved(words[1].text, from: file)
@@ -181,8 +306,27 @@ public struct StackConfiguration: Sendable {
                             .include, at: place, word: words[1].text,
                             "more than \(Self.maxIncludes) includes, or includes \(Self.maxIncludeDepth) deep")
                     }
-                    try parse(try read(path), file: path, into: &configuration, including: chain + [path])
+                    let contents = try read(path)
+                    guard first.text == "substack" else {
+                        try parse(
+                            contents, file: path, into: &configuration, entries: &entries, depth: depth,
+                            including: chain + [path])
+                        continue
+                    }
+                    stackStarted = true
+                    var inner: [Entry] = []
+                    try parse(
+                        contents, file: path, into: &configuration, entries: &inner, depth: depth + 1,
+                        including: chain + [path])
+                    entries.append(
+                        Entry(
+                            control: .substack, provider: path, options: [:], location: at, depth: depth,
+                            substack: inner))
                 case "session", "attempts", "lockout", "delay", "cache", "audit":
+                    guard depth == 0 else {
+                        throw ConfigurationError(
+                            .syntax, at: at, word: first.text, "a substack holds entries only, not settings")
+                    }
                     guard !stackStarted else {
                         throw ConfigurationError(
                             .syntax, at: at, word: first.text, "settings come before the stack; move this line up")
@@ -190,11 +334,12 @@ public struct StackConfiguration: Sendable {
                     try setting(words, at: at, file: file, line: lineNumber, into: &configuration)
                 default:
                     stackStarted = true
-                    guard configuration.entries.count < Self.maxEntries else {
+                    entriesRead += 1
+                    guard entriesRead <= Self.maxEntries else {
                         throw ConfigurationError(
                             .syntax, at: at, word: first.text, "a stack has at most \(Self.maxEntries) entries")
                     }
-                    configuration.entries.append(try entry(words, file: file, line: lineNumber))
+                    entries.append(try entry(words, file: file, line: lineNumber, depth: depth))
                 }
             }
         }
@@ -239,6 +384,88 @@ public struct StackConfiguration: Sendable {
             return words
         }
 
+        /// A line's `name=value` words, each split once, with the bare words `flags` may name: a name not
+        /// in `accepted`, a word that is neither, or a name given twice is refused.
+        struct Values {
+            var values: [String: (value: String, at: Location)] = [:]
+            var flags: Set<String> = []
+
+            /// `name`'s value read with `parse`, an ``ConfigurationValue/Invalid`` one refused naming it.
+            func value<T>(
+                _ name: String,
+                _ parse: (String) throws(ConfigurationValue.Invalid) -> T
+            ) throws(ConfigurationError) -> T? {
+                guard let (text, at) = values[name] else { return nil }
+                do throws(ConfigurationValue.Invalid) {
+                    return try parse(text)
+                } catch {
+                    throw ConfigurationError(.value, at: at, word: text, "\(name) takes \(error.expected)")
+                }
+            }
+        }
+
+        static func values(
+            _ words: ArraySlice<Word>,
+            at location: (Word) -> Location,
+            accepted: [String],
+            flags: [String] = [],
+            owner: String,
+            unknown: ((String) -> String)? = nil
+        ) throws(ConfigurationError) -> Values {
+            var result = Values()
+            for word in words {
+                if flags.contains(word.text) {
+                    guard result.flags.insert(word.text).inserted else {
+                        throw ConfigurationError(
+                            .duplicate, at: location(word), word: word.text, "\(word.text) is given twice")
+                    }
+                    continue
+                }
+                guard let (name, value) = ConfigurationValue.pair(word.text) else {
+                    throw ConfigurationError(.syntax, at: location(word), word: word.text, "expected name=value")
+                }
+                guard accepted.contains(name) else {
+                    let all = Self.sentence(accepted.map { "\($0)=" } + flags)
+                    throw ConfigurationError(
+                        .option, at: location(word), word: name, unknown?(name) ?? "\(owner) takes \(all)")
+                }
+                guard result.values[name] == nil else {
+                    throw ConfigurationError(.duplicate, at: location(word), word: name, "\(name) is given twice")
+                }
+                result.values[name] = (value, location(word))
+            }
+            return result
+        }
+
+        /// `a`, `a and b`, `a, b and c`.
+        static func sentence(_ items: [String]) -> String {
+            items.count <= 1 ? items.joined() : items.dropLast().joined(separator: ", ") + " and " + items.last!
+        }
+
+        static let month = Duration.seconds(30 * 86_400)
+
+        /// A duration of at most 30 days, or `none`.
+        static func limit(_ text: String) throws(ConfigurationValue.Invalid) -> Limit {
+            if text == "none" { return .never }
+            do throws(ConfigurationValue.Invalid) {
+                return .after(try ConfigurationValue.duration(text, in: .zero...month))
+            } catch {
+                throw ConfigurationValue.Invalid(expected: error.expected + ", or none")
+            }
+        }
+
+        /// An unlock time: a duration of at most 30 days, or `never` (or `0`) for only when an administrator
+        /// unlocks.
+        static func unlockTime(_ text: String) throws(ConfigurationValue.Invalid) -> Duration? {
+            if text == "never" { return nil }
+            do throws(ConfigurationValue.Invalid) {
+                let duration = try ConfigurationValue.duration(text, in: .zero...month)
+                return duration == .zero ? nil : duration
+            } catch {
+                throw ConfigurationValue.Invalid(expected: error.expected + ", or never")
+            }
+        }
+
         private func setting(
             _ words: [Word],
             at: Location,
@@ -247,101 +474,75 @@ public struct StackConfiguration: Sendable {
             into configuration: inout StackConfiguration
         ) throws(ConfigurationError) {
             func location(_ word: Word) -> Location { Location(file: file, line: line, column: word.column) }
-            func pairs() throws(ConfigurationError) -> [(String, String, Word)] {
-                var result: [(String, String, Word)] = []
-                for word in words.dropFirst() {
-                    guard let equals = word.text.firstIndex(of: "="), equals != word.text.startIndex else {
-                        throw ConfigurationError(.syntax, at: location(word), word: word.text, "expected name=value")
-                    }
-                    result.append(
-                        (String(word.text[..<equals]), String(word.text[word.text.index(after: equals)...]), word))
-                }
-                return result
+            let name = words[0].text
+            func once(_ isSet: Bool) throws(ConfigurationError) {
+                guard !isSet else { throw ConfigurationError(.duplicate, at: at, word: name, "\(name) is set twice") }
             }
-            switch words[0].text {
-            case "session":
-                guard configuration.idleTimeout == nil && configuration.absoluteTimeout == nil else {
-                    throw ConfigurationError(.duplicate, at: at, word: "session", "session is set twice")
-                }
-                for (name, value, word) in try pairs() {
-                    let duration = try Self.duration(value, at: location(word))
-                    switch name {
-                    case "idle": configuration.idleTimeout = .some(duration)
-                    case "absolute": configuration.absoluteTimeout = .some(duration)
-                    default:
-                        throw ConfigurationError(
-                            .syntax, at: location(word), word: name, "session takes idle= and absolute=")
-                    }
-                }
-            case "attempts":
-                guard configuration.attempts == nil else {
-                    throw ConfigurationError(.duplicate, at: at, word: "attempts", "attempts is set twice")
-                }
-                guard words.count == 2, let count = Int(words[1].text), (1...10).contains(count) else {
-                    let word = words.count > 1 ? words[1] : words[0]
-                    throw ConfigurationError(
-                        .value, at: location(word), word: word.text, "attempts takes a number from 1 to 10")
-                }
-                configuration.attempts = count
-            case "delay":
-                guard configuration.failDelay == nil else {
-                    throw ConfigurationError(.duplicate, at: at, word: "delay", "delay is set twice")
-                }
+            func values(_ accepted: [String], flags: [String] = []) throws(ConfigurationError) -> Values {
+                try Self.values(words.dropFirst(), at: location, accepted: accepted, flags: flags, owner: name)
+            }
+            /// The line's one value, read with `parse`.
+            func single<T>(
+                _ parse: (String) throws(ConfigurationValue.Invalid) -> T,
+                example: String
+            ) throws(ConfigurationError) -> T {
                 guard words.count == 2 else {
                     throw ConfigurationError(
-                        .syntax, at: at, word: "delay", "delay takes one duration, such as 2s or 0")
+                        .syntax, at: at, word: name, "\(name) takes one value, such as \(example)")
                 }
-                configuration.failDelay = try Self.delay(words[1].text, at: location(words[1]))
+                do throws(ConfigurationValue.Invalid) {
+                    return try parse(words[1].text)
+                } catch {
+                    throw ConfigurationError(
+                        .value, at: location(words[1]), word: words[1].text, "\(name) takes \(error.expected)")
+                }
+            }
+            switch name {
+            case "session":
+                try once(configuration.idleTimeout != nil || configuration.absoluteTimeout != nil)
+                let given = try values(["idle", "absolute"])
+                configuration.idleTimeout = try given.value("idle", Self.limit)
+                configuration.absoluteTimeout = try given.value("absolute", Self.limit)
+            case "attempts":
+                try once(configuration.attempts != nil)
+                configuration.attempts = try single(
+                    { text throws(ConfigurationValue.Invalid) in
+                        try ConfigurationValue.count(text, in: 1...10)
+                    }, example: "3")
+            case "delay":
+                try once(configuration.failDelay != nil)
+                configuration.failDelay = try single(
+                    { text throws(ConfigurationValue.Invalid) in
+                        try ConfigurationValue.duration(text, in: .zero ... .seconds(60))
+                    }, example: "2s or 0")
             case "cache":
-                guard configuration.cacheTimeout == nil && configuration.cacheDirectory == nil else {
-                    throw ConfigurationError(.duplicate, at: at, word: "cache", "cache is set twice")
+                try once(configuration.cacheTimeout != nil || configuration.cacheDirectory != nil)
+                let given = try values(["timeout", "dir"])
+                configuration.cacheTimeout = try given.value("timeout") { text throws(ConfigurationValue.Invalid) in
+                    try ConfigurationValue.duration(text, in: .zero...Self.month)
                 }
-                for (name, value, word) in try pairs() {
-                    switch name {
-                    case "timeout":
-                        configuration.cacheTimeout = value == "0" ? .zero : try Self.duration(value, at: location(word))
-                        if configuration.cacheTimeout == nil {
-                            throw ConfigurationError(
-                                .value, at: location(word), word: value, "a cache timeout is a duration, or 0 for never"
-                            )
-                        }
-                    case "dir": configuration.cacheDirectory = try Self.absolutePath(value, at: location(word))
-                    default:
-                        throw ConfigurationError(
-                            .syntax, at: location(word), word: name, "cache takes timeout= and dir=")
-                    }
-                }
+                configuration.cacheDirectory = try given.value("dir", ConfigurationValue.absolutePath)
             case "audit":
-                guard words.count >= 2 else {
-                    throw ConfigurationError(.syntax, at: at, word: "audit", "audit takes syslog or json path=FILE")
+                guard words.count >= 2, words[1].text == "syslog" || words[1].text == "json" else {
+                    let word = words.count >= 2 ? words[1] : words[0]
+                    throw ConfigurationError(
+                        .value, at: location(word), word: word.text,
+                        "audit takes syslog [socket=PATH] or json path=PATH")
                 }
-                let options = Array(words.dropFirst(2))
-                var values: [String: String] = [:]
-                for word in options {
-                    guard let equals = word.text.firstIndex(of: "="), equals != word.text.startIndex else {
-                        throw ConfigurationError(.syntax, at: location(word), word: word.text, "expected name=value")
-                    }
-                    let name = String(word.text[..<equals])
-                    let accepted = words[1].text == "syslog" ? "socket" : "path"
-                    guard name == accepted, values[name] == nil else {
-                        throw ConfigurationError(
-                            .syntax, at: location(word), word: name, "audit \(words[1].text) takes \(accepted)= once")
-                    }
-                    values[name] = try Self.absolutePath(
-                        String(word.text[word.text.index(after: equals)...]), at: location(word))
-                }
+                let syslog = words[1].text == "syslog"
+                let given = try Self.values(
+                    words.dropFirst(2), at: location, accepted: [syslog ? "socket" : "path"],
+                    owner: "audit \(words[1].text)")
+                let path = try given.value(syslog ? "socket" : "path", ConfigurationValue.absolutePath)
                 let destination: AuditDestination
-                switch words[1].text {
-                case "syslog": destination = .syslog(socket: values["socket"] ?? "/dev/log")
-                case "json":
-                    guard let path = values["path"] else {
+                if syslog {
+                    destination = .syslog(socket: path ?? "/dev/log")
+                } else {
+                    guard let path else {
                         throw ConfigurationError(
-                            .syntax, at: location(words[1]), word: "json", "audit json needs path=FILE")
+                            .syntax, at: location(words[1]), word: "json", "audit json needs path=PATH")
                     }
                     destination = .json(path: path)
-                default:
-                    throw ConfigurationError(
-                        .value, at: location(words[1]), word: words[1].text, "audit takes syslog or json path=FILE")
                 }
                 guard !configuration.audit.contains(destination) else {
                     throw ConfigurationError(
@@ -349,96 +550,49 @@ public struct StackConfiguration: Sendable {
                 }
                 configuration.audit.append(destination)
             default:  // lockout
-                guard configuration.lockout == nil && configuration.lockoutDirectory == nil else {
-                    throw ConfigurationError(.duplicate, at: at, word: "lockout", "lockout is set twice")
+                try once(configuration.lockout != nil || configuration.lockoutDirectory != nil)
+                // `threshold` and `duration` are older names of `deny` and `unlock`.
+                var given = try values(
+                    ["deny", "interval", "unlock", "root_unlock", "dir", "threshold", "duration"],
+                    flags: ["even_deny_root"])
+                for (old, new) in [("threshold", "deny"), ("duration", "unlock")] {
+                    guard let value = given.values.removeValue(forKey: old) else { continue }
+                    guard given.values[new] == nil else {
+                        throw ConfigurationError(
+                            .duplicate, at: value.at, word: old, "\(old) is another name of \(new), given too")
+                    }
+                    given.values[new] = value
                 }
                 var policy = LockoutPolicy()
-                var rootUnlock: Duration??
-                var off = false
-                if words.dropFirst().contains(where: { $0.text == "even_deny_root" }) { policy.evenDenyRoot = true }
-                let named = Array(words.dropFirst().filter { $0.text != "even_deny_root" })
-                for word in named {
-                    guard let equals = word.text.firstIndex(of: "="), equals != word.text.startIndex else {
-                        throw ConfigurationError(.syntax, at: location(word), word: word.text, "expected name=value")
-                    }
-                    let name = String(word.text[..<equals])
-                    let value = String(word.text[word.text.index(after: equals)...])
-                    switch name {
-                    case "deny", "threshold":
-                        guard let count = Int(value), (0...1000).contains(count) else {
-                            throw ConfigurationError(
-                                .value, at: location(word), word: value, "deny takes a number from 0 (off) to 1000")
+                if let deny = try given.value(
+                    "deny",
+                    { text throws(ConfigurationValue.Invalid) in
+                        do throws(ConfigurationValue.Invalid) {
+                            return try ConfigurationValue.count(text, in: 0...1000)
+                        } catch {
+                            throw ConfigurationValue.Invalid(expected: "a number from 0 (off) to 1000")
                         }
-                        policy.deny = count
-                        off = count == 0
-                    case "interval":
-                        guard let interval = try Self.duration(value, at: location(word)), interval > .zero else {
-                            throw ConfigurationError(
-                                .value, at: location(word), word: value, "an interval is a duration such as 15m")
-                        }
-                        policy.interval = interval
-                    case "unlock", "duration":
-                        policy.unlockAfter = try Self.unlockTime(value, at: location(word))
-                    case "root_unlock":
-                        rootUnlock = .some(try Self.unlockTime(value, at: location(word)))
-                    case "dir":
-                        configuration.lockoutDirectory = try Self.absolutePath(value, at: location(word))
-                    default:
-                        throw ConfigurationError(
-                            .syntax, at: location(word), word: name,
-                            "lockout takes deny=, interval=, unlock=, root_unlock=, dir= and even_deny_root")
-                    }
+                    })
+                {
+                    policy.deny = deny
                 }
-                policy.rootUnlockAfter = rootUnlock ?? policy.unlockAfter
-                configuration.lockout = .some(off ? nil : policy)
+                if let interval = try given.value(
+                    "interval",
+                    { text throws(ConfigurationValue.Invalid) in
+                        try ConfigurationValue.duration(text, in: .milliseconds(1)...Self.month)
+                    })
+                {
+                    policy.interval = interval
+                }
+                if let unlock = try given.value("unlock", Self.unlockTime) { policy.unlockAfter = unlock }
+                policy.rootUnlockAfter = try given.value("root_unlock", Self.unlockTime) ?? policy.unlockAfter
+                policy.evenDenyRoot = given.flags.contains("even_deny_root")
+                configuration.lockoutDirectory = try given.value("dir", ConfigurationValue.absolutePath)
+                configuration.lockout = policy.deny == 0 ? .off : .on(policy)
             }
         }
 
-        /// An unlock time: a duration, or `0` (or `never`) for only when an administrator unlocks.
-        static func unlockTime(_ text: String, at location: Location) throws(ConfigurationError) -> Duration? {
-            if text == "0" || text == "never" { return nil }
-            guard let duration = try duration(text, at: location), duration > .zero else { return nil }
-            return duration
-        }
-
-        /// A fail delay: a duration of at most a minute, `0` for none; `1.5s` and `500ms` are allowed.
-        static func delay(_ text: String, at location: Location) throws(ConfigurationError) -> Duration {
-            if text == "0" { return .zero }
-            let milliseconds: Double?
-            if text.hasSuffix("ms") {
-                milliseconds = Double(text.dropLast(2))
-            } else if text.hasSuffix("s") {
-                milliseconds = Double(text.dropLast()).map { $0 * 1000 }
-            } else {
-                milliseconds = nil
-            }
-            guard let milliseconds, milliseconds.isFinite, (0...60_000).contains(milliseconds) else {
-                throw ConfigurationError(
-                    .value, at: location, word: text, "expected a delay such as 2s, 1.5s or 500ms (at most 60s), or 0")
-            }
-            return .milliseconds(Int64(milliseconds.rounded()))
-        }
-
-        /// A path the tool will write to: absolute, so it does not depend on where the tool is started.
-        static func absolutePath(_ text: String, at location: Location) throws(ConfigurationError) -> String {
-            guard text.hasPrefix("/"), !text.split(separator: "/").contains("..") else {
-                throw ConfigurationError(.value, at: location, word: text, "expected an absolute path without ..")
-            }
-            return text
-        }
-
-        /// `90s`, `15m`, `8h`, `2d`, or `none`; at most 30 days.
-        static func duration(_ text: String, at location: Location) throws(ConfigurationError) -> Duration? {
-            if text == "none" { return nil }
-            guard let duration = ConfigurationValue.duration(text, atMost: .seconds(30 * 86_400)) else {
-                throw ConfigurationError(
-                    .value, at: location, word: text,
-                    "expected a duration such as 90s, 15m, 8h or 2d (at most 30d), or none")
-            }
-            return duration
-        }
-
-        private func entry(_ words: [Word], file: String, line: Int) throws(ConfigurationError) -> Entry {
+        private func entry(_ words: [Word], file: String, line: Int, depth: Int) throws(ConfigurationError) -> Entry {
             func location(_ word: Word) -> Location { Location(file: file, line: line, column: word.column) }
             let control = try Self.control(words[0], at: location(words[0]))
             guard words.count >= 2 else {
@@ -457,26 +611,24 @@ public struct StackConfiguration: Sendable {
                     .provider, at: location(words[1]), word: name,
                     "unknown provider; available: \(registry.names.joined(separator: ", ")), or a plugin's path")
             }
-            var options: [String: String] = [:]
             let accepted = plugin.options.map(\.name)
-            for word in words.dropFirst(2) {
-                guard let equals = word.text.firstIndex(of: "="), equals != word.text.startIndex else {
-                    throw ConfigurationError(.syntax, at: location(word), word: word.text, "expected option=value")
-                }
-                let option = String(word.text[..<equals])
-                guard accepted.contains(option) else {
-                    throw ConfigurationError(
-                        .option, at: location(word), word: option,
-                        "\(plugin.name) has no option \(option); its options: \(accepted.joined(separator: ", "))")
-                }
-                guard options[option] == nil else {
-                    throw ConfigurationError(.duplicate, at: location(word), word: option, "\(option) is given twice")
-                }
-                options[option] = String(word.text[word.text.index(after: equals)...])
+            let given = try Self.values(words.dropFirst(2), at: location, accepted: accepted, owner: plugin.name) {
+                "\(plugin.name) has no option \($0); its options: \(accepted.joined(separator: ", "))"
             }
-            return Entry(control: control, provider: name, options: options, location: location(words[0]))
+            return Entry(
+                control: control, provider: name, options: given.values.mapValues(\.value),
+                location: location(words[0]),
+                depth: depth, substack: [])
         }
 
+        static let actions: [String: ChainControl.Action] = [
+            "ignore": .ignore, "bad": .bad, "die": .die, "ok": .ok, "done": .done, "reset": .reset,
+        ]
+
+        /// A keyword, or PAM's bracket form read as `_pam_parse_control` reads it: `value=action` pairs
+        /// (spaces around `=` allowed), `default` filling every code not named. What libpam would read
+        /// another way — or read as "everything bad" — is refused: a code or `default` given twice, an
+        /// unknown word, a jump that is not 1 to 2147483647 in digits.
         static func control(_ word: Word, at location: Location) throws(ConfigurationError) -> ChainControl {
             switch word.text {
             case "required": return .required
@@ -490,51 +642,63 @@ public struct StackConfiguration: Sendable {
                     .control, at: location, word: word.text,
                     "unknown control; expected required, requisite, sufficient, optional or [value=action …]")
             }
+            let inside = Array(word.text.utf8.dropFirst().dropLast())
             var actions: [PAMResult: ChainControl.Action] = [:]
             var defaultAction: ChainControl.Action?
-            let inside = word.text.dropFirst().dropLast()
-            var column = location.column + 1
-            for pair in inside.split(separator: " ", omittingEmptySubsequences: false) {
-                defer { column += pair.count + 1 }
-                guard !pair.isEmpty else { continue }
-                let at = Location(file: location.file, line: location.line, column: column)
-                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                guard parts.count == 2 else {
-                    throw ConfigurationError(.control, at: at, word: String(pair), "expected value=action")
+            var index = 0
+            func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+            func skipSpaces() { while index < inside.count && isSpace(inside[index]) { index += 1 } }
+            func token(until stop: (UInt8) -> Bool) -> (text: String, column: Int) {
+                let start = index
+                while index < inside.count && !stop(inside[index]) { index += 1 }
+                // Columns count bytes, as everywhere in the file; the bracket is column 0 of `inside`.
+                return (String(decoding: inside[start..<index], as: UTF8.self), location.column + 1 + start)
+            }
+            func place(_ column: Int) -> Location { Location(file: location.file, line: location.line, column: column) }
+            while true {
+                skipSpaces()
+                guard index < inside.count else { break }
+                let value = token { isSpace($0) || $0 == UInt8(ascii: "=") }
+                skipSpaces()
+                guard index < inside.count, inside[index] == UInt8(ascii: "=") else {
+                    throw ConfigurationError(
+                        .control, at: place(value.column), word: value.text, "expected value=action")
                 }
-                let action: ChainControl.Action
-                switch parts[1] {
-                case "ignore": action = .ignore
-                case "bad": action = .bad
-                case "die": action = .die
-                case "ok": action = .ok
-                case "done": action = .done
-                case "reset": action = .reset
-                default:
-                    guard let count = Int(parts[1]), count >= 1 else {
-                        throw ConfigurationError(
-                            .control, at: at, word: String(parts[1]),
-                            "unknown action; expected ignore, bad, die, ok, done, reset or a jump of 1 or more")
-                    }
-                    action = .jump(count)
+                index += 1
+                skipSpaces()
+                let action = token(until: isSpace)
+                guard !action.text.isEmpty else {
+                    throw ConfigurationError(
+                        .control, at: place(value.column), word: value.text, "expected value=action")
                 }
-                if parts[0] == "default" {
+                let parsed: ChainControl.Action
+                if let named = Self.actions[action.text] {
+                    parsed = named
+                } else if let count = try? ConfigurationValue.count(action.text, in: 1...Int(Int32.max)) {
+                    parsed = .jump(count)
+                } else {
+                    throw ConfigurationError(
+                        .control, at: place(action.column), word: action.text,
+                        "unknown action; expected ignore, bad, die, ok, done, reset or a jump from 1 to 2147483647")
+                }
+                if value.text == "default" {
                     // libpam keeps the first default (a later one fills no slot); rather than a meaning
                     // nobody reading the line would guess, a second one is refused, as a repeated key is.
                     guard defaultAction == nil else {
-                        throw ConfigurationError(.duplicate, at: at, word: "default", "default is given twice")
-                    }
-                    defaultAction = action
-                } else if let value = PAMResult(rawValue: String(parts[0])) {
-                    guard actions[value] == nil else {
                         throw ConfigurationError(
-                            .duplicate, at: at, word: String(parts[0]), "\(parts[0]) is given twice")
+                            .duplicate, at: place(value.column), word: "default", "default is given twice")
                     }
-                    actions[value] = action
+                    defaultAction = parsed
+                } else if let code = PAMResult(rawValue: value.text) {
+                    guard actions[code] == nil else {
+                        throw ConfigurationError(
+                            .duplicate, at: place(value.column), word: value.text, "\(value.text) is given twice")
+                    }
+                    actions[code] = parsed
                 } else {
                     throw ConfigurationError(
-                        .control, at: at, word: String(parts[0]),
-                        "unknown value; expected default or one of \(PAMResult.allCases.map(\.rawValue).joined(separator: ", "))"
+                        .control, at: place(value.column), word: value.text,
+                        "unknown value; expected default or one of PAM's return codes (success, auth_err, user_unknown, …)"
                     )
                 }
             }

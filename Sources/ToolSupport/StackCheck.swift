@@ -3,32 +3,30 @@ public import ProviderPlugins
 
 /// What `--check-config` says about a stack: the stack as resolved, and the stacks an admin would not
 /// want, found by running the stack's rules on every combination of answers (up to six entries; more
-/// are sampled).
+/// are sampled); past-the-end jumps are named.
 public struct StackCheck: Sendable {
-    /// One line per entry: the control in full and the provider with its options.
+    /// The configuration normalised (``StackConfiguration/normalizedLines(annotated:)``): a file that
+    /// parses as the same stack, each entry with its number and the bracket its keyword stands for.
     public let resolved: [String]
     public let warnings: [String]
 
     public init(_ configuration: StackConfiguration, registry: ProviderRegistry) {
-        let entries = configuration.entries
-        resolved = entries.enumerated().map { index, entry in
-            let options = entry.options.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-            let control =
-                entry.control.keyword.map {
-                    "\($0) \(ChainControl(actions: entry.control.actions, default: entry.control.defaultAction))"
-                }
-                ?? entry.control.description
-            return "\(index + 1). \(control) \(([entry.provider] + options).joined(separator: " "))"
-        }
-        let controls = entries.map(\.control)
+        let entries = configuration.providerEntries
+        resolved = configuration.normalizedLines(annotated: true)
+        let layout = configuration.layout
         let checks = entries.map { (try? registry.resolve($0.provider))??.checksCredentials ?? true }
         let mandatory = entries.map { $0.control.keyword == "required" || $0.control.keyword == "requisite" }
         var canSucceed = false
         var succeedsWithoutRequired: [PAMResult]?
         var succeedsUnchecked: [PAMResult]?
-        let values = PAMResult.allCases
+        // Codes no control names behave alike (each takes its entry's default), so one of them stands
+        // for all; `success` and `ignore` are special to the dispatch and always tried.
+        let named = Set(layout.flatMap(Self.controls).flatMap(\.actions.keys)).union([.success, .ignore])
+        let values =
+            PAMResult.allCases.filter(named.contains)
+            + PAMResult.allCases.filter { !named.contains($0) && $0 != .incomplete }.prefix(1)
         func consider(_ answers: [PAMResult]) {
-            let (result, ran) = ProviderChain.dispatch(controls, answers: answers)
+            let (result, ran) = ProviderChain.dispatch(layout, answers: answers)
             guard result == .success else { return }
             canSucceed = true
             if mandatory.contains(true), succeedsWithoutRequired == nil, !ran.contains(where: { mandatory[$0] }) {
@@ -39,7 +37,8 @@ public struct StackCheck: Sendable {
             let checked = ran.contains { checks[$0] && answers[$0] == .success }
             if succeedsUnchecked == nil, !checked { succeedsUnchecked = answers }
         }
-        if entries.count <= 6 {
+        let combinations = entries.indices.reduce(1.0) { product, _ in product * Double(values.count) }
+        if combinations <= 600_000 {
             var answers = [PAMResult](repeating: .success, count: entries.count)
             func enumerate(_ position: Int) {
                 guard position < answers.count else { return consider(answers) }
@@ -56,6 +55,13 @@ public struct StackCheck: Sendable {
             }
         }
         var warnings: [String] = []
+        for (index, jump, following) in ProviderChain.jumpsPastTheEnd(layout) {
+            let entry = entries[index]
+            warnings.append(
+                "\(entry.location): entry \(index + 1) jumps \(jump) past the end of its "
+                    + (entry.depth == 0 ? "stack" : "substack")
+                    + " (\(following) entries follow): as libpam, the login fails when that jump is taken")
+        }
         if entries.isEmpty {
             warnings.append("the stack is empty: every login fails")
         } else if !canSucceed {
@@ -72,5 +78,12 @@ public struct StackCheck: Sendable {
                     + answers.map(\.rawValue).joined(separator: ", "))
         }
         self.warnings = warnings
+    }
+
+    private static func controls(_ layout: ProviderChain.Layout) -> [ChainControl] {
+        switch layout {
+        case .entry(let control): [control]
+        case .substack(let inner): inner.flatMap(controls)
+        }
     }
 }

@@ -187,12 +187,46 @@ struct CheckConfigTests {
         #expect(result.status == 0)
         #expect(
             result.stdout == """
-                1. sufficient [new_authtok_reqd=done success=done default=ignore] debug result=success
-                2. required [ignore=ignore new_authtok_reqd=ok success=ok default=bad] mock delay=0
+                sufficient debug result=success  # 1: [success=done new_authtok_reqd=done default=ignore]
+                required mock delay=0  # 2: [success=ok new_authtok_reqd=ok ignore=ignore default=bad]
 
                 """)
         #expect(result.stderr.contains("warning: the stack can succeed before any required or requisite entry runs"))
         #expect(result.stderr.contains("warning: the stack can succeed without any entry that checks a password"))
+    }
+
+    /// What --check-config prints is the file normalised: checked again, it prints itself.
+    @Test func printsAFileThatReadsAsTheSameStack() throws {
+        let first = try check(
+            """
+            lockout   deny=3 dir=/var/lib/gatekeeper/faillock
+            delay 1.5s
+            session absolute=480m idle=900
+            [ default = die success=ok  user_unknown=ignore ] mock delay=0.25 # who is it
+            optional debug result=cred_err
+            """)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(
+            first.stdout == """
+                session idle=15m absolute=8h
+                lockout deny=3 interval=15m unlock=10m root_unlock=10m dir=/var/lib/gatekeeper/faillock
+                delay 1500ms
+                [success=ok user_unknown=ignore default=die] mock delay=0.25  # 1
+                optional debug result=cred_err  # 2: [success=ok new_authtok_reqd=ok default=ignore]
+
+                """)
+        let again = try check(first.stdout)
+        #expect(again.stdout == first.stdout)
+    }
+
+    /// A jump past the end loads, as in libpam, and --check-config says where it is and what it does.
+    @Test func warnsAboutAJumpPastTheEnd() throws {
+        let result = try check("[success=3 default=bad] mock delay=0\nrequired mock delay=0\n")
+        #expect(result.status == 0)
+        #expect(
+            result.stderr.contains(
+                ":1:1: entry 1 jumps 3 past the end of its stack (1 entries follow): as libpam, the login fails when that jump is taken"
+            ), "\(result.stderr)")
     }
 
     @Test func aSoundStackHasNoWarningAndAHopelessOneSaysSo() throws {

@@ -21,7 +21,15 @@ struct LibpamOracle {
     /// The PAM result libpam gives for `stack` (controls as written in a service file, and results).
     func result(of stack: [(control: String, result: PAMResult)], service: String) throws -> PAMResult {
         let text = stack.map { "auth \($0.control) \(module) auth=\($0.result.rawValue)\n" }.joined()
-        try text.write(toFile: directory + "/" + service, atomically: false, encoding: .utf8)
+        return try result(files: [service: text], service: service)
+    }
+
+    /// The PAM result libpam gives for the service file `service` of `files` (service files by name,
+    /// which may include each other or name each other as substacks).
+    func result(files: [String: String], service: String) throws -> PAMResult {
+        for (name, text) in files {
+            try text.write(toFile: directory + "/" + name, atomically: false, encoding: .utf8)
+        }
         var conversation = pam_conv(conv: { _, _, _, _ in PAM_CONV_ERR }, appdata_ptr: nil)
         var handle: OpaquePointer?
         guard pam_start_confdir(service, "alice", &conversation, directory, &handle) == PAM_SUCCESS, let handle else {
@@ -29,15 +37,25 @@ struct LibpamOracle {
         }
         let status = pam_authenticate(handle, 0)
         pam_end(handle, status)
-        guard let result = Self.results[status] else { throw OracleError("libpam answered \(status)") }
+        guard let result = PAMResult(code: status) else { throw OracleError("libpam answered \(status)") }
         return result
     }
 
-    static let results: [Int32: PAMResult] = [
-        PAM_SUCCESS: .success, PAM_AUTH_ERR: .authenticationError, PAM_ACCT_EXPIRED: .accountExpired,
-        PAM_NEW_AUTHTOK_REQD: .newAuthenticationTokenRequired, PAM_MAXTRIES: .maximumTries,
-        PAM_PERM_DENIED: .permissionDenied, PAM_USER_UNKNOWN: .userUnknown, PAM_AUTHINFO_UNAVAIL: .authinfoUnavailable,
-        PAM_IGNORE: .ignore,
+    /// Every code's number agrees with libpam's headers.
+    static let headerCodes: [PAMResult: Int32] = [
+        .success: PAM_SUCCESS, .openError: PAM_OPEN_ERR, .symbolError: PAM_SYMBOL_ERR, .serviceError: PAM_SERVICE_ERR,
+        .systemError: PAM_SYSTEM_ERR, .bufferError: PAM_BUF_ERR, .permissionDenied: PAM_PERM_DENIED,
+        .authenticationError: PAM_AUTH_ERR, .credentialsInsufficient: PAM_CRED_INSUFFICIENT,
+        .authinfoUnavailable: PAM_AUTHINFO_UNAVAIL, .userUnknown: PAM_USER_UNKNOWN, .maximumTries: PAM_MAXTRIES,
+        .newAuthenticationTokenRequired: PAM_NEW_AUTHTOK_REQD, .accountExpired: PAM_ACCT_EXPIRED,
+        .sessionError: PAM_SESSION_ERR, .credentialsUnavailable: PAM_CRED_UNAVAIL,
+        .credentialsExpired: PAM_CRED_EXPIRED,
+        .credentialsError: PAM_CRED_ERR, .noModuleData: PAM_NO_MODULE_DATA, .conversationError: PAM_CONV_ERR,
+        .authenticationTokenError: PAM_AUTHTOK_ERR, .authenticationTokenRecoveryError: PAM_AUTHTOK_RECOVERY_ERR,
+        .authenticationTokenLockBusy: PAM_AUTHTOK_LOCK_BUSY,
+        .authenticationTokenAgingDisabled: PAM_AUTHTOK_DISABLE_AGING, .tryAgain: PAM_TRY_AGAIN, .ignore: PAM_IGNORE,
+        .abort: PAM_ABORT, .authenticationTokenExpired: PAM_AUTHTOK_EXPIRED, .moduleUnknown: PAM_MODULE_UNKNOWN,
+        .badItem: PAM_BAD_ITEM, .conversationAgain: PAM_CONV_AGAIN, .incomplete: PAM_INCOMPLETE,
     ]
 
     func remove() {

@@ -2,6 +2,7 @@ import Authentication
 import AuthenticationTesting
 import DebugProvider
 import MockProvider
+import ProviderPlugins
 import TestSupport
 import Testing
 
@@ -29,6 +30,10 @@ struct ProviderChainTests {
             let expectedAlone: PAMResult
             let expectedBefore: PAMResult
             switch (control.keyword, answer) {
+            case (_, .incomplete):
+                // The module waits for the application: the stack ends at once with its code.
+                expectedAlone = .incomplete
+                expectedBefore = .incomplete
             case (_, .success), (_, .newAuthenticationTokenRequired):
                 expectedAlone = answer
                 expectedBefore = answer
@@ -179,11 +184,87 @@ struct ProviderChainTests {
         #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
     }
 
+    /// Every one of PAM's 32 codes has libpam's number, and a provider answering it is that code to a stack.
+    @Test func everyReturnCodeHasLibpamsNumber() async throws {
+        #expect(PAMResult.allCases.count == 32)
+        for result in PAMResult.allCases {
+            #expect(LibpamOracle.headerCodes[result] == result.code, "\(result.rawValue)")
+            #expect(PAMResult(code: result.code) == result)
+            #expect(DebugAuthProvider(result: result).authenticateQuietly().pamResult == result, "\(result.rawValue)")
+        }
+        #expect(PAMResult(code: 32) == nil && PAMResult(code: -1) == nil)
+    }
+
+    /// No backend can make a wrong password the lockout does not count: a `failed` answer naming a code
+    /// that has an answer of its own is that answer.
+    @Test func aFailureNamingACodeWithItsOwnAnswerIsThatAnswer() {
+        #expect(AuthOutcome.failed(.authenticationError, reason: "x").normalized == .rejected(.wrongCredentials))
+        #expect(AuthOutcome.failed(.userUnknown, reason: "x").normalized == .notMine)
+        #expect(AuthOutcome.failed(.success, reason: "x").normalized == .rejected(.refusedByPolicy))
+        #expect(AuthOutcome.failed(.success, reason: "x").pamResult == .permissionDenied)
+        #expect(
+            AuthOutcome.failed(.credentialsError, reason: "x").normalized == .failed(.credentialsError, reason: "x"))
+    }
+
+    /// The differential oracle over the whole language: random files of pam.d lines that include each
+    /// other and name each other as substacks, with brackets in any order (spaces around `=`, `default`
+    /// first or last), jumps that cross include and substack boundaries or go past the end, and answers
+    /// among all 32 codes, read by libpam and — the same text with `pam_debug.so auth=` written
+    /// `debug result=` — by the configuration parser; the PAM return codes must be equal.
+    @Test func randomFilesWithIncludesAndSubstacksAgreeWithLibpam() async throws {
+        let oracle = try LibpamOracle()
+        defer { oracle.remove() }
+        var generator = SeededGenerator(
+            for: "randomFilesWithIncludesAndSubstacksAgreeWithLibpam", fixedSeed: 20_261_201)
+        let count = Int(getenv("GATEKEEPER_STACKS").flatMap { Int(String(cString: $0)) } ?? 10_000) / 2
+        let registry = ProviderRegistry([DebugProviderPlugin.self])
+        var disagreements: [String] = []
+        var substacks = 0
+        var pastTheEnd = 0
+        for round in 0..<count {
+            var files = RandomFiles(module: oracle.module, directory: oracle.directory)
+            // A few codes per round, so that brackets name the codes the entries answer.
+            let pool = (0..<4).map { _ in PAMResult.allCases.randomElement(using: &generator)! } + [.success, .ignore]
+            files.write(name: "stack", depth: 0, pool: pool, using: &generator)
+            substacks += files.substacks
+            let expected = try oracle.result(files: files.pam, service: "stack")
+            let got: PAMResult
+            do {
+                let configuration = try StackConfiguration.parse(
+                    Array(files.ours["stack"]!.utf8), file: "stack", registry: registry
+                ) { path throws(ConfigurationError) in
+                    let name = String(path.dropFirst(oracle.directory.count + 1))
+                    guard path.hasPrefix(oracle.directory + "/"), let text = files.ours[name] else {
+                        throw ConfigurationError(
+                            .file, at: .init(file: path, line: 0, column: 0), word: path, "missing")
+                    }
+                    return Array(text.utf8)
+                }
+                if !ProviderChain.jumpsPastTheEnd(configuration.layout).isEmpty { pastTheEnd += 1 }
+                got = try await configuration.makeChain(registry: registry).authenticate(
+                    AuthRequest(username: "alice", conversation: ScriptedConversation())
+                ).pamResult
+            } catch {
+                disagreements.append("round \(round): refused: \(error)\n\(files.listing)")
+                break
+            }
+            if got != expected {
+                disagreements.append(
+                    "round \(round): libpam \(expected.rawValue), chain \(got.rawValue):\n\(files.listing)")
+                if disagreements.count >= 3 { break }
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
+        // The rounds did reach what they are for.
+        #expect(substacks > count / 4 && pastTheEnd > count / 20, "\(substacks) substacks, \(pastTheEnd) bad jumps")
+    }
+
     static func randomControl(remaining: Int, using generator: inout SeededGenerator) -> ChainControl {
         let keywords: [ChainControl] = [.required, .requisite, .sufficient, .optional]
         if Bool.random(using: &generator) { return keywords.randomElement(using: &generator)! }
         var actions: [ChainControl.Action] = [.ignore, .bad, .die, .ok, .done, .reset]
-        if remaining > 0 { actions += (1...remaining).map { .jump($0) } }
+        // Jumps up to two past the end: libpam fails the stack when one is taken.
+        actions += (1...remaining + 2).map { .jump($0) }
         var chosen: [PAMResult: ChainControl.Action] = [:]
         for value in PAMResult.allCases where Int.random(in: 0..<3, using: &generator) == 0 {
             chosen[value] = actions.randomElement(using: &generator)!
@@ -202,5 +283,73 @@ private struct AskingProvider: AuthProvider {
         asked.increment()
         _ = try await request.conversation.askSecret("Code: ")
         return .ignored
+    }
+}
+
+/// Random service files for the oracle and the same files in the configuration's grammar.
+private struct RandomFiles {
+    let module: String
+    var pam: [String: String] = [:]
+    var ours: [String: String] = [:]
+    var listing = ""
+    var substacks = 0
+    private var files = 0
+
+    /// Where the files are: named by absolute path, as Debian's libpam looks a relative include up in
+    /// /etc/pam.d even with `pam_start_confdir`.
+    let directory: String
+
+    init(module: String, directory: String) {
+        self.module = module
+        self.directory = directory
+    }
+
+    mutating func write(name: String, depth: Int, pool: [PAMResult], using generator: inout SeededGenerator) {
+        let length = Int.random(in: 1...4, using: &generator)
+        var pamLines: [String] = []
+        var ourLines: [String] = []
+        for position in 0..<length {
+            let roll = Int.random(in: 0..<10, using: &generator)
+            if depth < 2 && roll < 3 {
+                files += 1
+                let inner = "f\(files)"
+                let kind = roll == 0 ? "include" : "substack"
+                if kind == "substack" { substacks += 1 }
+                write(name: inner, depth: depth + 1, pool: pool, using: &generator)
+                pamLines.append("auth \(kind) \(directory)/\(inner)")
+                ourLines.append("\(kind) \(directory)/\(inner)")
+                continue
+            }
+            let control = Self.control(remaining: length - position - 1, pool: pool, using: &generator)
+            let answer = pool.randomElement(using: &generator)!.rawValue
+            pamLines.append("auth \(control) \(module) auth=\(answer)")
+            ourLines.append("\(control) debug result=\(answer)")
+        }
+        pam[name] = pamLines.map { $0 + "\n" }.joined()
+        ours[name] = ourLines.map { $0 + "\n" }.joined()
+        listing += "[\(name)]\n" + ours[name]!
+    }
+
+    /// A keyword, or a bracket whose pairs come in random order, `default` anywhere (or not at all), and
+    /// now and then spaces around `=`.
+    static func control(remaining: Int, pool: [PAMResult], using generator: inout SeededGenerator) -> String {
+        let keywords = ["required", "requisite", "sufficient", "optional"]
+        if Int.random(in: 0..<3, using: &generator) == 0 { return keywords.randomElement(using: &generator)! }
+        let actions = ["ignore", "bad", "die", "ok", "done", "reset"] + (1...remaining + 2).map(String.init)
+        let candidates = Set((pool + [PAMResult.allCases.randomElement(using: &generator)!]).map(\.rawValue)).sorted()
+        var keys = candidates.filter { _ in Bool.random(using: &generator) }
+        if Bool.random(using: &generator) { keys.append("default") }
+        let pairs = keys.map { key in
+            let equals = Int.random(in: 0..<8, using: &generator) == 0 ? " = " : "="
+            return key + equals + actions.randomElement(using: &generator)!
+        }.shuffled(using: &generator)
+        return "[" + pairs.joined(separator: " ") + "]"
+    }
+}
+
+extension DebugAuthProvider {
+    fileprivate func authenticateQuietly() -> AuthOutcome {
+        guard result != .success else { return .authenticated(Identity(username: "alice", provider: name)) }
+        return AuthOutcome(pamResult: result, reason: "")
     }
 }

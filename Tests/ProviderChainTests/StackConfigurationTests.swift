@@ -3,6 +3,7 @@ import AuthenticationTesting
 import DebugProvider
 import MockProvider
 import ProviderPlugins
+import TestSupport
 import Testing
 
 /// The configuration file of a stack: a corpus of valid and broken files, each broken one with its
@@ -87,16 +88,42 @@ struct StackConfigurationTests {
         #expect(throws: ConfigurationError.self) { try parse(text) }
     }
 
-    @Test func aDurationIsParsedWithItsBoundAndNoOverflow() {
-        let month = Duration.seconds(30 * 86_400)
-        #expect(ConfigurationValue.duration("15m", atMost: month) == .seconds(900))
-        #expect(ConfigurationValue.duration("30d", atMost: month) == month)
-        for text in ["31d", "200000000000000d", "9223372036854775807s", "-1s", "+5m", "5", "m", "5x", "1.5h", ""] {
-            #expect(ConfigurationValue.duration(text, atMost: month) == nil, "\(text)")
+    /// One grammar for every duration: a number (at most three decimals) and a unit, a bare number being
+    /// seconds, a whole number of milliseconds, inside the bound; nothing can overflow.
+    @Test func aDurationIsParsedWithItsBoundAndNoOverflow() throws {
+        let month = Duration.zero...Duration.seconds(30 * 86_400)
+        let read = { (text: String) in try ConfigurationValue.duration(text, in: month) }
+        #expect(try read("15m") == .seconds(900))
+        #expect(try read("2.5m") == .seconds(150))
+        #expect(try read("1.5s") == .milliseconds(1500))
+        #expect(try read("500ms") == .milliseconds(500))
+        #expect(try read("0.5") == .milliseconds(500))
+        #expect(try read("90") == .seconds(90))
+        #expect(try read("0") == .zero)
+        #expect(try read("30d") == .seconds(30 * 86_400))
+        #expect(try read("1.5h") == .seconds(5400))
+        for text in [
+            "31d", "200000000000000d", "9223372036854775807s", "9223372036854775807", "-1s", "+5m", "m", "5x", "",
+            "1.", ".5s", "1.2345s", "0.5ms", "1e3s", "5 s", "١٢s", "nan", "inf", "5M", "1..5s", "0x10s",
+        ] {
+            #expect(throws: ConfigurationValue.Invalid.self, "\(text)") { try read(text) }
         }
     }
 
-    /// A jump as large as an Int, given to a chain directly, ends the chain instead of overflowing.
+    /// What a duration prints as is read back as the same duration, and is the shortest exact form.
+    @Test func aDurationPrintsAsItIsRead() throws {
+        for milliseconds: Int64 in [0, 1, 999, 1000, 1500, 60_000, 150_000, 3_600_000, 86_400_000, 2_592_000_000] {
+            let duration = Duration.milliseconds(milliseconds)
+            let text = ConfigurationValue.describe(duration)
+            #expect(try ConfigurationValue.duration(text, in: .zero ... .seconds(30 * 86_400)) == duration, "\(text)")
+        }
+        #expect(ConfigurationValue.describe(.seconds(900)) == "15m")
+        #expect(ConfigurationValue.describe(.milliseconds(1500)) == "1500ms")
+        #expect(ConfigurationValue.describe(.seconds(7 * 86_400)) == "7d")
+    }
+
+    /// A jump as large as an Int, given to a chain directly, fails the stack as libpam's bad jump does,
+    /// instead of overflowing.
     @Test func aHugeJumpEndsTheStack() async throws {
         let chain = ProviderChain([
             .init(ChainControl(actions: [:], default: .jump(Int.max)), DebugAuthProvider(result: .success)),
@@ -105,11 +132,85 @@ struct StackConfigurationTests {
         let outcome = try await chain.authenticate(
             AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("builder"))))
         #expect(outcome.pamResult != .success)
-        #expect(
-            ProviderChain.dispatch(
-                [ChainControl(actions: [:], default: .jump(.max)), .required], answers: [.success, .success]
-            )
-            .ran == [0])
+        let huge = ProviderChain.dispatch(
+            [.entry(ChainControl(actions: [:], default: .jump(.max))), .entry(.required)],
+            answers: [.success, .success])
+        #expect(huge.ran == [0])
+        #expect(huge.result == .permissionDenied)
+    }
+
+    /// Printing a configuration and parsing the text again gives the same configuration: random files of
+    /// every setting, keywords and brackets written any way libpam reads them, options, includes and
+    /// substacks.
+    @Test func whatIsPrintedParsesAsTheSameConfiguration() throws {
+        var generator = SeededGenerator(for: "whatIsPrintedParsesAsTheSameConfiguration", fixedSeed: 20_261_201)
+        for round in 0..<2000 {
+            var includes: [String: String] = [:]
+            let text = Self.randomFile(depth: 0, settings: true, includes: &includes, using: &generator)
+            let first = try parse(text, includes: includes)
+            let printed = first.normalized
+            let second = try parse(printed, includes: includes)
+            #expect(second.normalizedLines(annotated: true) == first.normalizedLines(annotated: true), "round \(round)")
+            #expect(second.layout == first.layout, "round \(round)")
+            let (a, b) = (first.gatekeeperConfiguration(), second.gatekeeperConfiguration())
+            #expect(a.idleTimeout == b.idleTimeout && a.absoluteTimeout == b.absoluteTimeout, "round \(round)")
+            #expect(a.lockout == b.lockout && a.failDelay == b.failDelay && a.maxAttempts == b.maxAttempts)
+            #expect(second.cacheTimeout == first.cacheTimeout && second.audit == first.audit)
+            #expect(second.normalized == printed, "round \(round):\n\(text)\n---\n\(printed)")
+        }
+    }
+
+    static func randomFile(
+        depth: Int,
+        settings: Bool,
+        includes: inout [String: String],
+        using generator: inout SeededGenerator
+    ) -> String {
+        func pick(_ items: [String]) -> String { items.randomElement(using: &generator)! }
+        func chance(_ percent: Int) -> Bool { Int.random(in: 0..<100, using: &generator) < percent }
+        var lines: [String] = []
+        let durations = ["0", "90", "2.5m", "1.5s", "500ms", "15m", "8h", "2d", "30d", "0.001"]
+        if settings {
+            if chance(40) {
+                lines.append("session idle=\(pick(durations + ["none"])) absolute=\(pick(durations + ["none"]))")
+            }
+            if chance(30) { lines.append("attempts \(Int.random(in: 1...10, using: &generator))") }
+            if chance(40) {
+                var words = ["lockout", "deny=\(Int.random(in: 0...1000, using: &generator))"]
+                if chance(50) { words.append("interval=\(pick(["1s", "15m", "2.5h"]))") }
+                if chance(50) { words.append("unlock=\(pick(durations + ["never"]))") }
+                if chance(30) { words.append("root_unlock=\(pick(durations + ["never"]))") }
+                if chance(30) { words.append("even_deny_root") }
+                if chance(30) { words.append("dir=/var/lib/gatekeeper/faillock") }
+                lines.append(words.shuffled(using: &generator).sorted { a, _ in a == "lockout" }.joined(separator: " "))
+            }
+            if chance(30) { lines.append("delay \(pick(["0", "2s", "1.5s", "500ms", "60s"]))") }
+            if chance(30) { lines.append("cache timeout=\(pick(durations)) dir=/run/gatekeeper/cache") }
+            if chance(30) { lines.append("audit syslog") }
+            if chance(20) { lines.append("audit json path=/var/log/gatekeeper/audit.jsonl") }
+        }
+        let codes = PAMResult.allCases.map(\.rawValue)
+        for _ in 0..<Int.random(in: 1...4, using: &generator) {
+            if depth < 2 && chance(15) {
+                let name = "inc\(includes.count).conf"
+                includes[name] = ""
+                includes[name] = randomFile(depth: depth + 1, settings: false, includes: &includes, using: &generator)
+                lines.append("\(chance(50) ? "include" : "substack") \(name)")
+                continue
+            }
+            var control = pick(["required", "requisite", "sufficient", "optional"])
+            if chance(60) {
+                let keys = Array(Set((0..<Int.random(in: 0...4, using: &generator)).map { _ in pick(codes) })).sorted()
+                var pairs = keys.map {
+                    "\($0)\(chance(10) ? " = " : "=")\(pick(["ok", "done", "bad", "die", "ignore", "reset", "1", "3"]))"
+                }
+                if chance(60) { pairs.insert("default=\(pick(["bad", "die", "ignore", "ok", "2"]))", at: 0) }
+                control = "[ " + pairs.shuffled(using: &generator).joined(separator: "  ") + " ]"
+            }
+            let entry = chance(50) ? "debug result=\(pick(codes))" : "mock delay=\(pick(["0", "0.25", "1s", "250ms"]))"
+            lines.append("\(control)\t\(entry)\(chance(20) ? "  # note" : "")")
+        }
+        return lines.joined(separator: "\n") + "\n"
     }
 
     @Test func includesAFileInItsPlaceAndRefusesLoops() throws {
@@ -163,75 +264,94 @@ struct StackConfigurationTests {
         ("required mock delay=1 delay=2", "test.conf:1:23: delay: delay is given twice"),
         // libpam keeps the first of two defaults; the last would admit where libpam refuses.
         ("[default=die default=ignore] mock", "test.conf:1:14: default: default is given twice"),
-        ("required mock delay", "test.conf:1:15: delay: expected option=value"),
+        ("required mock delay", "test.conf:1:15: delay: expected name=value"),
         ("[success=done default=die mock", "test.conf:1:1: [: the bracket is not closed on this line"),
         (
             "[succes=done] mock",
-            "test.conf:1:2: succes: unknown value; expected default or one of success, auth_err, acct_expired, new_authtok_reqd, maxtries, perm_denied, user_unknown, authinfo_unavail, ignore"
+            "test.conf:1:2: succes: unknown value; expected default or one of PAM's return codes (success, auth_err, user_unknown, …)"
         ),
         (
             "[success=finish] mock",
-            "test.conf:1:2: finish: unknown action; expected ignore, bad, die, ok, done, reset or a jump of 1 or more"
+            "test.conf:1:10: finish: unknown action; expected ignore, bad, die, ok, done, reset or a jump from 1 to 2147483647"
         ),
         (
             "[success=0] mock",
-            "test.conf:1:2: 0: unknown action; expected ignore, bad, die, ok, done, reset or a jump of 1 or more"
+            "test.conf:1:10: 0: unknown action; expected ignore, bad, die, ok, done, reset or a jump from 1 to 2147483647"
+        ),
+        ("[success=2 success = ok] mock", "test.conf:1:12: success: success is given twice"),
+        (
+            "[success=+2] mock",
+            "test.conf:1:10: +2: unknown action; expected ignore, bad, die, ok, done, reset or a jump from 1 to 2147483647"
         ),
         (
-            "[success=2] mock\nrequired mock",
-            "test.conf:1:1: 2: a jump of 2 skips past the end of the stack (1 entries follow)"
+            "[success=2147483648] mock",
+            "test.conf:1:10: 2147483648: unknown action; expected ignore, bad, die, ok, done, reset or a jump from 1 to 2147483647"
         ),
+        ("[success] mock", "test.conf:1:2: success: expected value=action"),
+        ("[success=] mock", "test.conf:1:2: success: expected value=action"),
+        ("lockout deny=3 threshold=4", "test.conf:1:16: threshold: threshold is another name of deny, given too"),
+        ("lockout even_deny_root even_deny_root", "test.conf:1:24: even_deny_root: even_deny_root is given twice"),
+        ("substack", "test.conf:1:1: substack: substack takes one file name"),
+        ("substack missing.conf", "missing.conf: cannot be read"),
         ("[success=ok success=bad] mock", "test.conf:1:13: success: success is given twice"),
         ("required mock\nsession idle=1m", "test.conf:2:1: session: settings come before the stack; move this line up"),
         ("session idle=1m\nsession idle=2m", "test.conf:2:1: session: session is set twice"),
         (
             "session idle=soon",
-            "test.conf:1:9: soon: expected a duration such as 90s, 15m, 8h or 2d (at most 30d), or none"
+            "test.conf:1:9: soon: idle takes a duration from 0 to 30d, such as 90s, 2.5m, 8h or 7d, or none"
         ),
         (
             "session idle=999d",
-            "test.conf:1:9: 999d: expected a duration such as 90s, 15m, 8h or 2d (at most 30d), or none"
+            "test.conf:1:9: 999d: idle takes a duration from 0 to 30d, such as 90s, 2.5m, 8h or 7d, or none"
         ),
         ("session ttl=1m", "test.conf:1:9: ttl: session takes idle= and absolute="),
         ("attempts 0", "test.conf:1:10: 0: attempts takes a number from 1 to 10"),
         ("lockout deny=many", "test.conf:1:9: many: deny takes a number from 0 (off) to 1000"),
         ("lockout threshold=-1", "test.conf:1:9: -1: deny takes a number from 0 (off) to 1000"),
         ("lockout deny=3\nlockout deny=4", "test.conf:2:1: lockout: lockout is set twice"),
-        ("lockout interval=0s", "test.conf:1:9: 0s: an interval is a duration such as 15m"),
+        (
+            "lockout interval=0s",
+            "test.conf:1:9: 0s: interval takes a duration from 1ms to 30d, such as 90s, 2.5m, 8h or 7d"
+        ),
         (
             "lockout dir=faillock",
-            "test.conf:1:9: faillock: expected an absolute path without .."
+            "test.conf:1:9: faillock: dir takes an absolute path without .."
         ),
-        ("lockout dir=/var/../tmp", "test.conf:1:9: /var/../tmp: expected an absolute path without .."),
+        ("lockout dir=/var/../tmp", "test.conf:1:9: /var/../tmp: dir takes an absolute path without .."),
         (
             "lockout tries=3",
-            "test.conf:1:9: tries: lockout takes deny=, interval=, unlock=, root_unlock=, dir= and even_deny_root"
+            "test.conf:1:9: tries: lockout takes deny=, interval=, unlock=, root_unlock=, dir=, threshold=, duration= and even_deny_root"
         ),
-        ("delay", "test.conf:1:1: delay: delay takes one duration, such as 2s or 0"),
+        ("delay", "test.conf:1:1: delay: delay takes one value, such as 2s or 0"),
         (
             "delay 2 seconds",
-            "test.conf:1:1: delay: delay takes one duration, such as 2s or 0"
+            "test.conf:1:1: delay: delay takes one value, such as 2s or 0"
         ),
         (
             "delay 61s",
-            "test.conf:1:7: 61s: expected a delay such as 2s, 1.5s or 500ms (at most 60s), or 0"
+            "test.conf:1:7: 61s: delay takes a duration from 0 to 1m, such as 2s, 1.5s or 500ms"
         ),
-        ("delay nans", "test.conf:1:7: nans: expected a delay such as 2s, 1.5s or 500ms (at most 60s), or 0"),
+        ("delay nans", "test.conf:1:7: nans: delay takes a duration from 0 to 1m, such as 2s, 1.5s or 500ms"),
         (
             "cache timeout=forever",
-            "test.conf:1:7: forever: expected a duration such as 90s, 15m, 8h or 2d (at most 30d), or none"
+            "test.conf:1:7: forever: timeout takes a duration from 0 to 30d, such as 90s, 2.5m, 8h or 7d"
         ),
-        ("cache timeout=none", "test.conf:1:7: none: a cache timeout is a duration, or 0 for never"),
+        (
+            "cache timeout=none",
+            "test.conf:1:7: none: timeout takes a duration from 0 to 30d, such as 90s, 2.5m, 8h or 7d"
+        ),
         ("cache ttl=1m", "test.conf:1:7: ttl: cache takes timeout= and dir="),
-        ("audit", "test.conf:1:1: audit: audit takes syslog or json path=FILE"),
-        ("audit email", "test.conf:1:7: email: audit takes syslog or json path=FILE"),
-        ("audit json", "test.conf:1:7: json: audit json needs path=FILE"),
-        ("audit json file=/x", "test.conf:1:12: file: audit json takes path= once"),
-        ("audit syslog path=/x", "test.conf:1:14: path: audit syslog takes socket= once"),
-        ("audit json path=log.jsonl", "test.conf:1:12: log.jsonl: expected an absolute path without .."),
+        ("audit", "test.conf:1:1: audit: audit takes syslog [socket=PATH] or json path=PATH"),
+        ("audit email", "test.conf:1:7: email: audit takes syslog [socket=PATH] or json path=PATH"),
+        ("audit json", "test.conf:1:7: json: audit json needs path=PATH"),
+        ("audit json file=/x", "test.conf:1:12: file: audit json takes path="),
+        ("audit syslog path=/x", "test.conf:1:14: path: audit syslog takes socket="),
+        ("audit json path=log.jsonl", "test.conf:1:12: log.jsonl: path takes an absolute path without .."),
         ("audit syslog\naudit syslog", "test.conf:2:1: syslog: this audit destination is set twice"),
         ("include", "test.conf:1:1: include: include takes one file name"),
         ("include missing.conf", "missing.conf: cannot be read"),
+        ("attempts 3.0", "test.conf:1:10: 3.0: attempts takes a number from 1 to 10"),
+        ("attempts +3", "test.conf:1:10: +3: attempts takes a number from 1 to 10"),
         ("required mock\u{1B}[2J", "test.conf:1:10: mock\\u{1B}[2J: holds invalid UTF-8 or a control character"),
     ])
     func refusesBrokenFilesNamingWhereAndWhat(_ text: String, _ message: String) {

@@ -61,6 +61,15 @@ public struct ChainControl: Sendable, Hashable, CustomStringConvertible {
         self.keyword = keyword
     }
 
+    /// `substack FILE` in a configuration, ``ProviderChain/Entry/substack(_:name:)`` in code: the entries of
+    /// another stack, run in place as libpam runs a substack — sharing this stack's decision, except that
+    /// `done` and `die` end only the substack, `reset` goes back to where the substack began, and a
+    /// jump cannot leave it. A substack has no actions of its own.
+    public static let substack = ChainControl(keyword: "substack", actions: [:], default: .ignore)
+
+    /// Whether this is ``substack``.
+    public var isSubstack: Bool { keyword == "substack" }
+
     /// The action for `result`.
     public func action(for result: PAMResult) -> Action {
         actions[result] ?? defaultAction
@@ -77,10 +86,11 @@ public struct ChainControl: Sendable, Hashable, CustomStringConvertible {
     public static let optional = ChainControl(
         keyword: "optional", actions: [.success: .ok, .newAuthenticationTokenRequired: .ok], default: .ignore)
 
-    /// The control as it would be written in a configuration: a keyword, or the bracket form.
+    /// The control as it would be written in a configuration: a keyword, or the bracket form with the
+    /// codes in the order of their numbers.
     public var description: String {
         if let keyword { return keyword }
-        let pairs = actions.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)=\($0.value)" }
+        let pairs = actions.sorted { $0.key.code < $1.key.code }.map { "\($0.key.rawValue)=\($0.value)" }
         return "[" + (pairs + ["default=\(defaultAction)"]).joined(separator: " ") + "]"
     }
 }

@@ -9,8 +9,10 @@ import GatekeeperSupport
 /// against libpam itself, on random stacks of `pam_debug.so`):
 /// - The first failure (`bad` or `die`) is the one reported; `die` also ends the chain.
 /// - `ok` and `done` count as success only while nothing has failed; `done` ends the chain only then.
-/// - `reset` forgets what was decided so far; a jump `N` skips the next `N` entries (past the end, the
-///   chain simply ends).
+/// - `reset` forgets what was decided so far; a jump `N` skips the next `N` entries; one that would go
+///   past the end of the stack fails it ("bad jump in stack"), and the stack goes on.
+/// - A substack (``Entry/substack(_:name:)``) runs in place: `done` and `die` end only it, `reset`
+///   goes back to where it began, and a jump cannot leave it; `incomplete` ends everything at once.
 /// - A chain in which nothing counted (every entry ignored) fails with `PAM_PERM_DENIED`, and so does
 ///   one that "succeeded" without any success.
 ///
@@ -32,6 +34,19 @@ public final class ProviderChain: AuthProvider {
             self.control = control
             self.provider = provider
         }
+
+        /// `entries` run in place as a substack (``ChainControl/substack``): they share the stack's
+        /// decision, but a `done` or `die` among them ends only the substack, a `reset` goes back to
+        /// where it began, and no jump leaves it; a jump before it skips it as one entry.
+        public static func substack(_ entries: [Entry], name: String = "substack") -> Entry {
+            Entry(.substack, ProviderChain(name: name, entries))
+        }
+    }
+
+    /// A stack's shape as the dispatch walks it: entries and substacks, without their providers.
+    public indirect enum Layout: Sendable, Hashable {
+        case entry(ChainControl)
+        case substack([Layout])
     }
 
     /// What one login went through: an answer per entry that ran, and the decision. Holds no secret.
@@ -43,6 +58,8 @@ public final class ProviderChain: AuthProvider {
             public var control: String
             public var result: PAMResult
             public var action: ChainControl.Action
+            /// How many substacks deep the entry is (0 in the stack itself).
+            public var depth: Int = 0
         }
 
         public var steps: [Step] = []
@@ -61,7 +78,8 @@ public final class ProviderChain: AuthProvider {
 
         public var description: String {
             let lines = steps.map { step in
-                "\(step.index + 1). \(step.control) \(step.provider): \(step.result.rawValue) -> \(step.action)"
+                String(repeating: "  ", count: step.depth)
+                    + "\(step.index + 1). \(step.control) \(step.provider): \(step.result.rawValue) -> \(step.action)"
             }
             let identity = identityEntry.map { ["identity: \($0)"] } ?? []
             return (lines + identity + ["result: \(result.rawValue)"]).joined(separator: "\n")
@@ -71,15 +89,44 @@ public final class ProviderChain: AuthProvider {
     public let name: String
     public let entries: [Entry]
     private let traces: TraceLog
-    /// Each entry's provider name and control as a trace shows them, made once rather than at every login.
+    /// The entries of the stack and of its substacks, in the order the dispatch meets them.
+    private let modules: [Entry]
+    /// Each module's provider name and control as a trace shows them, made once rather than at every login.
     private let labels: [(provider: String, control: String)]
+    private let steps: [Dispatch.Step]
 
     /// - Parameter name: The chain's name in identities it did not make itself and in audit records.
     public init(name: String = "chain", _ entries: [Entry]) {
         self.name = name
         self.entries = entries
         self.traces = TraceLog()
-        labels = entries.map { ($0.provider.name, $0.control.description) }
+        var modules: [Entry] = []
+        var steps: [Dispatch.Step] = []
+        func flatten(_ entries: [Entry], level: Int) {
+            for entry in entries {
+                guard entry.control.isSubstack else {
+                    steps.append(.init(level: level, control: entry.control, module: modules.count))
+                    modules.append(entry)
+                    continue
+                }
+                steps.append(.init(level: level, control: nil, module: modules.count))
+                // A substack control on a provider that is no chain: a substack of that one provider.
+                let inner = (entry.provider as? ProviderChain)?.entries ?? [Entry(.required, entry.provider)]
+                flatten(inner, level: level + 1)
+            }
+        }
+        flatten(entries, level: 0)
+        self.modules = modules
+        self.steps = steps
+        labels = modules.map { ($0.provider.name, $0.control.description) }
+    }
+
+    /// The stack's shape, substacks included.
+    public var layout: [Layout] {
+        entries.map { entry in
+            guard entry.control.isSubstack else { return .entry(entry.control) }
+            return (entry.provider as? ProviderChain).map { .substack($0.layout) } ?? .substack([.entry(.required)])
+        }
     }
 
     /// The names of the providers an identity from this chain may carry: its entries', nested chains'
@@ -105,34 +152,33 @@ public final class ProviderChain: AuthProvider {
     }
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
-        var decision = Decision()
+        var dispatch = Dispatch(steps)
         var trace = Trace()
-        trace.steps.reserveCapacity(entries.count)
+        trace.steps.reserveCapacity(modules.count)
         // The identity so far, the entry that gave it, and whether that entry establishes identities.
         var identity: (who: Identity, index: Int, establishes: Bool)?
         var rejection: (Rejection, String?)?
         var reason: String?
-        var index = 0
         // The person answers each question once per login, as PAM modules share PAM_AUTHTOK
         // (`use_first_pass`): a later entry asking the same question gets the same answer.
         var shared = request
         shared.conversation = SharingConversation(request.conversation)
-        while index < entries.count {
+        while let index = dispatch.next() {
             if Task.isCancelled { throw .cancelled }
-            let entry = entries[index]
+            let entry = modules[index]
             // A cancellation thrown here ends the whole chain: no later entry runs.
-            var outcome = try await entry.provider.authenticate(shared)
+            var outcome = try await entry.provider.authenticate(shared).normalized
             // A factor vouching for someone other than the user the stack has is no confirmation.
             if case .authenticated(let who) = outcome, let current = identity, who.username != current.who.username {
                 outcome = .rejected(.wrongCredentials, canonicalUsername: current.who.username)
             }
             let result = outcome.pamResult
-            let action = entry.control.action(for: result)
+            let depth = dispatch.depth
+            let (action, counted) = dispatch.apply(result)
             trace.steps.append(
                 .init(
                     index: index, provider: labels[index].provider, control: labels[index].control, result: result,
-                    action: action))
-            let counted = decision.apply(action, result)
+                    action: action, depth: depth))
             if counted {
                 switch outcome {
                 case .authenticated(let who):
@@ -141,17 +187,12 @@ public final class ProviderChain: AuthProvider {
                         identity = (who, index, establishes)
                     }
                 case .rejected(let why, let canonical): rejection = (why, canonical)
-                case .unavailable(let why): reason = why
+                case .unavailable(let why), .failed(_, let why): reason = why
                 case .notMine, .ignored: break
                 }
             }
-            switch decision.next {
-            case .continue: index += 1
-            case .stop: index = entries.count
-            case .skip(let count): index = Decision.index(after: index, skipping: count, of: entries.count)
-            }
         }
-        let result = decision.result
+        let result = dispatch.result
         trace.result = result
         if result == .success, let identity {
             trace.identityEntry = "\(identity.index + 1):\(labels[identity.index].provider)"
@@ -203,98 +244,185 @@ public final class ProviderChain: AuthProvider {
         case .success:
             guard let identity else { return .rejected(.refusedByPolicy) }
             return .authenticated(identity)
-        case .userUnknown: return .notMine
-        case .authinfoUnavailable: return .unavailable(reason: reason ?? "every provider of the stack was down")
-        case .ignore: return .ignored
         case .authenticationError:
             if let (why, canonical) = rejection, why.pamResult == .authenticationError {
                 return .rejected(why, canonicalUsername: canonical)
             }
             return .rejected(.wrongCredentials, canonicalUsername: rejection?.1)
-        case .accountExpired: return .rejected(.expiredAccount, canonicalUsername: rejection?.1)
-        case .newAuthenticationTokenRequired: return .rejected(.passwordChangeRequired, canonicalUsername: rejection?.1)
-        case .maximumTries: return .rejected(.tooManyTries, canonicalUsername: rejection?.1)
-        case .permissionDenied: return .rejected(.refusedByPolicy, canonicalUsername: rejection?.1)
+        case .authinfoUnavailable:
+            return .unavailable(reason: reason ?? "every provider of the stack was down")
+        default:
+            return AuthOutcome(
+                pamResult: result, reason: reason ?? "the stack answered \(result.rawValue)",
+                canonicalUsername: rejection?.1)
         }
     }
 }
 
 extension ProviderChain {
-    /// What a stack of `controls` gives when its entries answer `answers` in turn (an entry that does
-    /// not run ignores its answer): the result, and which entries ran. The rules of ``authenticate(_:)``,
-    /// without the providers, for checking a stack before it is used.
-    public static func dispatch(_ controls: [ChainControl], answers: [PAMResult]) -> (result: PAMResult, ran: [Int]) {
-        precondition(controls.count == answers.count, "one answer per entry")
-        var decision = Decision()
+    /// What a stack shaped as `layout` gives when its entries (substacks' included, in order) answer
+    /// `answers` in turn (an entry that does not run ignores its answer): the result, and which entries
+    /// ran. The rules of ``authenticate(_:)``, without the providers, for checking a stack before it is used.
+    public static func dispatch(_ layout: [Layout], answers: [PAMResult]) -> (result: PAMResult, ran: [Int]) {
+        var dispatch = Dispatch(Dispatch.flattened(layout))
         var ran: [Int] = []
-        var index = 0
-        while index < controls.count {
+        while let index = dispatch.next() {
+            precondition(index < answers.count, "one answer per entry")
             ran.append(index)
-            _ = decision.apply(controls[index].action(for: answers[index]), answers[index])
-            switch decision.next {
-            case .continue: index += 1
-            case .stop: index = controls.count
-            case .skip(let count): index = Decision.index(after: index, skipping: count, of: controls.count)
+            _ = dispatch.apply(answers[index])
+        }
+        return (dispatch.result, ran)
+    }
+
+    /// The jumps of `layout` that go past the end of their stack or substack, by entry (in order, from 0)
+    /// and the number of entries that follow it there. libpam loads such a stack and fails the login
+    /// ("bad jump in stack") when the jump is taken; so does a chain.
+    public static func jumpsPastTheEnd(_ layout: [Layout]) -> [(entry: Int, jump: Int, following: Int)] {
+        var found: [(entry: Int, jump: Int, following: Int)] = []
+        var index = 0
+        func walk(_ layout: [Layout]) {
+            for (position, element) in layout.enumerated() {
+                switch element {
+                case .substack(let inner): walk(inner)
+                case .entry(let control):
+                    let following = layout.count - position - 1
+                    let jumps = (Array(control.actions.values) + [control.defaultAction]).compactMap {
+                        if case .jump(let count) = $0 { count } else { nil }
+                    }
+                    if let far = jumps.max(), far > following { found.append((index, far, following)) }
+                    index += 1
+                }
             }
         }
-        return (decision.result, ran)
+        walk(layout)
+        return found
     }
 }
 
-/// The state `_pam_dispatch_aux` keeps: an impression (undecided, positive, negative) and a status.
-struct Decision {
+/// The walk `_pam_dispatch_aux` makes over a stack: an impression (undecided, positive, negative) and
+/// a status, saved where each substack begins; `done` and `die` skip to the end of the current
+/// (sub)stack, a jump skips entries of its own level (a substack counts as one), and one that cannot
+/// be made fails the stack.
+struct Dispatch {
     enum Impression { case undecided, positive, negative }
-    enum Next: Equatable {
-        case `continue`, stop
-        case skip(Int)
+
+    /// One line of the flattened stack: an entry (with its index among the entries), or where a
+    /// substack begins (`control` nil).
+    struct Step {
+        var level: Int
+        var control: ChainControl?
+        var module: Int
     }
 
-    private(set) var impression = Impression.undecided
+    private let steps: [Step]
+    private var position = 0
+    private var previousLevel = 0
+    private var impression = Impression.undecided
     /// PAM's `PAM_MUST_FAIL_CODE` until something decides.
-    private(set) var status = PAMResult.permissionDenied
-    private(set) var next = Next.continue
+    private var status = PAMResult.permissionDenied
+    /// The impression and status where the substack of each level began.
+    private var saved: [(Impression, PAMResult)]
+    private var incomplete = false
 
-    /// Applies one entry's action; returns whether its answer became the chain's status.
-    mutating func apply(_ action: ChainControl.Action, _ result: PAMResult) -> Bool {
-        next = .continue
+    init(_ steps: [Step]) {
+        self.steps = steps
+        saved = Array(repeating: (.undecided, .permissionDenied), count: (steps.map(\.level).max() ?? 0) + 1)
+    }
+
+    static func flattened(_ layout: [ProviderChain.Layout]) -> [Step] {
+        var steps: [Step] = []
+        var modules = 0
+        func flatten(_ layout: [ProviderChain.Layout], level: Int) {
+            for element in layout {
+                switch element {
+                case .entry(let control):
+                    steps.append(.init(level: level, control: control, module: modules))
+                    modules += 1
+                case .substack(let inner):
+                    steps.append(.init(level: level, control: nil, module: modules))
+                    flatten(inner, level: level + 1)
+                }
+            }
+        }
+        flatten(layout, level: 0)
+        return steps
+    }
+
+    /// How many substacks deep the entry ``next()`` gave is.
+    var depth: Int { position < steps.count ? steps[position].level : 0 }
+
+    /// The entry to run next, by its index among the entries; `nil` once the stack is decided.
+    mutating func next() -> Int? {
+        while position < steps.count {
+            let step = steps[position]
+            if previousLevel < step.level { saved[step.level] = (impression, status) }
+            guard step.control == nil else { return step.module }
+            previousLevel = step.level
+            position += 1
+        }
+        return nil
+    }
+
+    /// Applies the answer of the entry ``next()`` gave: its action, and whether its answer became the
+    /// stack's status.
+    mutating func apply(_ result: PAMResult) -> (ChainControl.Action, counted: Bool) {
+        let step = steps[position]
+        let level = step.level
+        let action = step.control!.action(for: result)
+        defer {
+            previousLevel = level
+            position += 1
+        }
+        // A module that waits for the application ends the stack at once with its code.
+        if result == .incomplete {
+            incomplete = true
+            position = steps.count
+            return (action, false)
+        }
         var counted = false
         switch action {
         case .reset:
-            impression = .undecided
-            status = .permissionDenied
+            (impression, status) = saved[level]
         case .ok, .done:
             if impression == .undecided || (impression == .positive && status == .success) {
                 impression = .positive
                 status = result
                 counted = true
             }
-            if impression != .negative && action == .done { next = .stop }
+            if impression == .positive && action == .done { skipToTheEnd(of: level) }
         case .bad, .die:
             if impression != .negative {
                 impression = .negative
                 status = result == .ignore ? .permissionDenied : result
                 counted = true
             }
-            if action == .die { next = .stop }
+            if action == .die { skipToTheEnd(of: level) }
         case .ignore:
             break
         case .jump(let count):
-            next = .skip(count)
+            // Counted down, never added, so no jump, however large, can overflow.
+            var remaining = max(count, 0)
+            while remaining > 0, position + 1 < steps.count, steps[position + 1].level >= level {
+                repeat { position += 1 } while position + 1 < steps.count && steps[position + 1].level > level
+                remaining -= 1
+            }
+            if remaining > 0 {
+                // "bad jump in stack": it cannot succeed.
+                impression = .negative
+                status = .permissionDenied
+            }
         }
-        return counted
+        return (action, counted)
     }
 
-    /// The entry after `index` once `count` entries are skipped, or `total` when that is past the end:
-    /// computed without adding, so no jump, however large, can overflow.
-    /// (A negative count, which no file can give, skips nothing rather than going back.)
-    static func index(after index: Int, skipping count: Int, of total: Int) -> Int {
-        let count = max(count, 0)
-        return count >= total - index - 1 ? total : index + 1 + count
+    private mutating func skipToTheEnd(of level: Int) {
+        while position + 1 < steps.count && steps[position + 1].level >= level { position += 1 }
     }
 
-    /// The chain's result: a success only with a positive impression.
+    /// The stack's result: a success only with a positive impression.
     var result: PAMResult {
-        status == .success && impression != .positive ? .permissionDenied : status
+        if incomplete { return .incomplete }
+        return status == .success && impression != .positive ? .permissionDenied : status
     }
 }
 

@@ -247,7 +247,7 @@ extension Gatekeeper {
         let attempt = slot.take().flatMap { ticket in counted.map { (ticket: ticket, status: $0.status) } }
         let outcome: AuthOutcome
         do throws(AuthError) {
-            outcome = try answer.get()
+            outcome = try answer.get().normalized
         } catch {
             // Cancelled, or the conversation failed. Before any answer reached the backend nothing was
             // checked, and the attempt is taken back; after, it stands: the backend may have checked it.
@@ -303,6 +303,19 @@ extension Gatekeeper {
             throw configuration.revealsUnknownUsers ? .userNotFound : .invalidCredentials
         case .unavailable(let reason):
             withdraw(attempt)
+            if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
+            record(.providerUnavailable, unverified: username, .providerUnavailable(reason: reason))
+            throw .providerUnavailable(reason: reason)
+        case .failed(let code, let reason):
+            // A system, conversation or credential error: the login fails. Not a wrong password, so the
+            // attempt is taken back, unless an answer had reached the backend, which may have checked it.
+            if slot.wasPresented {
+                record(
+                    .signInFailed, account.key, known: account.known, .providerUnavailable(reason: reason),
+                    detail: "the backend answered \(code.rawValue) after the answer was given: counted")
+            } else {
+                withdraw(attempt)
+            }
             if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
             record(.providerUnavailable, unverified: username, .providerUnavailable(reason: reason))
             throw .providerUnavailable(reason: reason)
