@@ -4,7 +4,7 @@ public import ProviderPlugins
 
 /// Reads a stack configuration (``StackConfiguration``) from a file, and every file it includes, as
 /// safely as sudo reads sudoers: no symbolic link, a regular file owned by root or the running user,
-/// not writable by group or others.
+/// not writable by group or others, in directories that are not either (the rule for plugins).
 public enum ConfigurationFile {
     /// A configuration as read, with the owner of its file (from `fstat` of the descriptor read).
     public struct Loaded: Sendable {
@@ -31,6 +31,13 @@ public enum ConfigurationFile {
     }
 
     private static func contents(_ path: String) throws(ConfigurationError) -> (bytes: [UInt8], owner: UInt32) {
+        // The directories above it too, as for plugins and helpers: in a directory others may write, the
+        // file checked is not the file read the next time.
+        func refused(_ why: String) -> ConfigurationError {
+            ConfigurationError(.file, at: .init(file: path, line: 0, column: 0), word: path, why)
+        }
+        guard let resolved = resolvedPath(path) else { throw refused("cannot be found: \(errorDescription())") }
+        if let problem = untrustedDirectory(above: resolved) { throw refused("is refused: \(problem)") }
         switch readPrivateFileAndOwner(path) {
         case .success(let read): return read
         case .failure(.inaccessible(let why)), .failure(.unsafe(let why)):

@@ -56,3 +56,34 @@ package func readPrivateFileAndOwner(_ path: String, maxBytes: Int = 1 << 20)
     guard filled <= maxBytes else { return .failure(.unsafe("grew past \(maxBytes) bytes while it was read")) }
     return .success((Array(bytes[..<filled]), info.st_uid))
 }
+
+/// What is wrong with the directories above `resolved` (an absolute path without symbolic links), or
+/// `nil`: each, from `/` down, must be owned by root or the user running this program and writable by
+/// neither group nor others — else someone else could put another file in the place of one that was
+/// checked. The rule for plugins, helper programs and configuration files alike.
+package func untrustedDirectory(above resolved: String) -> String? {
+    var directories = ["/"]
+    var directory = ""
+    for component in resolved.split(separator: "/").dropLast() {
+        directory += "/" + component
+        directories.append(directory)
+    }
+    for directory in directories {
+        var info = stat()
+        guard lstat(directory, &info) == 0 else { return "\(directory) cannot be examined" }
+        guard info.st_uid == 0 || info.st_uid == geteuid() else {
+            return "the directory \(directory) is owned by uid \(info.st_uid)"
+        }
+        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            return "the directory \(directory) may be written by group or others"
+        }
+    }
+    return nil
+}
+
+/// `path` with every symbolic link resolved, and made absolute; `nil` when it cannot be.
+package func resolvedPath(_ path: String) -> String? {
+    guard let pointer = realpath(path, nil) else { return nil }
+    defer { free(pointer) }
+    return String(cString: pointer)
+}

@@ -200,25 +200,7 @@ public struct PluginLoadError: Error, Hashable, Sendable, CustomStringConvertibl
 /// that group and others cannot write.
 enum TrustedFile {
     /// What is wrong with the directories above `resolved` (a path without links), or `nil`.
-    static func directoryProblem(of resolved: String) -> String? {
-        var directories = ["/"]
-        var directory = ""
-        for component in resolved.split(separator: "/").dropLast() {
-            directory += "/" + component
-            directories.append(directory)
-        }
-        for directory in directories {
-            var info = stat()
-            guard lstat(directory, &info) == 0 else { return "\(directory) cannot be examined" }
-            guard info.st_uid == 0 || info.st_uid == geteuid() else {
-                return "the directory \(directory) is owned by uid \(info.st_uid)"
-            }
-            guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
-                return "the directory \(directory) may be written by group or others"
-            }
-        }
-        return nil
-    }
+    static func directoryProblem(of resolved: String) -> String? { untrustedDirectory(above: resolved) }
 
     /// What is wrong with the file at `path` (absolute) and the directories above it, or `nil`; the
     /// resolved path when all is well.

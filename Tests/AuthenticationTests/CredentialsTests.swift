@@ -164,14 +164,21 @@ struct AuthOutcomeTests {
             (.notMine, .userUnknown),
             (.unavailable(reason: "down"), .authinfoUnavailable),
             (.ignored, .ignore),
+            (.failed(.credentialsError, reason: "x"), .credentialsError),
+            (.failed(.incomplete, reason: "x"), .incomplete),
         ]
         for (answer, code) in answers { #expect(answer.pamResult == code, "\(answer)") }
-        // Every code the coming provider chain acts on is reached, and named as Linux-PAM names it.
-        #expect(Set(answers.map(\.1)) == Set(PAMResult.allCases))
+        // Every one of PAM's codes is reached, by the answer that stands for it, named as Linux-PAM names it.
+        for code in PAMResult.allCases where code != .success {
+            #expect(AuthOutcome(pamResult: code, reason: "x").pamResult == code, "\(code.rawValue)")
+        }
         #expect(
-            PAMResult.allCases.map(\.rawValue).sorted() == [
-                "acct_expired", "auth_err", "authinfo_unavail", "ignore", "maxtries", "new_authtok_reqd",
-                "perm_denied", "success", "user_unknown",
+            PAMResult.allCases.map(\.rawValue) == [
+                "success", "open_err", "symbol_err", "service_err", "system_err", "buf_err", "perm_denied", "auth_err",
+                "cred_insufficient", "authinfo_unavail", "user_unknown", "maxtries", "new_authtok_reqd",
+                "acct_expired", "session_err", "cred_unavail", "cred_expired", "cred_err", "no_module_data", "conv_err",
+                "authtok_err", "authtok_recover_err", "authtok_lock_busy", "authtok_disable_aging", "try_again",
+                "ignore", "abort", "authtok_expired", "module_unknown", "bad_item", "conv_again", "incomplete",
             ])
     }
 

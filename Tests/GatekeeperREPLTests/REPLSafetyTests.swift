@@ -32,7 +32,7 @@ struct REPLSafetyTests {
     /// A display name and groups with terminal escape sequences, written into the file by hand, are
     /// shown escaped: they cannot retitle the window or clear the screen.
     @Test func namesFromAUsersFileCannotRewriteTheTerminal() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-repl-\(UUID())")
+        let directory = URL(fileURLWithPath: trustedBase).appendingPathComponent("gatekeeper-repl-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("users").path
@@ -55,7 +55,7 @@ struct REPLSafetyTests {
 /// The REPL over a stack from a configuration file: who answered, and why.
 struct StackedREPLTests {
     @Test func whyShowsWhichEntryAnsweredAndStatusTheAdmittingOne() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-\(UUID()).conf").path
+        let path = URL(fileURLWithPath: trustedBase).appendingPathComponent("gatekeeper-\(UUID()).conf").path
         try """
         [success=done user_unknown=ignore authinfo_unavail=ignore default=die]  debug result=user_unknown
         required  mock delay=0
@@ -72,7 +72,7 @@ struct StackedREPLTests {
         #expect(result.stdout.contains("Signed in as bob via mock."))
         #expect(
             result.stdout.contains(
-                "Stack: 1. [authinfo_unavail=ignore success=done user_unknown=ignore default=die] debug · 2. required mock"
+                "Stack: 1. [success=done authinfo_unavail=ignore user_unknown=ignore default=die] debug · 2. required mock"
             ))
     }
 }
@@ -82,7 +82,7 @@ struct FallbackTourTests {
     @Test func eachUserIsAnsweredByTheRightEntryAndAnUnusableFileIsPassedOver() throws {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../Examples/stacks").standardized
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-tour-\(UUID())")
+        let directory = URL(fileURLWithPath: trustedBase).appendingPathComponent("gatekeeper-tour-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         // The configuration names its users file relative to the repository; here it is beside it.

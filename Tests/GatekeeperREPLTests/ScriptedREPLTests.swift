@@ -131,7 +131,7 @@ struct ScriptedREPLTests {
         let badOption = try session("", ["--delay", "-1"])
         #expect(badOption.status == 64)
         let help = try session("", ["--help"])
-        #expect(help.stdout.contains("--delay SECONDS"))
+        #expect(help.stdout.contains("--delay DURATION"))
     }
 }
 

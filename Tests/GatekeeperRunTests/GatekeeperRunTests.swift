@@ -111,7 +111,7 @@ struct GatekeeperRunTests {
     @Test func helpListsProvidersAndStatuses() throws {
         let result = try run(gatekeeperRun, mock + ["--help"], input: "")
         #expect(result.status == 0)
-        #expect(result.stdout.contains("--delay SECONDS"))
+        #expect(result.stdout.contains("--delay DURATION"))
         #expect(result.stdout.contains("130 login cancelled"))
     }
 

@@ -123,7 +123,7 @@ struct SignalAndTerminalTests {
 @Suite(.timeLimit(.minutes(1)))
 struct ConfiguredStackTests {
     private func configuration(_ text: String, mode: mode_t = 0o600) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-\(UUID()).conf").path
+        let path = URL(fileURLWithPath: trustedBase).appendingPathComponent("gatekeeper-\(UUID()).conf").path
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, mode)
         return path
@@ -153,6 +153,40 @@ struct ConfiguredStackTests {
         #expect(wrong.stderr.contains("2. required mock: auth_err -> bad\nresult: auth_err"))
     }
 
+    /// A configuration, or a file it includes, in a directory others may write — where another file could
+    /// take the checked one's place — is refused as a plugin there would be: a plain world-writable
+    /// directory, and a sticky one like /tmp.
+    @Test func aFileInADirectoryOthersMayWriteIsRefused() throws {
+        let shared = temporaryDirectory("gatekeeper-shared")
+        chmod(shared, 0o777)
+        let sticky = temporaryDirectory("gatekeeper-sticky")
+        chmod(sticky, 0o1777)
+        defer {
+            for directory in [shared, sticky] { try? FileManager.default.removeItem(atPath: directory) }
+        }
+        for directory in [shared, sticky, "/tmp"] {
+            let path = directory + "/gatekeeper-\(UUID()).conf"
+            try Self.stack.write(toFile: path, atomically: false, encoding: .utf8)
+            chmod(path, 0o600)
+            defer { unlink(path) }
+            let refused = try run(
+                gatekeeperRun, ["--config", path, "--user", "bob", "--password-stdin", "--", "true"], input: "builder\n")
+            #expect(refused.status == 69, "\(directory): \(refused.stderr)")
+            #expect(refused.stderr.contains("may be written by group or others"), "\(refused.stderr)")
+            // Included from a trusted file, it is refused just the same.
+            let including = try configuration("include \(path)\n")
+            defer { unlink(including) }
+            let included = try run(gatekeeperRun, ["--check-config", including], input: "")
+            #expect(included.status != 0 && included.stderr.contains("may be written by group or others"))
+        }
+        // The same file in a private directory is used.
+        let path = try configuration(Self.stack)
+        defer { unlink(path) }
+        let admitted = try run(
+            gatekeeperRun, ["--config", path, "--user", "bob", "--password-stdin", "--", "true"], input: "builder\n")
+        #expect(admitted.status == 0, "\(admitted.stderr)")
+    }
+
     @Test func anUnsafeOrBrokenFileIsRefusedAndNothingRuns() throws {
         let open = try configuration(Self.stack, mode: 0o666)
         defer { unlink(open) }
@@ -175,7 +209,7 @@ struct ConfiguredStackTests {
 @Suite(.timeLimit(.minutes(1)))
 struct CheckConfigTests {
     private func check(_ text: String) throws -> RunResult {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-\(UUID()).conf").path
+        let path = URL(fileURLWithPath: trustedBase).appendingPathComponent("gatekeeper-\(UUID()).conf").path
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o600)
         defer { unlink(path) }

@@ -304,7 +304,7 @@ struct LDAPConfigurationTests {
         #expect(try attempt("carol-2026").status == 0)
         #expect(try attempt("wrong").status == 77)
         let check = try run(builtExecutable("gatekeeper-run"), ["--check-config", config], input: "")
-        #expect(check.status == 0 && check.stdout.contains("] ldap base=\(slapd.base)"))
+        #expect(check.status == 0 && check.stdout.contains("required ldap base=\(slapd.base) offline_cache="))
     }
 }
 

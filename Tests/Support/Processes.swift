@@ -331,7 +331,7 @@ private func isolated(_ executable: URL, _ arguments: [String]) -> [String] {
 
 /// A new empty directory under the system's temporary directory, private to this user.
 public func temporaryDirectory(_ prefix: String) -> String {
-    var template = Array("/tmp/\(prefix).XXXXXX".utf8CString)
+    var template = Array("\(trustedBase)/\(prefix).XXXXXX".utf8CString)
     return template.withUnsafeMutableBufferPointer { buffer in
         String(cString: mkdtemp(buffer.baseAddress!)!)
     }
@@ -345,3 +345,20 @@ private func waitForExit(_ pid: pid_t) -> Int32 {
     let signal = status & 0x7F
     return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
 }
+
+/// Where test files go: a directory no one else can write, up to `/` — so configuration files, plugins
+/// and helpers put there pass the tools' directory rule: `/run` for root; `/run/user/UID` (or the home
+/// directory) otherwise; `/tmp` only when neither is private.
+public let trustedBase: String = {
+    let uid = getuid()
+    if uid == 0 { return "/run" }
+    var candidates = ["/run/user/\(uid)"]
+    if let home = getenv("HOME") { candidates.append(String(cString: home)) }
+    for candidate in candidates {
+        var info = stat()
+        if stat(candidate, &info) == 0, info.st_uid == uid, info.st_mode & (S_IWGRP | S_IWOTH) == 0 {
+            return candidate
+        }
+    }
+    return "/tmp"
+}()

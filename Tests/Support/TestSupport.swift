@@ -80,8 +80,7 @@ public func unreadBytes(_ descriptor: Int32) -> Int {
 /// A new directory whose whole path only root or this user may write — where a host accepts plugins and
 /// helper programs from: under /run for root, the user's runtime directory otherwise.
 public func trustedDirectory() throws -> String {
-    let uid = getuid()
-    let base = uid == 0 ? "/run" : "/run/user/\(uid)"
+    let base = trustedBase
     var template = Array("\(base)/gatekeeper-trusted.XXXXXX".utf8CString)
     guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
         throw TrustedDirectoryError(description: "no private directory could be made under \(base)")
