@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs each fuzz target named for SECONDS, starting from its committed corpus (Fuzz/corpus/TARGET);
+# Runs each fuzz target named for SECONDS, starting from its committed corpus (Fuzz/corpus/TARGET) and
+# with its dictionary (Fuzz/dictionaries/TARGET.dict) if it has one;
 # what a run adds is kept under .build/fuzz/corpus/TARGET for the next run. An input that breaks a
 # property (a crash, a sanitizer report, a failed `require`) is copied into the committed corpus, where
 # `make test` replays it, and the run fails. Prints each target's executions, executions per second and
@@ -17,11 +18,15 @@ for target in "$@"; do
     logs=.build/fuzz/logs
     mkdir -p "$work" "$logs" "$work.artifacts"
     log=$logs/$target.log
+    # The grammar's words, where a target has a dictionary (Fuzz/dictionaries/TARGET.dict).
+    dictionary=
+    [ -f "Fuzz/dictionaries/$target.dict" ] && dictionary=$root/Fuzz/dictionaries/$target.dict
     # Leak checks are off: FoundationEssentials leaks a read buffer in Swift 6.3.1 (see make sanitize);
     # this package's leaks are checked by make leaks.
     (cd "$work.artifacts" && GATEKEEPER_FUZZ_TARGET=$target ASAN_OPTIONS=detect_leaks=0 \
         timeout $((seconds + 120)) "$root/$binary" -max_total_time="$seconds" -print_final_stats=1 \
-        -detect_leaks=0 -rss_limit_mb=4096 -timeout=20 "$root/$work" "$root/Fuzz/corpus/$target") >"$log" 2>&1
+        -detect_leaks=0 -rss_limit_mb=4096 -timeout=20 ${dictionary:+"-dict=$dictionary"} \
+        "$root/$work" "$root/Fuzz/corpus/$target") >"$log" 2>&1
     status=$?
     last=$(grep -E '^#[0-9]+' "$log" | tail -1)
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")

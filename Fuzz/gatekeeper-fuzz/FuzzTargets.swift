@@ -100,20 +100,65 @@ enum FuzzUsersFile {
 // MARK: configuration
 
 /// The configuration-file parser on any text: a typed error, or a stack whose providers can be built
-/// (with the mock and debug backends, which touch no files) or refused with a typed error.
+/// (with the mock and debug backends, which touch no files) or refused with a typed error. The input is
+/// split at lines `---` into a main file and files it may include or name as substacks (`/fuzz/1.conf`,
+/// `1.conf` beside it, …). A configuration that parses prints, normalised, as text that parses as the
+/// same configuration and prints the same again; every duration the grammar reads prints as itself.
 enum FuzzConfiguration {
     static let registry = ProviderRegistry([MockProviderPlugin.self, DebugProviderPlugin.self])
 
     static func run(_ bytes: [UInt8]) {
+        var parts: [[UInt8]] = [[]]
+        for line in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            if line.elementsEqual("---".utf8) {
+                parts.append([])
+            } else {
+                parts[parts.count - 1] += line + [0x0A]
+            }
+        }
+        let files = Dictionary(uniqueKeysWithValues: parts.enumerated().map { ("/fuzz/\($0.offset).conf", $0.element) })
+        let read = { (path: String) throws(ConfigurationError) -> [UInt8] in
+            guard let text = files[path] else {
+                throw ConfigurationError(.file, at: .init(file: path, line: 0, column: 0), word: path, "no such file")
+            }
+            return text
+        }
         let parsed: StackConfiguration
         do {
-            parsed = try StackConfiguration.parse(bytes, file: "/fuzz.conf", registry: registry)
+            parsed = try StackConfiguration.parse(parts[0], file: "/fuzz/0.conf", registry: registry, read: read)
         } catch {
             require(!error.description.isEmpty, "a configuration error without a message")
+            require(!error.withoutContents.isEmpty, "a configuration error without a summary")
             return
         }
         _ = parsed.gatekeeperConfiguration()
         _ = try? parsed.makeChain(registry: registry)
+        let layout = parsed.layout
+        let entries = parsed.providerEntries.count
+        _ = ProviderChain.dispatch(layout, answers: Array(repeating: .success, count: entries))
+        _ = ProviderChain.jumpsPastTheEnd(layout)
+        // The round trip.
+        let printed = parsed.normalized
+        do {
+            let again = try StackConfiguration.parse(
+                Array(printed.utf8), file: "/fuzz/0.conf", registry: registry, read: read)
+            require(again.normalized == printed, "the normalised text prints differently when parsed again")
+            require(again.layout == layout, "the normalised text parses as another stack")
+            require(
+                again.normalizedLines(annotated: true) == parsed.normalizedLines(annotated: true),
+                "the normalised text parses as another configuration")
+        } catch {
+            require(false, "the normalised text does not parse: \(error)")
+        }
+        // Every word the grammar reads as a duration prints as itself.
+        for word in String(decoding: parts[0], as: UTF8.self).split(whereSeparator: { " \t\n=".contains($0) }) {
+            guard let duration = try? ConfigurationValue.duration(String(word), in: .zero ... .seconds(90 * 86_400))
+            else { continue }
+            let text = ConfigurationValue.describe(duration)
+            require(
+                (try? ConfigurationValue.duration(text, in: .zero ... .seconds(90 * 86_400))) == duration,
+                "a duration prints as text read as another")
+        }
     }
 }
 

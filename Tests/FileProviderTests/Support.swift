@@ -7,7 +7,7 @@ import TestSupport
 
 /// A temporary directory for one test, removed by ``remove()``.
 final class Scratch: Sendable {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-file-\(UUID())").path
+    let path = URL(fileURLWithPath: trustedBase).appendingPathComponent("gatekeeper-file-\(UUID())").path
 
     init() throws {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -170,7 +170,8 @@ struct ConfiguredStackTests {
             chmod(path, 0o600)
             defer { unlink(path) }
             let refused = try run(
-                gatekeeperRun, ["--config", path, "--user", "bob", "--password-stdin", "--", "true"], input: "builder\n")
+                gatekeeperRun, ["--config", path, "--user", "bob", "--password-stdin", "--", "true"], input: "builder\n"
+            )
             #expect(refused.status == 69, "\(directory): \(refused.stderr)")
             #expect(refused.stderr.contains("may be written by group or others"), "\(refused.stderr)")
             // Included from a trusted file, it is refused just the same.
