@@ -1,4 +1,5 @@
-import ProviderPlugins
+import Authentication
+public import ProviderPlugins
 
 /// The options a tool accepts, and the one parser the tools share: `--name value` or `--name=value`
 /// for options that take a value, bare flags, positional arguments, and everything after `--` (or, for
@@ -49,10 +50,7 @@ public struct CommandLineSyntax: Sendable {
             }
             var name = String(argument.drop { $0 == "-" })
             var value: String?
-            if let equals = name.firstIndex(of: "=") {
-                value = String(name[name.index(after: equals)...])
-                name = String(name[..<equals])
-            }
+            if let pair = ConfigurationValue.pair(name) { (name, value) = pair }
             guard argument.hasPrefix("--"), valueOptions.contains(name) else {
                 throw UsageError(.unknownOption, "Unknown option \(argument).")
             }
@@ -80,4 +78,19 @@ public struct ParsedCommandLine: Sendable, Equatable {
 
     /// Whether any of `names` was given as a flag.
     public func has(_ names: String...) -> Bool { names.contains(where: flags.contains) }
+
+    /// `--name`'s value read with one of the grammar's parsers (``ConfigurationValue``), as the
+    /// configuration file and providers' options read theirs; `nil` when not given.
+    /// - Throws: ``UsageError`` saying what was expected.
+    public func value<T>(
+        _ name: String,
+        _ parse: (String) throws(ConfigurationValue.Invalid) -> T
+    ) throws(UsageError) -> T? {
+        guard let text = values[name] else { return nil }
+        do throws(ConfigurationValue.Invalid) {
+            return try parse(text)
+        } catch {
+            throw UsageError(.badArgument, "--\(name) takes \(error.expected), not \(TextSafety.escaped(text)).")
+        }
+    }
 }

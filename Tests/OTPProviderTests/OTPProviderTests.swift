@@ -332,6 +332,11 @@ struct EnrolmentTests {
         #expect(again.status == 3 && again.stderr.contains("has an entry already"))
         #expect(try run(passwd, ["otp-add", file, "fay", "--hotp", "--algorithm", "sha256"], input: "").status == 3)
         #expect(try run(passwd, ["otp-add", file, "fay", "--algorithm", "md5"], input: "").status == 2)
+        // --digits follows the one grammar of counts: digits only, 6 to 8.
+        for digits in ["9", "+7", "7.0", "07x", "99999999999999999999"] {
+            let refused = try run(passwd, ["otp-add", file, "fay", "--digits", digits], input: "")
+            #expect(refused.status == 2 && refused.stderr.contains("--digits takes a number from 6 to 8"), "\(digits)")
+        }
         #expect(try run(passwd, ["otp-list", file], input: "").stdout == "erin\tHOTP/E/8\n")
         #expect(try run(passwd, ["otp-delete", file, "erin"], input: "").status == 0)
         #expect(try run(passwd, ["otp-list", file], input: "").stdout.isEmpty)

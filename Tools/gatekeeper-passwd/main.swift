@@ -3,6 +3,7 @@
 import Authentication
 import FileProvider
 import OTPProvider
+import ProviderPlugins
 import TerminalLogin
 import ToolSupport
 
@@ -174,8 +175,15 @@ func oneTimeCodes(_ action: String, user: String) -> Never {
             }
             if parsed.has("--totp") && parsed.has("--hotp") { finish(.usage, "give --totp or --hotp, not both.") }
             let kind: OATHUsersFileStore.Kind = parsed.has("--hotp") ? .hotp : .totp(step: 30)
-            let digits = parsed.values["digits"].map { Int($0) ?? 0 } ?? 6
-            guard (6...8).contains(digits) else { finish(.usage, "--digits must be 6, 7 or 8.") }
+            let digits: Int
+            do throws(UsageError) {
+                digits =
+                    try parsed.value("digits") { text throws(ConfigurationValue.Invalid) in
+                        try ConfigurationValue.count(text, in: 6...8)
+                    } ?? 6
+            } catch {
+                finish(.usage, error.description)
+            }
             guard let algorithm = OneTimeCode.Algorithm(rawValue: parsed.values["algorithm"] ?? "sha1") else {
                 finish(.usage, "--algorithm must be sha1, sha256 or sha512.")
             }
