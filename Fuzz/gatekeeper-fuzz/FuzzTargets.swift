@@ -155,7 +155,8 @@ enum FuzzConfiguration {
             require(false, "the normalised text does not parse: \(error)")
         }
         // Every word the grammar reads as a duration prints as itself.
-        for word in String(decoding: parts[0], as: UTF8.self).split(whereSeparator: { " \t\n=".contains($0) }) {
+        for word in String(decoding: parts[0], as: UTF8.self).split(whereSeparator: { " \t\n=".contains($0) })
+        where word.utf8.count <= 24 && word.utf8.first.map({ (0x30...0x39).contains($0) }) == true {
             guard let duration = try? ConfigurationValue.duration(String(word), in: .zero ... .seconds(90 * 86_400))
             else { continue }
             let text = ConfigurationValue.describe(duration)

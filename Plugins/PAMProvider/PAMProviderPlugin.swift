@@ -22,6 +22,21 @@ public enum PAMProviderPlugin: AuthProviderPlugin {
 
     public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
         guard let service = options["service"] else { throw .missingOption("service", provider: name) }
+        // A service file outside /etc/pam.d decides who gets in: held to the rule of configuration files.
+        if let directory = options["pam-dir"] {
+            let file = directory + "/" + service
+            guard !service.contains("/"), let resolved = resolvedPath(file) else {
+                throw .unusable(provider: name, reason: "the service file \(file) cannot be found")
+            }
+            if let problem = untrustedDirectory(above: resolved) {
+                throw .unusable(provider: name, reason: "the service file \(file) is refused: \(problem)")
+            }
+            switch readPrivateFileAndOwner(file) {
+            case .success: break
+            case .failure(.inaccessible(let why)), .failure(.unsafe(let why)):
+                throw .unusable(provider: name, reason: "the service file \(file) \(why)")
+            }
+        }
         let provider: PAMAuthProvider
         do {
             provider = try PAMAuthProvider(.init(service: service, configurationDirectory: options["pam-dir"]))

@@ -331,8 +331,10 @@ enum HelperProtocol {
             return unavailable("is unavailable: \(TextSafety.escaped(message.reason ?? "no reason given"))")
         case "failed":
             // Another of PAM's return codes, by its name; one with an answer of its own is that answer.
+            // A failure the helper cannot name is a failure still: a system error, counted as a wrong
+            // password would be once the password reached the helper — never the backend down.
             guard let code = message.code.flatMap(PAMResult.init(rawValue:)), code != .success else {
-                return unavailable("answered an unknown PAM return code")
+                return .success(.failed(.systemError, reason: "the \(name) helper answered an unknown PAM return code"))
             }
             let reason = "the \(name) helper failed: \(TextSafety.escaped(message.reason ?? code.rawValue))"
             return .success(AuthOutcome(pamResult: code, reason: reason))

@@ -36,12 +36,17 @@ public enum ConfigurationValue {
     /// - Throws: ``Invalid`` for another unit, a sign, an exponent, a value finer than a millisecond,
     ///   one past the bound or too large to compute.
     public static func duration(_ text: String, in range: ClosedRange<Duration>) throws(Invalid) -> Duration {
-        let examples =
-            range.upperBound <= .seconds(60)
-            ? "2s, 1.5s or 500ms" : range.upperBound <= .seconds(3600) ? "90s, 2.5m or 500ms" : "90s, 2.5m, 8h or 7d"
-        let invalid = Invalid(
-            expected:
-                "a duration from \(describe(range.lowerBound)) to \(describe(range.upperBound)), such as \(examples)")
+        // Made only when refusing: a login reads durations too, and a message is not free.
+        func invalid() -> Invalid {
+            let examples =
+                range.upperBound <= .seconds(60)
+                ? "2s, 1.5s or 500ms"
+                : range.upperBound <= .seconds(3600) ? "90s, 2.5m or 500ms" : "90s, 2.5m, 8h or 7d"
+            return Invalid(
+                expected:
+                    "a duration from \(describe(range.lowerBound)) to \(describe(range.upperBound)), such as \(examples)"
+            )
+        }
         var bytes = Array(text.utf8)[...]
         var unit: Int64 = 1000
         if bytes.count > 2, bytes.suffix(2).elementsEqual("ms".utf8) {
@@ -59,7 +64,7 @@ public enum ConfigurationValue {
         guard !whole.isEmpty, whole.count <= 18, parts.count == 1 || !fraction.isEmpty, fraction.count <= 3,
             (whole + fraction).allSatisfy({ (0x30...0x39).contains($0) }),
             let number = Int64(String(decoding: whole, as: UTF8.self))
-        else { throw invalid }
+        else { throw invalid() }
         var scale: Int64 = 1
         for _ in fraction { scale *= 10 }
         let decimals = Int64(String(decoding: fraction, as: UTF8.self)) ?? 0
@@ -67,9 +72,9 @@ public enum ConfigurationValue {
         // `decimals * unit` is below 1000 × 86,400,000: no overflow.
         let (fractional, remainder) = (decimals * unit).quotientAndRemainder(dividingBy: scale)
         let (total, overflowAgain) = integral.addingReportingOverflow(fractional)
-        guard !overflow, !overflowAgain, remainder == 0 else { throw invalid }
+        guard !overflow, !overflowAgain, remainder == 0 else { throw invalid() }
         let duration = Duration.milliseconds(total)
-        guard range.contains(duration) else { throw invalid }
+        guard range.contains(duration) else { throw invalid() }
         return duration
     }
 
@@ -112,12 +117,14 @@ public enum ConfigurationValue {
         return items
     }
 
-    /// An absolute path without `..`, so that it does not depend on where the tool was started.
+    /// An absolute path without `..`, so that it does not depend on where the tool was started, in one
+    /// spelling: `//x/./y/` is `/x/y`, so that two spellings of one file are seen to be one.
     public static func absolutePath(_ text: String) throws(Invalid) -> String {
-        guard text.hasPrefix("/"), !text.split(separator: "/").contains("..") else {
+        let components = text.split(separator: "/").filter { $0 != "." }
+        guard text.hasPrefix("/"), !components.contains("..") else {
             throw Invalid(expected: "an absolute path without ..")
         }
-        return text
+        return "/" + components.joined(separator: "/")
     }
 
     /// A URI of one of `schemes` (`["ldap", "ldaps"]`), with something after `scheme://`.

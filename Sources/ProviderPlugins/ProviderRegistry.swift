@@ -33,6 +33,10 @@ public struct ProviderOption: Sendable, Hashable {
     /// One line of help.
     public var help: String
 
+    /// Whether the value names a file or directory (`PATH`, `DIR` or `FILE`): in a configuration file,
+    /// a relative one is beside that file, as an include is — never wherever the tool was started.
+    public var isPath: Bool { ["PATH", "DIR", "FILE"].contains(valueName) }
+
     public init(_ name: String, valueName: String, help: String) {
         self.name = name
         self.valueName = valueName
@@ -132,7 +136,8 @@ public struct ProviderConfigurationError: Error, Hashable, Sendable, CustomStrin
     }
 
     public static func invalidValue(option: String, value: String, expected: String) -> Self {
-        Self(.invalidValue, option: option, "--\(option) \(value.debugDescription) is not \(expected).")
+        let shown = value.count <= 64 ? value : String(value.prefix(64)) + "…"
+        return Self(.invalidValue, option: option, "--\(option) \(shown.debugDescription) is not \(expected).")
     }
 
     public static func missingOption(_ option: String, provider: String) -> Self {

@@ -38,6 +38,8 @@ public struct StackConfiguration: Sendable {
         public var depth: Int
         /// A substack's entries (its control is ``ChainControl/substack``); empty for a provider's entry.
         public var substack: [Entry]
+        /// Where each option was written, for an error a provider gives about it.
+        public var optionLocations: [String: Location] = [:]
 
         public var isSubstack: Bool { control.isSubstack }
     }
@@ -151,7 +153,11 @@ public struct StackConfiguration: Sendable {
                 built.append(
                     .init(entry.control, try registry.makeProvider(named: entry.provider, options: entry.options)))
             } catch {
-                throw ConfigurationError(.provider, at: entry.location, word: entry.provider, error.description)
+                // An option's error is the option's, where it was written.
+                let at = error.option.flatMap { entry.optionLocations[$0] } ?? entry.location
+                let code: ConfigurationError.Code =
+                    error.code == .invalidValue ? .value : error.code == .missingOption ? .option : .provider
+                throw ConfigurationError(code, at: at, word: error.option ?? entry.provider, error.description)
             }
         }
         return built
@@ -260,6 +266,8 @@ public struct StackConfiguration: Sendable {
         var entriesRead = 0
         /// libpam's own bound on nested includes and substacks is 16.
         static let maxIncludeDepth = 16
+        /// libpam fails a login through a 16th nested substack (`PAM_SUBSTACK_MAX_LEVEL`).
+        static let maxSubstackDepth = 16
         static let maxIncludes = 256
         static let maxEntries = 1000
 
@@ -306,7 +314,19 @@ public struct StackConfiguration: Sendable {
                             .include, at: place, word: words[1].text,
                             "more than \(Self.maxIncludes) includes, or includes \(Self.maxIncludeDepth) deep")
                     }
-                    let contents = try read(path)
+                    // A file that cannot be read is named where it is included: what goes to syslog is then a
+                    // place in this file, never the name written there (which may be anything at all).
+                    let contents: [UInt8]
+                    do throws(ConfigurationError) {
+                        contents = try read(path)
+                    } catch  where error.location.line == 0 {
+                        throw ConfigurationError(.include, at: place, word: words[1].text, error.message)
+                    }
+                    if first.text == "substack" && depth + 1 >= Self.maxSubstackDepth {
+                        throw ConfigurationError(
+                            .include, at: place, word: words[1].text,
+                            "substacks nest at most \(Self.maxSubstackDepth - 1) deep (libpam fails a deeper one)")
+                    }
                     guard first.text == "substack" else {
                         try parse(
                             contents, file: path, into: &configuration, entries: &entries, depth: depth,
@@ -370,7 +390,8 @@ public struct StackConfiguration: Sendable {
                 } else {
                     while index < line.count && line[index] != 0x20 && line[index] != 0x09 { index += 1 }
                 }
-                let bytes = line[start..<index]
+                // Inside a bracket a tab separates pairs, as a space does.
+                let bytes = line[start..<index].map { line[start] == UInt8(ascii: "[") && $0 == 0x09 ? 0x20 : $0 }
                 guard let text = String(validating: bytes, as: UTF8.self),
                     !text.unicodeScalars.contains(where: TextSafety.isUnsafe)
                 else {
@@ -417,7 +438,8 @@ public struct StackConfiguration: Sendable {
                 if flags.contains(word.text) {
                     guard result.flags.insert(word.text).inserted else {
                         throw ConfigurationError(
-                            .duplicate, at: location(word), word: word.text, "\(word.text) is given twice")
+                            .duplicate, at: location(word), word: word.text,
+                            "\(ConfigurationError.shortened(word.text)) is given twice")
                     }
                     continue
                 }
@@ -430,7 +452,9 @@ public struct StackConfiguration: Sendable {
                         .option, at: location(word), word: name, unknown?(name) ?? "\(owner) takes \(all)")
                 }
                 guard result.values[name] == nil else {
-                    throw ConfigurationError(.duplicate, at: location(word), word: name, "\(name) is given twice")
+                    throw ConfigurationError(
+                        .duplicate, at: location(word), word: name,
+                        "\(ConfigurationError.shortened(name)) is given twice")
                 }
                 result.values[name] = (value, location(word))
             }
@@ -613,12 +637,18 @@ public struct StackConfiguration: Sendable {
             }
             let accepted = plugin.options.map(\.name)
             let given = try Self.values(words.dropFirst(2), at: location, accepted: accepted, owner: plugin.name) {
-                "\(plugin.name) has no option \($0); its options: \(accepted.joined(separator: ", "))"
+                "\(plugin.name) has no option \(ConfigurationError.shortened($0)); its options: \(accepted.joined(separator: ", "))"
+            }
+            var options = given.values.mapValues(\.value)
+            // A relative file is beside this file, as an include is: the same file means the same stack
+            // wherever the tool was started, and whoever starts it cannot choose the file by the directory.
+            for option in plugin.options where option.isPath {
+                guard let value = options[option.name], !value.isEmpty else { continue }
+                options[option.name] = Self.resolved(value, from: file)
             }
             return Entry(
-                control: control, provider: name, options: given.values.mapValues(\.value),
-                location: location(words[0]),
-                depth: depth, substack: [])
+                control: control, provider: name, options: options, location: location(words[0]), depth: depth,
+                substack: [], optionLocations: given.values.mapValues(\.at))
         }
 
         static let actions: [String: ChainControl.Action] = [
@@ -734,8 +764,13 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
     public init(_ code: Code, at location: StackConfiguration.Location, word: String, _ message: String) {
         self.code = code
         self.location = location
-        self.word = TextSafety.escaped(word)
+        self.word = Self.shortened(TextSafety.escaped(word))
         self.message = message
+    }
+
+    /// `text` cut to 64 characters, so that a megabyte-long word is not echoed whole.
+    static func shortened(_ text: String) -> String {
+        text.count <= 64 ? text : String(text.prefix(64)) + "…"
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }

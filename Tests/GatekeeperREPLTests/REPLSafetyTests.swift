@@ -87,7 +87,7 @@ struct FallbackTourTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         // The configuration names its users file relative to the repository; here it is beside it.
         let text = try String(contentsOf: source.appendingPathComponent("fallback-tour.conf"), encoding: .utf8)
-            .replacingOccurrences(of: "users=Examples/stacks/users", with: "users=\(directory.path)/users")
+            .replacingOccurrences(of: "users=users", with: "users=\(directory.path)/users")
             .replacingOccurrences(of: "delay=0.5", with: "delay=0")
         let configuration = directory.appendingPathComponent("tour.conf").path
         try text.write(toFile: configuration, atomically: true, encoding: .utf8)

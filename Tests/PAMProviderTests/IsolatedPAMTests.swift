@@ -128,3 +128,41 @@ struct IsolatedPAMTests {
         return listed.split(separator: "\n").count
     }
 }
+
+/// A service file outside /etc/pam.d decides who gets in: `pam-dir=` is held to the rule of configuration
+/// files (a private file in directories no one else may write), or `pam_permit.so` put there by anyone
+/// would admit every password.
+@Suite(.timeLimit(.minutes(1)))
+struct PAMDirectoryTests {
+    private func make(_ directory: String) throws(ProviderConfigurationError) -> any AuthProvider {
+        try ProviderRegistry([PAMProviderPlugin.self]).makeProvider(
+            named: "pam", options: ["service": "permit", "pam-dir": directory])
+    }
+
+    @Test func aServiceFileOthersCouldReplaceIsRefused() throws {
+        let shared = temporaryDirectory("gatekeeper-pamdir")
+        defer { try? FileManager.default.removeItem(atPath: shared) }
+        let file = shared + "/permit"
+        try "auth sufficient pam_permit.so\naccount sufficient pam_permit.so\n".write(
+            toFile: file, atomically: false, encoding: .utf8)
+        chmod(file, 0o600)
+        chmod(shared, 0o700)
+        _ = try make(shared)
+        for (mode, directoryMode, reason) in [
+            (mode_t(0o666), mode_t(0o700), "may be written by group or others"),
+            (0o600, 0o777, "the directory \(shared) may be written by group or others"),
+        ] {
+            chmod(file, mode)
+            chmod(shared, directoryMode)
+            #expect {
+                try make(shared)
+            } throws: { "\($0)".contains(reason) }
+        }
+        chmod(file, 0o600)
+        chmod(shared, 0o700)
+        #expect {
+            try ProviderRegistry([PAMProviderPlugin.self]).makeProvider(
+                named: "pam", options: ["service": "../permit", "pam-dir": shared])
+        } throws: { "\($0)".contains("cannot be found") }
+    }
+}

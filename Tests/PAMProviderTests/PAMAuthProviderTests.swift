@@ -180,7 +180,11 @@ struct PAMAuthProviderTests {
         #expect(throws: ProviderConfigurationError.missingOption("service", provider: "pam")) {
             try registry.makeProvider(named: "pam")
         }
-        let provider = try registry.makeProvider(named: "pam", options: ["service": "login", "pam-dir": "/tmp"])
+        let provider = try registry.makeProvider(named: "pam", options: ["service": "other", "pam-dir": "/etc/pam.d"])
         #expect(provider.name == "pam")
+        // A service file in a directory others may write is refused: anyone could put pam_permit.so there.
+        #expect {
+            try registry.makeProvider(named: "pam", options: ["service": "login", "pam-dir": "/tmp"])
+        } throws: { ($0 as? ProviderConfigurationError)?.code == .unusable }
     }
 }

@@ -17,7 +17,7 @@ struct PAMFixture: Sendable {
     static let shared = Result { () throws -> PAMFixture in try PAMFixture() }
 
     private init() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-pam-\(UUID())").path
+        let directory = URL(fileURLWithPath: trustedBase).appendingPathComponent("gatekeeper-pam-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.directory = directory
         guard let matrix = Self.pamMatrix else {

@@ -145,7 +145,7 @@ private struct NoticeConversation: Conversation {
 struct FileOverPAMOverMockTests {
     @Test func eachUserIsAnsweredByTheRightEntry() async throws {
         let fixture = try PAMFixture.shared.get()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-stack-\(UUID())").path
+        let directory = URL(fileURLWithPath: trustedBase).appendingPathComponent("gatekeeper-stack-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let users = directory + "/users"

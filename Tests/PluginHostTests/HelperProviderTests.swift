@@ -121,6 +121,26 @@ struct HelperProviderTests {
         #expect(why.contains(reason), "\(name): \(why)")
     }
 
+    /// A `failed` answer is one of PAM's codes; one that names a code with an answer of its own is that
+    /// answer (a wrong password counted as one), and one the helper cannot name is a system error — counted
+    /// once the password reached the helper, never taken for the backend being down.
+    @Test(arguments: [
+        ("cred_err", AuthOutcome.failed(.credentialsError, reason: "the helper helper failed: no card")),
+        ("auth_err", .rejected(.wrongCredentials)),
+        ("success", .failed(.systemError, reason: "the helper helper answered an unknown PAM return code")),
+        ("bogus", .failed(.systemError, reason: "the helper helper answered an unknown PAM return code")),
+    ])
+    func aFailedAnswerIsOneOfPAMsCodes(_ code: String, _ expected: AuthOutcome) async throws {
+        let script =
+            "#!/bin/sh\nread start\necho '{\"prompt\":\"Password: \",\"echo\":false}'\nread answer\n"
+            + "echo '{\"outcome\":\"failed\",\"code\":\"\(code)\",\"reason\":\"no card\"}'\n"
+        let program = try Self.install("failed-\(code)", script)
+        let provider = try Self.helper(program, timeout: "5")
+        let outcome = try await provider.authenticate(
+            AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("x"))))
+        #expect(outcome == expected, "\(code): \(outcome)")
+    }
+
     @Test func cancellingALoginStopsTheHelpersWholeGroup() async throws {
         let pidFile = try Self.directory.get() + "/child.pid"
         let program = try Self.install(

@@ -213,6 +213,76 @@ struct StackConfigurationTests {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// What goes to syslog about a file that cannot be included is a place in the including file, never
+    /// the name written there.
+    @Test func aMissingIncludeIsNamedWhereItIsIncluded() {
+        #expect {
+            try parse("delay 0\nsubstack hunter2-secret-token\n")
+        } throws: { error in
+            let refused = error as! ConfigurationError
+            return refused.withoutContents == "test.conf:2:10: the file is refused (include error)"
+                && "\(refused)" == "test.conf:2:10: hunter2-secret-token: cannot be read"
+        }
+    }
+
+    /// libpam fails a login through a 16th nested substack; 15 are used.
+    @Test func substacksNestAtMostFifteenDeep() throws {
+        func nested(_ depth: Int) -> [String: String] {
+            var files = ["s\(depth).conf": "required mock delay=0\n"]
+            for level in 1..<depth { files["s\(level).conf"] = "substack s\(level + 1).conf\n" }
+            return files
+        }
+        let fifteen = try parse("substack s1.conf\n", includes: nested(15))
+        #expect(fifteen.providerEntries.map(\.depth) == [15])
+        #expect {
+            try parse("substack s1.conf\n", includes: nested(16))
+        } throws: { "\($0)".contains("substacks nest at most 15 deep") }
+    }
+
+    /// A relative file named by a provider's option is beside the configuration, as an include is — not
+    /// in whatever directory the tool was started from (where the invoker could put a users file).
+    @Test func aRelativeFileOptionIsBesideTheConfiguration() throws {
+        let registry = ProviderRegistry([PathPlugin.self])
+        let configuration = try StackConfiguration.parse(
+            Array("required paths users=users other=/abs/x name=users\n".utf8), file: "/etc/gatekeeper/tools.conf",
+            registry: registry)
+        #expect(
+            configuration.entries[0].options == [
+                "users": "/etc/gatekeeper/users", "other": "/abs/x", "name": "users",
+            ])
+    }
+
+    @Test func aTabInsideABracketSeparatesPairs() throws {
+        let configuration = try parse("[success=ok\tdefault=die]\tdebug\n")
+        #expect(configuration.entries[0].control == ChainControl(actions: [.success: .ok], default: .die))
+    }
+
+    /// A provider's refusal of an option's value names the option where it was written, and a
+    /// megabyte-long word is not echoed whole.
+    @Test func anOptionsErrorIsTheOptions() {
+        #expect {
+            try parse("required mock delay=999d\n").makeChain(registry: registry)
+        } throws: { error in
+            let refused = error as! ConfigurationError
+            return refused.code == .value && "\(refused)".hasPrefix("test.conf:1:15: delay: --delay \"999d\" is not")
+        }
+        #expect {
+            try parse("required mock delay=" + String(repeating: "9", count: 100_000) + "\n").makeChain(
+                registry: registry)
+        } throws: { "\($0)".utf8.count < 400 }
+        #expect {
+            try parse("required mock " + String(repeating: "x", count: 100_000) + "=1\n")
+        } throws: { "\($0)".utf8.count < 600 }
+    }
+
+    /// Two spellings of one file are one destination.
+    @Test func pathsHaveOneSpelling() throws {
+        #expect(try parse("audit json path=//var/log/./gk.jsonl/\n").audit == [.json(path: "/var/log/gk.jsonl")])
+        #expect {
+            try parse("audit json path=/x\naudit json path=//x/\n")
+        } throws: { "\($0)".contains("this audit destination is set twice") }
+    }
+
     @Test func includesAFileInItsPlaceAndRefusesLoops() throws {
         let configuration = try parse(
             "session idle=1m\ninclude common.conf\nrequired mock\n",
@@ -292,7 +362,7 @@ struct StackConfigurationTests {
         ("lockout deny=3 threshold=4", "test.conf:1:16: threshold: threshold is another name of deny, given too"),
         ("lockout even_deny_root even_deny_root", "test.conf:1:24: even_deny_root: even_deny_root is given twice"),
         ("substack", "test.conf:1:1: substack: substack takes one file name"),
-        ("substack missing.conf", "missing.conf: cannot be read"),
+        ("substack missing.conf", "test.conf:1:10: missing.conf: cannot be read"),
         ("[success=ok success=bad] mock", "test.conf:1:13: success: success is given twice"),
         ("required mock\nsession idle=1m", "test.conf:2:1: session: settings come before the stack; move this line up"),
         ("session idle=1m\nsession idle=2m", "test.conf:2:1: session: session is set twice"),
@@ -349,7 +419,7 @@ struct StackConfigurationTests {
         ("audit json path=log.jsonl", "test.conf:1:12: log.jsonl: path takes an absolute path without .."),
         ("audit syslog\naudit syslog", "test.conf:2:1: syslog: this audit destination is set twice"),
         ("include", "test.conf:1:1: include: include takes one file name"),
-        ("include missing.conf", "missing.conf: cannot be read"),
+        ("include missing.conf", "test.conf:1:9: missing.conf: cannot be read"),
         ("attempts 3.0", "test.conf:1:10: 3.0: attempts takes a number from 1 to 10"),
         ("attempts +3", "test.conf:1:10: +3: attempts takes a number from 1 to 10"),
         ("required mock\u{1B}[2J", "test.conf:1:10: mock\\u{1B}[2J: holds invalid UTF-8 or a control character"),
@@ -360,5 +430,20 @@ struct StackConfigurationTests {
         } throws: { error in
             "\(error)" == message
         }
+    }
+}
+
+/// A provider with a file option, a file option given absolutely, and a name that is no file.
+private enum PathPlugin: AuthProviderPlugin {
+    static let name = "paths"
+    static let summary = "options that name files"
+    static let options = [
+        ProviderOption("users", valueName: "PATH", help: "a file"),
+        ProviderOption("other", valueName: "DIR", help: "a directory"),
+        ProviderOption("name", valueName: "NAME", help: "a name"),
+    ]
+
+    static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+        DebugAuthProvider()
     }
 }
