@@ -311,6 +311,14 @@ enum FuzzHelperProtocol {
         case .success(.unavailable(let reason)):
             require(
                 !reason.unicodeScalars.contains { FuzzValidation.isControl($0) }, "a reason holds control characters")
+        case .success(.failed(let code, let reason)):
+            require(
+                !reason.unicodeScalars.contains { FuzzValidation.isControl($0) }, "a reason holds control characters")
+            // A failure naming a code with an answer of its own (a wrong password) would escape the lockout.
+            require(
+                code != .success
+                    && AuthOutcome.failed(code, reason: reason).normalized == .failed(code, reason: reason),
+                "a failed answer stands for a code with an answer of its own: \(code.rawValue)")
         default:
             break
         }
