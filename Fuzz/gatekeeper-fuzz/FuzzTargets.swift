@@ -343,7 +343,7 @@ enum FuzzFaillock {
             interval: duration(bytes[1], bytes[2]) ?? .zero,
             unlockAfter: duration(bytes[3], bytes[4]),
             evenDenyRoot: bytes[5] & 1 != 0,
-            rootUnlockAfter: bytes[5] & 2 != 0 ? .some(.seconds(Int64(bytes[5] >> 2))) : nil)
+            rootUnlock: bytes[5] & 2 != 0 ? .after(.seconds(Int64(bytes[5] >> 2))) : .asOthers)
         let path = store.directory + "/fuzz"
         let tally = Array(bytes.dropFirst(6))
         _ = FileManager.default.createFile(atPath: path, contents: Data(tally), attributes: [.posixPermissions: 0o600])

@@ -35,7 +35,7 @@ struct LockoutPolicyTests {
         #expect(
             policy.status(failures: failures, now: 1_003, unit: second, isAdministrator: true) == .open(failures: 0))
         let strict = LockoutPolicy(
-            deny: 3, unlockAfter: .seconds(600), evenDenyRoot: true, rootUnlockAfter: .seconds(60))
+            deny: 3, unlockAfter: .seconds(600), evenDenyRoot: true, rootUnlock: .after(.seconds(60)))
         #expect(
             strict.status(failures: failures, now: 1_003, unit: second, isAdministrator: true)
                 == .locked(failures: 3, remaining: .seconds(59)))

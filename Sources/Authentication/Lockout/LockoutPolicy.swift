@@ -17,19 +17,32 @@ public struct LockoutPolicy: Sendable, Hashable {
     /// How long a uid 0 account stays locked, with ``evenDenyRoot`` (`root_unlock_time`).
     public var rootUnlockAfter: Duration?
 
-    /// - Parameters: as pam_faillock's options; `rootUnlockAfter` defaults to `unlockAfter`.
+    /// How long a uid 0 account stays locked, as ``init(deny:interval:unlockAfter:evenDenyRoot:rootUnlock:)``
+    /// is told: as long as the others (pam_faillock's default), for a time, or until an administrator
+    /// unlocks it.
+    public enum RootUnlock: Sendable, Hashable {
+        case asOthers
+        case after(Duration)
+        case never
+    }
+
+    /// - Parameters: as pam_faillock's options.
     public init(
         deny: Int = 5,
         interval: Duration = .seconds(15 * 60),
         unlockAfter: Duration? = .seconds(10 * 60),
         evenDenyRoot: Bool = false,
-        rootUnlockAfter: Duration?? = nil
+        rootUnlock: RootUnlock = .asOthers
     ) {
         self.deny = deny
         self.interval = interval
         self.unlockAfter = unlockAfter
         self.evenDenyRoot = evenDenyRoot
-        self.rootUnlockAfter = rootUnlockAfter ?? unlockAfter
+        switch rootUnlock {
+        case .asOthers: rootUnlockAfter = unlockAfter
+        case .after(let duration): rootUnlockAfter = duration
+        case .never: rootUnlockAfter = nil
+        }
     }
 
     /// The state of an account whose recorded failures happened at `failures` (on any clock, in whole
