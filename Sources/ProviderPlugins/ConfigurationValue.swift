@@ -82,8 +82,10 @@ public enum ConfigurationValue {
     /// `0` — what ``duration(_:in:)`` reads back as the same duration.
     public static func describe(_ duration: Duration) -> String {
         let (seconds, attoseconds) = duration.components
-        let milliseconds =
-            seconds.multipliedReportingOverflow(by: 1000).partialValue + attoseconds / 1_000_000_000_000_000
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        let (milliseconds, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        // Beyond what any bound allows (some 292 million years): in seconds, which cannot overflow.
+        guard !overflow, !overflowAgain else { return "\(seconds)s" }
         if milliseconds == 0 { return "0" }
         for (suffix, unit) in units.reversed() where milliseconds % unit == 0 {
             return "\(milliseconds / unit)\(suffix)"

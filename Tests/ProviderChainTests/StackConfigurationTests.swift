@@ -120,6 +120,9 @@ struct StackConfigurationTests {
         #expect(ConfigurationValue.describe(.seconds(900)) == "15m")
         #expect(ConfigurationValue.describe(.milliseconds(1500)) == "1500ms")
         #expect(ConfigurationValue.describe(.seconds(7 * 86_400)) == "7d")
+        // Any duration at all prints without trapping.
+        #expect(ConfigurationValue.describe(.seconds(Int64.max)) == "\(Int64.max)s")
+        #expect(ConfigurationValue.describe(.seconds(Int64.min)) == "\(Int64.min)s")
     }
 
     /// A jump as large as an Int, given to a chain directly, fails the stack as libpam's bad jump does,
