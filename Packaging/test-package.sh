@@ -13,7 +13,9 @@ set -euo pipefail
 deb=$(realpath "${1:?usage: test-package.sh PACKAGE.deb}")
 here=$(cd "$(dirname "$0")" && pwd)
 package=swift-gatekeeper
-scratch=$(mktemp -d)
+# The configurations written here must pass the tools' directory rule: not /tmp.
+. "$here/private-tmp.sh"
+scratch=$(private_tmp gatekeeper-test-package)
 installed_by_test=0
 cleanup() {
     if ((installed_by_test)); then dpkg --purge "$package" >/dev/null 2>&1 || true; fi

@@ -3,6 +3,7 @@
 import Authentication
 import AuthenticationTesting
 import Foundation
+import GatekeeperSupport
 import MockProvider
 import Synchronization
 
@@ -276,3 +277,7 @@ enum Bench {
         report(table, json: json)
     }
 }
+
+/// Where the benchmarks keep their files: a directory no one else may write, so the configuration and
+/// PAM service files put there pass the tools' directory rule (which refuses `/tmp`).
+let privateTemporaryDirectory = URL(fileURLWithPath: privateScratchBase)

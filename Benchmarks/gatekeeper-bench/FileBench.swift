@@ -22,7 +22,7 @@ struct FileBench {
     }
 
     static func run() async throws -> Figures {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-bench-\(UUID())").path
+        let directory = privateTemporaryDirectory.appendingPathComponent("gatekeeper-bench-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let hash = try PasswordHash.make(Secret(copying: "bench-password".utf8), scheme: .yescrypt)

@@ -24,7 +24,7 @@ struct HostBench {
     }
 
     static func run() throws -> Figures {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-bench-\(UUID())").path
+        let directory = privateTemporaryDirectory.appendingPathComponent("gatekeeper-bench-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let policy = LockoutPolicy(deny: 1000, interval: .seconds(3600))

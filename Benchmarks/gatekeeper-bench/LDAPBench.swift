@@ -114,7 +114,7 @@ final class DemoDirectory {
 
     init() throws {
         directory =
-            FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-bench-ldap-\(UUID())").path
+            privateTemporaryDirectory.appendingPathComponent("gatekeeper-bench-ldap-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
             .standardized.path

@@ -33,7 +33,7 @@ enum LoadBench {
         let mock = MockAuthProvider(
             users: everyone.map { .init(username: $0.username, password: Secret(copying: $0.password.utf8)) },
             delay: .zero)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-bench-load-\(UUID())")
+        let directory = privateTemporaryDirectory.appendingPathComponent("gatekeeper-bench-load-\(UUID())")
             .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -16,7 +16,7 @@ struct PAMBench {
     init?() throws {
         let candidates = ["x86_64-linux-gnu", "aarch64-linux-gnu"].map { "/usr/lib/\($0)/pam_wrapper/pam_matrix.so" }
         guard let matrix = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else { return nil }
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-bench-\(UUID())").path
+        directory = privateTemporaryDirectory.appendingPathComponent("gatekeeper-bench-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let passdb = directory + "/passdb"
         try "root:secret:\(service)\n".write(toFile: passdb, atomically: true, encoding: .utf8)

@@ -20,7 +20,7 @@ enum PasswdBench {
             ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("gatekeeper-passwd").path
         guard FileManager.default.fileExists(atPath: "/usr/bin/htpasswd") else { throw PasswdBenchError.noHtpasswd }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        let directory = privateTemporaryDirectory.appendingPathComponent(
             "gatekeeper-bench-passwd-\(UUID())"
         ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -55,7 +55,7 @@ struct ProcessBench {
         }
 
         let service = "gatekeeper-bench-\(getpid())"
-        let passdb = FileManager.default.temporaryDirectory.appendingPathComponent("\(service).passdb").path
+        let passdb = privateTemporaryDirectory.appendingPathComponent("\(service).passdb").path
         let serviceFile = "/etc/pam.d/" + service
         try "root:secret:\(service)\n".write(toFile: passdb, atomically: true, encoding: .utf8)
         try "auth required \(matrix) passdb=\(passdb)\naccount required \(matrix) passdb=\(passdb)\n"
@@ -75,7 +75,7 @@ struct ProcessBench {
         // A first run of each loads the files into the page cache.
         for command in [pamtester, login, nothing, help] { _ = try measure(command, input: "secret\n") }
         var samples: [[Run]] = [[], [], [], []]
-        let report = FileManager.default.temporaryDirectory.appendingPathComponent("\(service).peak").path
+        let report = privateTemporaryDirectory.appendingPathComponent("\(service).peak").path
         defer { unlink(report) }
         for _ in 0..<runs {
             for (slot, command) in [pamtester, login, nothing, help].enumerated() {

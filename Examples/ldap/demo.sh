@@ -13,17 +13,9 @@ if [ "${1:-}" = "--start" ]; then
     repl=""
 else
     repl=${1:?usage: demo.sh PATH-TO-gatekeeper-repl}
-    # The REPL reads its configuration only from directories no one else may write: not /tmp, but root's
-    # /run, the private runtime directory, or the home directory.
-    base=/tmp
-    for candidate in $([ "$(id -u)" = 0 ] && echo /run) "${XDG_RUNTIME_DIR:-}" "/run/user/$(id -u)" "${HOME:-}"; do
-        if [ -n "$candidate" ] && [ -d "$candidate" ] && [ -O "$candidate" -o "$(id -u)" = 0 ] \
-            && [ -z "$(find "$candidate" -maxdepth 0 -perm /022)" ]; then
-            base=$candidate
-            break
-        fi
-    done
-    work=$(mktemp -d "$base/gatekeeper-ldap-demo.XXXXXX")
+    # The REPL reads its configuration only from directories no one else may write: not /tmp.
+    . "$(dirname "$0")/../../Packaging/private-tmp.sh"
+    work=$(private_tmp gatekeeper-ldap-demo)
     cleanup() {
         [ -f "$work/slapd.pid" ] && kill "$(cat "$work/slapd.pid")" 2>/dev/null || true
         rm -rf "$work"

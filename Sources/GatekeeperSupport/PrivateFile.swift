@@ -87,3 +87,23 @@ package func resolvedPath(_ path: String) -> String? {
     defer { free(pointer) }
     return String(cString: pointer)
 }
+
+/// A directory for scratch files that no one but this user (or root) may write, up to `/`, so that
+/// configuration, PAM service and plugin files put there pass ``untrustedDirectory(above:)``: `/run` for
+/// root, the private runtime directory or the home directory otherwise, `/tmp` only when there is none.
+/// For tests and benchmarks.
+package let privateScratchBase: String = {
+    let uid = getuid()
+    var candidates = uid == 0 ? ["/run"] : []
+    candidates.append("/run/user/\(uid)")
+    if let home = getenv("HOME") { candidates.append(String(cString: home)) }
+    for candidate in candidates {
+        var info = stat()
+        if stat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == uid,
+            info.st_mode & (S_IWGRP | S_IWOTH) == 0
+        {
+            return candidate
+        }
+    }
+    return "/tmp"
+}()

@@ -347,18 +347,5 @@ private func waitForExit(_ pid: pid_t) -> Int32 {
 }
 
 /// Where test files go: a directory no one else can write, up to `/` — so configuration files, plugins
-/// and helpers put there pass the tools' directory rule: `/run` for root; `/run/user/UID` (or the home
-/// directory) otherwise; `/tmp` only when neither is private.
-public let trustedBase: String = {
-    let uid = getuid()
-    if uid == 0 { return "/run" }
-    var candidates = ["/run/user/\(uid)"]
-    if let home = getenv("HOME") { candidates.append(String(cString: home)) }
-    for candidate in candidates {
-        var info = stat()
-        if stat(candidate, &info) == 0, info.st_uid == uid, info.st_mode & (S_IWGRP | S_IWOTH) == 0 {
-            return candidate
-        }
-    }
-    return "/tmp"
-}()
+/// and helpers put there pass the tools' directory rule.
+public let trustedBase: String = privateScratchBase
