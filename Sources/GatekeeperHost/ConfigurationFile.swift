@@ -22,6 +22,9 @@ public enum ConfigurationFile {
     /// The configuration in `path` and who owns that file.
     /// - Throws: ``ConfigurationError``; a broken file, or an unsafe one, is never half used.
     public static func read(_ path: String, registry: ProviderRegistry) throws(ConfigurationError) -> Loaded {
+        // Named absolutely, so that what its relative names resolve to — and what --check-config prints —
+        // does not depend on the directory the tool was started from.
+        let path = path.hasPrefix("/") ? path : HostSettings.workingDirectory().map { $0 + "/" + path } ?? path
         let (bytes, owner) = try contents(path)
         let stack = try StackConfiguration.parse(bytes, file: path, registry: registry) {
             include throws(ConfigurationError) in

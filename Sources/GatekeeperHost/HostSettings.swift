@@ -159,7 +159,7 @@ public struct HostSettings: Sendable {
         return "provider \(provider ?? "") \(text(options))"
     }
 
-    private static func workingDirectory() -> String? {
+    static func workingDirectory() -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         guard getcwd(&buffer, buffer.count) != nil else { return nil }
         return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -254,6 +254,25 @@ struct CheckConfigTests {
         #expect(again.stdout == first.stdout)
     }
 
+    /// A configuration named relatively is read as the file it names, wherever the tool was started: its
+    /// substacks and files are named absolutely in what --check-config prints, which reads the same
+    /// anywhere.
+    @Test func aRelativelyNamedFilePrintsAbsoluteNames() throws {
+        let directory = temporaryDirectory("gatekeeper-relative")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/sub", withIntermediateDirectories: true)
+        try "required mock delay=0\nsubstack other.conf\n".write(
+            toFile: directory + "/sub/main.conf", atomically: false, encoding: .utf8)
+        try "optional debug\n".write(toFile: directory + "/sub/other.conf", atomically: false, encoding: .utf8)
+        let printed = try shell("cd '\(directory)' && '\(gatekeeperRun.path)' --check-config sub/main.conf 2>/dev/null")
+        #expect(printed.status == 0, "\(printed.output)")
+        #expect(printed.output.contains("\nsubstack \(directory)/sub/other.conf\n"), "\(printed.output)")
+        let copy = directory + "/copy.conf"
+        try printed.output.write(toFile: copy, atomically: false, encoding: .utf8)
+        chmod(copy, 0o600)
+        #expect(try check(String(contentsOfFile: copy, encoding: .utf8)).stdout == printed.output)
+    }
+
     /// A jump past the end loads, as in libpam, and --check-config says where it is and what it does.
     @Test func warnsAboutAJumpPastTheEnd() throws {
         let result = try check("[success=3 default=bad] mock delay=0\nrequired mock delay=0\n")
