@@ -1,4 +1,5 @@
 import Dispatch
+import GatekeeperSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -18,15 +19,45 @@ public final class InterruptMonitor: @unchecked Sendable {
     }
 
     /// Watches `signals` (SIGINT, SIGTERM, SIGHUP …); `onSignal` gets the number of each that arrives.
+    /// Returns once the signals are watched: one sent after that — the moment a tool shows its prompt —
+    /// reaches `onSignal`.
+    ///
+    /// On Linux a Dispatch signal source is a signalfd, registered later on Dispatch's manager thread, and
+    /// only the first registration for a signal in the process installs Dispatch's handler (which hands
+    /// the signal on to that signalfd). So the monitor waits for the registration — until then the signal
+    /// is ignored, and one sent in that window was lost — and, for a signal watched before, puts that
+    /// handler back where `stop()` had restored the default.
     public init(signals: [Int32], onSignal: @escaping @Sendable (Int32) -> Void) {
         sources = signals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { onSignal(number) }
+            let registered = DispatchSemaphore(value: 0)
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
+            // Bounded, so that a starved Dispatch cannot keep a tool from starting.
+            _ = registered.wait(timeout: .now() + .seconds(5))
+            Self.handlers.withLock { handlers in
+                var current = sigaction()
+                sigaction(number, nil, &current)
+                if Self.address(current.__sigaction_handler.sa_handler) == Self.address(SIG_IGN),
+                    var installed = handlers[number]
+                {
+                    sigaction(number, &installed, nil)
+                } else if handlers[number] == nil {
+                    handlers[number] = current
+                }
+            }
             return (number, source)
         }
     }
+
+    private static func address(_ handler: (@convention(c) (Int32) -> Void)?) -> Int {
+        handler.map { unsafeBitCast($0, to: Int.self) } ?? 0
+    }
+
+    /// The handler Dispatch installed for each signal the first time it was watched.
+    private static let handlers = Locked<[Int32: sigaction]>([:])
 
     /// Stops watching and restores the signals' default behaviour.
     public func stop() {
