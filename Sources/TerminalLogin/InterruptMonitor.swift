@@ -20,31 +20,30 @@ public final class InterruptMonitor: @unchecked Sendable {
 
     /// Watches `signals` (SIGINT, SIGTERM, SIGHUP …); `onSignal` gets the number of each that arrives.
     /// Returns once the signals are watched: one sent after that — the moment a tool shows its prompt —
-    /// reaches `onSignal`.
+    /// reaches `onSignal`; one sent before has the signal's default effect. None is lost.
     ///
     /// On Linux a Dispatch signal source is a signalfd, registered later on Dispatch's manager thread, and
     /// only the first registration for a signal in the process installs Dispatch's handler (which hands
-    /// the signal on to that signalfd). So the monitor waits for the registration — until then the signal
-    /// is ignored, and one sent in that window was lost — and, for a signal watched before, puts that
-    /// handler back where `stop()` had restored the default.
+    /// the signal on to that signalfd). So the monitor leaves the default in place until Dispatch's
+    /// handler is (ignoring the signal in between lost the ones sent then), waits for the registration,
+    /// and, for a signal watched before, puts that handler back at once where `stop()` had restored the
+    /// default.
     public init(signals: [Int32], onSignal: @escaping @Sendable (Int32) -> Void) {
         sources = signals.map { number in
-            signal(number, SIG_IGN)
+            if var installed = Self.handlers.withLock({ $0[number] }) { sigaction(number, &installed, nil) }
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { onSignal(number) }
             let registered = DispatchSemaphore(value: 0)
             source.setRegistrationHandler { registered.signal() }
             source.resume()
             // Bounded, so that a starved Dispatch cannot keep a tool from starting.
-            _ = registered.wait(timeout: .now() + .seconds(5))
+            let inTime = registered.wait(timeout: .now() + .seconds(5)) == .success
             Self.handlers.withLock { handlers in
                 var current = sigaction()
                 sigaction(number, nil, &current)
-                if Self.address(current.__sigaction_handler.sa_handler) == Self.address(SIG_IGN),
-                    var installed = handlers[number]
-                {
-                    sigaction(number, &installed, nil)
-                } else if handlers[number] == nil {
+                let address = Self.address(current.__sigaction_handler.sa_handler)
+                // Only Dispatch's own handler is kept, never the default or "ignore".
+                if inTime, handlers[number] == nil, address != Self.address(SIG_IGN), address != Self.address(SIG_DFL) {
                     handlers[number] = current
                 }
             }
