@@ -108,9 +108,7 @@ public struct StackConfiguration: Sendable {
     public private(set) var entries: [Entry] = []
 
     /// Every provider's entry, substacks' included, in the order the stack runs them.
-    public var providerEntries: [Entry] {
-        entries.flatMap { $0.isSubstack ? Self.flattened($0.substack) : [$0] }
-    }
+    public var providerEntries: [Entry] { Self.flattened(entries) }
 
     private static func flattened(_ entries: [Entry]) -> [Entry] {
         entries.flatMap { $0.isSubstack ? flattened($0.substack) : [$0] }
