@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "FileProvider", targets: ["FileProvider"]),
         .library(name: "OTPProvider", targets: ["OTPProvider"]),
         .library(name: "LDAPProvider", targets: ["LDAPProvider"]),
+        .library(name: "OIDCProvider", targets: ["OIDCProvider"]),
         .library(name: "OfflineCache", targets: ["OfflineCache"]),
         .executable(name: "gatekeeper-run", targets: ["gatekeeper-run"]),
         .executable(name: "gatekeeper-repl", targets: ["gatekeeper-repl"]),
@@ -36,7 +37,7 @@ let package = Package(
         // Provider plugins: a backend by name, built from key=value options. The extension point that
         // command lines, configuration files and run-time loading use; neither the core's inner API nor a
         // terminal concern.
-        .target(name: "ProviderPlugins", dependencies: ["Authentication"]),
+        .target(name: "ProviderPlugins", dependencies: ["Authentication", "GatekeeperSupport"]),
         // Test doubles and the provider conformance suite, for host tools and for this package's tests.
         .target(name: "AuthenticationTesting", dependencies: ["Authentication", "GatekeeperSupport"]),
         // A Conversation on the controlling terminal (echo off, Ctrl-C / Ctrl-D cancel) and the shared
@@ -114,6 +115,12 @@ let package = Package(
             path: "Plugins/LDAPProvider"
         ),
 
+        .target(
+            name: "OIDCProvider",
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "COIDCLoader"],
+            path: "Plugins/OIDCProvider"
+        ),
+
         // Logins checked against a cache of recent successes while a backend is unreachable; wraps any
         // provider (its verifiers are yescrypt hashes, made by the users-file module).
         .target(name: "OfflineCache", dependencies: ["Authentication", "GatekeeperSupport", "FileProvider"]),
@@ -127,6 +134,9 @@ let package = Package(
         // libldap loaded when the first LDAP provider is made, not linked: linked, it (and GnuTLS with it)
         // costs every run of every tool about 2 ms of start-up. Its headers come from libldap-dev.
         .target(name: "CLDAPLoader", linkerSettings: [.linkedLibrary("dl")]),
+        // libcurl and OpenSSL's libcrypto, loaded when the first OpenID Connect provider is made, for the
+        // same reason. Headers from libcurl4-openssl-dev and libssl-dev.
+        .target(name: "COIDCLoader", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
 
         // Executables.
@@ -140,7 +150,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
                 "ToolSupport", "GatekeeperHost", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
-                "PluginHost", "OTPProvider", "LDAPProvider",
+                "PluginHost", "OTPProvider", "LDAPProvider", "OIDCProvider",
             ],
             path: "Tools/gatekeeper-run"
         ),
@@ -149,7 +159,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
                 "ToolSupport", "GatekeeperHost", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
-                "PluginHost", "OTPProvider", "LDAPProvider",
+                "PluginHost", "OTPProvider", "LDAPProvider", "OIDCProvider",
             ],
             path: "Tools/gatekeeper-repl"
         ),
@@ -223,6 +233,13 @@ let package = Package(
             dependencies: [
                 "Authentication", "AuthenticationTesting", "LDAPProvider", "OfflineCache", "HostProtection",
                 "ProviderPlugins", "TestSupport", "gatekeeper-run",
+            ]
+        ),
+        .testTarget(
+            name: "OIDCProviderTests",
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "OIDCProvider", "ProviderPlugins", "TestSupport",
+                "gatekeeper-run",
             ]
         ),
         .testTarget(

@@ -9,7 +9,7 @@
 set -u
 seconds=$1
 shift
-binary=${FUZZ_BINARY:-.build/fuzz/debug/gatekeeper-fuzz}
+binary=${FUZZ_BINARY:-.build/fuzz/release/gatekeeper-fuzz}
 root=$(pwd)
 failed=0
 printf '%-17s %10s %8s %7s %7s %8s  %s\n' target runs exec/s cov ft corpus result

@@ -39,22 +39,25 @@ depends=$(cd "$work" && dpkg-shlibdeps -O -e"$stage/usr/bin/gatekeeper-run" -e"$
     echo "deb.sh: dpkg-shlibdeps found no dependencies" >&2
     exit 1
 }
-# libldap is loaded when an LDAP provider is made, not linked (see Sources/CLDAPLoader), so
-# dpkg-shlibdeps cannot see it: the package that has the soname the tools load is added by hand.
-soname=$(grep -aoE 'libldap[-_.a-z0-9]*\.so\.[0-9]+' "$stage/usr/bin/gatekeeper-run" | sort -u)
-[[ $(wc -l <<<"$soname") == 1 && -n $soname ]] || {
-    echo "deb.sh: expected one libldap soname in gatekeeper-run, found: $soname" >&2
-    exit 1
-}
-# Every line is read (no early exit): under pipefail, a reader that stops first kills ldconfig with SIGPIPE.
-library=$(ldconfig -p | awk -v soname="$soname" '$1 == soname && !found { print $NF; found = 1 }')
-[[ -n $library ]] || {
-    echo "deb.sh: $soname is not installed here" >&2
-    exit 1
-}
-owner=$(dpkg -S "$(realpath "$library")" | awk -F: 'NR == 1 { print $1 }')
-upstream=$(dpkg-query -W -f='${Version}' "$owner" | sed 's/^[0-9]*://; s/-[^-]*$//')
-depends="$depends, $owner (>= $upstream)"
+# libldap, libcurl and libcrypto are loaded when an LDAP or OpenID Connect provider is made, not linked
+# (see Sources/CLDAPLoader and Sources/COIDCLoader), so dpkg-shlibdeps cannot see them: the package that
+# has each soname the tools load is added by hand.
+for pattern in 'libldap[-_.a-z0-9]*\.so\.[0-9]+' 'libcurl\.so\.[0-9]+' 'libcrypto\.so\.[0-9]+'; do
+    soname=$(grep -aoE "$pattern" "$stage/usr/bin/gatekeeper-run" | sort -u)
+    [[ $(wc -l <<<"$soname") == 1 && -n $soname ]] || {
+        echo "deb.sh: expected one soname like $pattern in gatekeeper-run, found: $soname" >&2
+        exit 1
+    }
+    # Every line is read (no early exit): under pipefail, a reader that stops first kills ldconfig with SIGPIPE.
+    library=$(ldconfig -p | awk -v soname="$soname" '$1 == soname && !found { print $NF; found = 1 }')
+    [[ -n $library ]] || {
+        echo "deb.sh: $soname is not installed here" >&2
+        exit 1
+    }
+    owner=$(dpkg -S "$(realpath "$library")" | awk -F: 'NR == 1 { print $1 }')
+    upstream=$(dpkg-query -W -f='${Version}' "$owner" | sed 's/^[0-9]*://; s/-[^-]*$//')
+    grep -q "\b$owner\b" <<<"$depends" || depends="$depends, $owner (>= $upstream)"
+done
 
 install -d -m 0755 "$stage/DEBIAN"
 cat >"$stage/DEBIAN/control" <<CONTROL

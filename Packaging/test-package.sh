@@ -74,7 +74,7 @@ done
 [[ $(dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles) == /etc/gatekeeper/gatekeeper.conf ]] ||
     fail "the configuration is not a conffile"
 depends=$(dpkg-deb --field "$deb" Depends)
-for library in libc6 libpam0g libcrypt1 libaprutil1 libldap liboath0 libqrencode4 libunistring2; do
+for library in libc6 libpam0g libcrypt1 libaprutil1 libldap liboath0 libqrencode4 libunistring2 libcurl4 libssl3; do
     grep -q "$library" <<<"$depends" || fail "Depends lacks $library: $depends"
 done
 grep -qi "swift" <<<"$depends" && fail "Depends names a Swift package: $depends"
@@ -90,9 +90,10 @@ check_tools() {
         grep -q "not found" <<<"$output" && fail "$tool misses a library: $output"
         grep -q "$toolchain" <<<"$output" && fail "$tool loads from the toolchain ($toolchain): $output"
         grep -qi "libswift\|libFoundation\|libdispatch" <<<"$output" && fail "$tool links a Swift library: $output"
-        grep -q "libldap\|libgnutls" <<<"$output" && fail "$tool links libldap, which is loaded on demand: $output"
+        grep -q "libldap\|libgnutls\|libcurl\|libcrypto\|libssl" <<<"$output" &&
+            fail "$tool links libldap, libcurl or OpenSSL, which are loaded on demand: $output"
     done
-    pass "the tools load nothing from the toolchain ($toolchain), no Swift library and not libldap (ldd)"
+    pass "the tools load nothing from the toolchain ($toolchain), no Swift library, not libldap, libcurl or OpenSSL (ldd)"
 
     output=$(env -i PATH=/usr/bin:/bin "$root/usr/bin/gatekeeper-run" --help) || fail "gatekeeper-run --help failed"
     [[ $output == "usage: gatekeeper-run"* ]] || fail "gatekeeper-run --help: $output"

@@ -1,5 +1,4 @@
 public import Authentication
-import GatekeeperSupport
 import OfflineCache
 public import ProviderPlugins
 
@@ -70,15 +69,11 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         }
         if let count = try options.count("connections", in: 1...256) { configuration.connections = count }
         if let dn = options["binddn"] {
-            guard let file = options["bindpw_file"] else { throw .missingOption("bindpw_file", provider: name) }
-            switch readPrivateFile(file, maxBytes: 4096) {
-            case .success(var bytes):
-                while bytes.last == 0x0A || bytes.last == 0x0D { bytes.removeLast() }
-                configuration.bindDN = dn
-                configuration.bindPassword = Secret(wiping: &bytes)
-            case .failure(.inaccessible(let why)), .failure(.unsafe(let why)):
-                throw .unusable(provider: name, reason: "bindpw_file \(file) \(why)")
+            guard let password = try options.secretFile("bindpw_file", provider: name) else {
+                throw .missingOption("bindpw_file", provider: name)
             }
+            configuration.bindDN = dn
+            configuration.bindPassword = password
         }
         if let reason = LDAPAuthProvider.libraryProblem { throw .unusable(provider: name, reason: reason) }
         let provider = LDAPAuthProvider(configuration)

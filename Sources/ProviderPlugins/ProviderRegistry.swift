@@ -1,4 +1,5 @@
 public import Authentication
+import GatekeeperSupport
 
 /// A provider backend that an executable can pick by name, with options from its command line.
 ///
@@ -90,6 +91,23 @@ public struct ProviderOptions: Sendable {
     /// A comma-separated list.
     public func list(_ name: String) throws(ProviderConfigurationError) -> [String]? {
         try value(name, ConfigurationValue.list)
+    }
+
+    /// The secret in the file `name` names (a service account's password, a client's secret): the file's
+    /// bytes without a trailing line break. The file is read as every file that decides who gets in is
+    /// (not a link, owned by root or the user running the tool, written by no one else, at most 4 KiB).
+    /// - Throws: ``ProviderConfigurationError/unusable(provider:reason:)`` naming the file and what is
+    ///   wrong with it, or that it is empty.
+    public func secretFile(_ name: String, provider: String) throws(ProviderConfigurationError) -> Secret? {
+        guard let path = values[name] else { return nil }
+        switch readPrivateFile(path, maxBytes: 4096) {
+        case .success(var bytes):
+            while bytes.last == 0x0A || bytes.last == 0x0D { bytes.removeLast() }
+            guard !bytes.isEmpty else { throw .unusable(provider: provider, reason: "\(name) \(path) is empty") }
+            return Secret(wiping: &bytes)
+        case .failure(.inaccessible(let why)), .failure(.unsafe(let why)):
+            throw .unusable(provider: provider, reason: "\(name) \(path) \(why)")
+        }
     }
 }
 

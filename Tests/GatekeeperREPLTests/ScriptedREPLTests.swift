@@ -127,7 +127,7 @@ struct ScriptedREPLTests {
         #expect(unknown.status == 64)
         #expect(
             unknown.stderr.contains(
-                "Unknown provider 'nope'; available: mock, pam, file, debug, checkpassword, helper, otp, ldap."))
+                "Unknown provider 'nope'; available: mock, pam, file, debug, checkpassword, helper, otp, ldap, oidc."))
         let badOption = try session("", ["--delay", "-1"])
         #expect(badOption.status == 64)
         let help = try session("", ["--help"])

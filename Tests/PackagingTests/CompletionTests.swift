@@ -46,7 +46,7 @@ struct CompletionTests {
     @Test("provider names and the values an option takes")
     func providersAndValues() throws {
         let providers = try Self.complete(["gatekeeper-run", "--provider", ""])
-        #expect(Set(providers) == ["mock", "pam", "file", "debug", "checkpassword", "helper", "otp", "ldap"])
+        #expect(Set(providers) == ["mock", "pam", "file", "debug", "checkpassword", "helper", "otp", "ldap", "oidc"])
         #expect(try Self.complete(["gatekeeper-run", "--provider", "pam", "--isolated", ""]) == ["yes", "no"])
         #expect(try Self.complete(["gatekeeper-run", "--provider", "debug", "--result", "user_"]) == ["user_unknown"])
         // A value nobody can guess gets no options offered in its place.

@@ -7,6 +7,7 @@ import GatekeeperHost
 import GatekeeperSupport
 import LDAPProvider
 import MockProvider
+import OIDCProvider
 import OTPProvider
 import PAMProvider
 import PluginHost
@@ -23,6 +24,7 @@ import ToolSupport
 let registry = ProviderRegistry([
     MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
     CheckpasswordPlugin.self, ConversationHelperPlugin.self, OTPProviderPlugin.self, LDAPProviderPlugin.self,
+    OIDCProviderPlugin.self,
 ])
 // A configuration may also name a shared-object plugin, by absolute path or by short name.
 .resolving(with: SharedObjectPlugins.resolver())

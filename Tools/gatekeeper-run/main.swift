@@ -7,6 +7,7 @@ import GatekeeperSupport
 import HostProtection
 import LDAPProvider
 import MockProvider
+import OIDCProvider
 import OTPProvider
 import PAMProvider
 import PluginHost
@@ -26,6 +27,7 @@ LaunchSignals.record()
 let registry = ProviderRegistry([
     MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
     CheckpasswordPlugin.self, ConversationHelperPlugin.self, OTPProviderPlugin.self, LDAPProviderPlugin.self,
+    OIDCProviderPlugin.self,
 ])
 // A configuration may also name a shared-object plugin, by absolute path or by short name.
 .resolving(with: SharedObjectPlugins.resolver())

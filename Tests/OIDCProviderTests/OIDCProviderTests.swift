@@ -1,0 +1,368 @@
+import Authentication
+import AuthenticationTesting
+import Foundation
+import OIDCProvider
+import ProviderPlugins
+import TestSupport
+import Testing
+
+/// Against the tests' own provider, which answers as well or as badly as each test asks.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct OIDCProviderTests {
+    static func provider(
+        _ server: TestServer, flow: OIDCAuthProvider.Configuration.Flow = .password,
+        _ change: (inout OIDCAuthProvider.Configuration) -> Void = { _ in }
+    ) throws -> OIDCAuthProvider {
+        var configuration = OIDCAuthProvider.Configuration(
+            issuer: server.issuer, clientID: TestServer.clientID,
+            clientSecret: Secret(copying: TestServer.clientSecret.utf8), timeout: .seconds(5), flow: flow,
+            allowsPlainHTTP: !server.tls)
+        if server.tls { configuration.caFile = server.caFile }
+        change(&configuration)
+        return try OIDCAuthProvider(configuration)
+    }
+
+    func login(_ provider: OIDCAuthProvider, _ user: String = "alice", _ password: String = "wonderland")
+        async throws -> AuthOutcome
+    {
+        try await provider.authenticate(
+            AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
+    }
+
+    /// The reason of an `unavailable` outcome, or a description of what came instead.
+    func reason(_ outcome: AuthOutcome) -> String {
+        if case .unavailable(let reason) = outcome { return reason }
+        return "not unavailable: \(outcome)"
+    }
+
+    static let conformance = ProviderConformance(fixture: .init(username: "alice", password: "wonderland")) {
+        let server = try TestServer.shared.get()
+        try server.set("good")
+        return try provider(server)
+    }
+
+    @Test(arguments: ProviderConformance.checks)
+    func conforms(_ check: ProviderConformance.Check) async {
+        let problems = await Self.conformance.run(check)
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    @Test func aPasswordLoginGivesWhoTheTokenAndUserinfoSay() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("good")
+        guard case .authenticated(let identity) = try await login(try Self.provider(server)) else {
+            Issue.record("alice was refused")
+            return
+        }
+        #expect(identity.username == "alice" && identity.provider == "oidc")
+        #expect(identity.displayName == "Alice Example" && identity.groups == ["staff", "readers"])
+        #expect(identity.attributes["email"] == "alice@example.test")
+        // From userinfo: the ID token does not carry it.
+        #expect(identity.attributes["picture"] == "https://example.test/alice.png")
+        #expect(identity.attributes["issuer"] == server.issuer && identity.attributes["subject"] == "subject-alice")
+        let requests = try server.log().requests
+        let grant = requests.first { $0["path"] as? String == "/token" }
+        #expect(grant?["grant_type"] as? String == "password" && grant?["nonce"] != nil)
+        // The client's secret went in HTTP Basic, as the provider prefers it.
+        #expect((grant?["authorization"] as? String)?.hasPrefix("Basic ") == true && grant?["client_secret"] == nil)
+    }
+
+    @Test(arguments: ["es256", "eddsa"])
+    func tokensSignedWithEveryKindOfKeyAreAccepted(_ mode: String) async throws {
+        let server = try TestServer.shared.get()
+        try server.set(mode)
+        let outcome = try await login(try Self.provider(server))
+        guard case .authenticated(let identity) = outcome else {
+            Issue.record("\(mode): \(outcome)")
+            return
+        }
+        #expect(identity.username == "alice")
+    }
+
+    @Test func aWrongPasswordIsAWrongCredentialAndItsDescriptionIsNotShownRaw() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("good")
+        #expect(try await login(try Self.provider(server), "alice", "not-it") == .rejected(.wrongCredentials))
+        try server.set("access-denied")
+        #expect(try await login(try Self.provider(server)) == .rejected(.refusedByPolicy))
+    }
+
+    /// Every token a relying party must refuse is refused, with a reason and no secret in it.
+    @Test(arguments: [
+        ("other-key", "signature"), ("unknown-kid", "signature"), ("alg-none", "not accepted"),
+        ("hs256", "not accepted"), ("wrong-iss", "issuer"), ("wrong-aud", "not meant for this client"),
+        ("expired", "expired"), ("future-iat", "future"), ("several-aud", "several audiences"),
+        ("wrong-azp", "another client"), ("bad-at-hash", "at_hash"), ("no-sub", "subject"),
+        ("wrong-nonce", "nonce"), ("userinfo-other-sub", "another subject"), ("not-bearer", "malformed"),
+        ("issuer-mismatch", "names itself otherwise"),
+        ("garbage", "not JSON"), ("huge", "longer than"), ("redirect", "HTTP 302"),
+    ])
+    func aHostileAnswerMakesTheProviderUnavailable(_ mode: String, _ expected: String) async throws {
+        let server = try TestServer.shared.get()
+        try server.set(mode)
+        let outcome = try await login(try Self.provider(server))
+        let text = reason(outcome)
+        #expect(text.contains(expected), "\(mode): \(text)")
+        for secret in ["wonderland", TestServer.clientSecret] { #expect(!text.contains(secret)) }
+    }
+
+    @Test func aRefusalWithAnEmptyBodyIsAWrongPasswordOnlyForAnAuthenticatedClient() async throws {
+        let server = try TestServer.shared.get()
+        // glewlwyd refuses a password with 403 and no body; its client was authenticated.
+        try server.set("empty-403")
+        #expect(try await login(try Self.provider(server)) == .rejected(.wrongCredentials))
+        // A public client gets the same answer when it may not use the grant: not the password's fault.
+        let outcome = try await login(try Self.provider(server) { $0.clientSecret = nil })
+        #expect(reason(outcome) == "the identity provider's token endpoint answered HTTP 403 with an empty body")
+        try server.set("good")
+    }
+
+    @Test func aKeyTheSetDoesNotHoldIsLookedForOnceAMinute() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("rotated")
+        let provider = try Self.provider(server)
+        // The first fetch has no rsa-2, the second (asked for by the unknown key) has it.
+        guard case .authenticated = try await login(provider) else {
+            Issue.record("a rotated key was not fetched")
+            return
+        }
+        #expect(try server.log().keySetFetches == 2)
+        try server.set("unknown-kid")
+        let other = try Self.provider(server)
+        #expect(reason(try await login(other)).contains("signature"))
+        #expect(reason(try await login(other)).contains("signature"))
+        // Two logins with an unknown key: one fetch, and one fetch again, not one a login.
+        #expect(try server.log().keySetFetches == 2)
+    }
+
+    @Test func aSlowProviderTimesOutAndAnUnreachableOneIsUnavailable() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("slow")
+        let provider = try Self.provider(server) { $0.timeout = .seconds(1) }
+        #expect(reason(try await login(provider)).contains("did not answer in time"))
+        try server.set("good")
+        let nobody = try OIDCAuthProvider(
+            .init(issuer: "http://127.0.0.1:1", clientID: "x", flow: .password, allowsPlainHTTP: true))
+        #expect(reason(try await login(nobody)).contains("cannot be reached"))
+    }
+
+    @Test func cancellingStopsARequestInFlight() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("slow")
+        let provider = try Self.provider(server) { $0.timeout = .seconds(120) }
+        let started = ContinuousClock.now
+        let task = Task { try await login(provider) }
+        try await Task.sleep(for: .milliseconds(500))
+        task.cancel()
+        await #expect(throws: AuthError.cancelled) { try await task.value }
+        // Well before the time-out: the request was stopped, not waited for.
+        #expect(ContinuousClock.now - started < .seconds(60))
+        try server.set("good")
+    }
+
+    @Test func configurationsThatCannotBeTrustedAreRefused() throws {
+        #expect(throws: (any Error).self) {
+            try OIDCAuthProvider(.init(issuer: "http://id.example.com", clientID: "x", allowsPlainHTTP: true))
+        }
+        #expect(throws: (any Error).self) {
+            try OIDCAuthProvider(.init(issuer: "http://127.0.0.1:8080", clientID: "x"))
+        }
+        #expect(throws: (any Error).self) { try OIDCAuthProvider(.init(issuer: "ftp://127.0.0.1", clientID: "x")) }
+        #expect(throws: (any Error).self) {
+            try OIDCAuthProvider(.init(issuer: "http://127.0.0.1.example.com", clientID: "x", allowsPlainHTTP: true))
+        }
+        _ = try OIDCAuthProvider(.init(issuer: "http://127.0.0.1:8080/realm", clientID: "x", allowsPlainHTTP: true))
+        _ = try OIDCAuthProvider(.init(issuer: "http://[::1]:8080", clientID: "x", allowsPlainHTTP: true))
+        _ = try OIDCAuthProvider(.init(issuer: "https://id.example.com", clientID: "x"))
+    }
+
+    @Test func thePluginReadsItsOptionsAndTheSecretFromAPrivateFile() throws {
+        let directory = temporaryDirectory("gatekeeper-oidc-options")
+        let secret = directory + "/secret"
+        try "s3cret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        chmod(secret, 0o600)
+        let provider = try OIDCProviderPlugin.makeProvider(
+            ProviderOptions([
+                "issuer": "https://id.example.com", "client_id": "tool", "client_secret_file": secret,
+                "flow": "password", "scopes": "profile,groups", "timeout": "2.5s", "tokens": directory + "/tokens",
+            ]))
+        let oidc = try #require(provider as? OIDCAuthProvider)
+        #expect(oidc.configuration.flow == .password && oidc.configuration.timeout == .milliseconds(2500))
+        #expect(oidc.configuration.scopes == ["openid", "profile", "groups"])
+        #expect(oidc.configuration.clientSecret == Secret(copying: "s3cret".utf8))
+        chmod(secret, 0o646)
+        #expect(throws: ProviderConfigurationError.self) {
+            try OIDCProviderPlugin.makeProvider(
+                ProviderOptions(["issuer": "https://id.example.com", "client_id": "tool", "client_secret_file": secret])
+            )
+        }
+        #expect(throws: ProviderConfigurationError.self) {
+            try OIDCProviderPlugin.makeProvider(ProviderOptions(["issuer": "https://id.example.com", "flow": "magic"]))
+        }
+        #expect(throws: ProviderConfigurationError.self) {
+            try OIDCProviderPlugin.makeProvider(ProviderOptions(["client_id": "tool"]))
+        }
+    }
+
+    // MARK: the device flow
+
+    @Test func theDeviceFlowShowsTheCodeAndPollsUntilApproved() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("good", pending: 2)
+        let conversation = ScriptedConversation()
+        let outcome = try await Self.provider(server, flow: .device).authenticate(
+            AuthRequest(username: "alice", conversation: conversation))
+        guard case .authenticated(let identity) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(identity.username == "alice")
+        #expect(conversation.messages.contains { $0.contains("WDJB-MJHT") && $0.contains("/activate") })
+        #expect(conversation.questionCount == 0)
+        let polls = try server.log().requests.filter { ($0["grant_type"] as? String)?.hasSuffix("device_code") == true }
+        #expect(polls.count == 3)
+    }
+
+    @Test func slowDownAddsFiveSecondsToTheInterval() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("slow-down", pending: 2)
+        let outcome = try await Self.provider(server, flow: .device).authenticate(
+            AuthRequest(username: "alice", conversation: ScriptedConversation()))
+        guard case .authenticated = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        let times = try server.log().requests.filter { ($0["grant_type"] as? String)?.hasSuffix("device_code") == true }
+            .compactMap { $0["time"] as? Double }
+        #expect(times.count == 3)
+        // The first poll said slow_down: the next waited the interval (1 s) and five seconds more.
+        if times.count == 3 { #expect(times[1] - times[0] >= 5.9) }
+    }
+
+    @Test func anExpiredOrRefusedDeviceCodeEndsTheLogin() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("expired-token", pending: 1)
+        let outcome = try await Self.provider(server, flow: .device).authenticate(
+            AuthRequest(username: "alice", conversation: ScriptedConversation()))
+        guard case .failed(.credentialsExpired, let reason) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(reason.contains("expired before it was approved"))
+        try server.set("access-denied")
+        #expect(
+            try await Self.provider(server, flow: .device).authenticate(
+                AuthRequest(username: "alice", conversation: ScriptedConversation())) == .rejected(.refusedByPolicy))
+    }
+
+    @Test func ctrlCDuringTheDeviceFlowStopsAtOnce() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("good", pending: 1000)
+        let provider = try Self.provider(server, flow: .device)
+        let conversation = ScriptedConversation()
+        let task = Task { try await provider.authenticate(AuthRequest(username: "alice", conversation: conversation)) }
+        #expect(await eventually { !conversation.messages.isEmpty })
+        task.cancel()
+        await #expect(throws: AuthError.cancelled) { try await task.value }
+        let before = try server.log().requests.count
+        try await Task.sleep(for: .seconds(2))
+        // Nothing more is asked once the login is cancelled.
+        #expect(try server.log().requests.count == before)
+        try server.set("good")
+    }
+
+    @Test func anotherPersonApprovingIsRefused() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("bob")
+        let conversation = ScriptedConversation(.secret("wonderland"))
+        let outcome = try await Self.provider(server).authenticate(
+            AuthRequest(username: "alice", conversation: conversation))
+        #expect(outcome == .rejected(.refusedByPolicy))
+        #expect(conversation.messages.contains { $0.contains("bob") })
+    }
+
+    // MARK: tokens kept
+
+    @Test func theRefreshTokenIsKeptPrivatelyRechecksAndIsRevokedAtSignOut() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("good")
+        let directory = temporaryDirectory("gatekeeper-oidc-tokens") + "/tokens"
+        let provider = try Self.provider(server) { $0.tokenDirectory = directory }
+        guard case .authenticated(let identity) = try await login(provider) else {
+            Issue.record("alice was refused")
+            return
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory)
+        #expect(files.count == 1)
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/" + files[0])
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let directoryMode = try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int
+        #expect(directoryMode == 0o700)
+        guard case .valid(let again) = await provider.recheck(identity) else {
+            Issue.record("a remembered login was not rechecked by its refresh token")
+            return
+        }
+        #expect(again.username == "alice")
+        let kept = try String(contentsOfFile: directory + "/" + files[0], encoding: .utf8)
+        await provider.signOut(identity)
+        #expect(provider.revocationProblem == nil)
+        let revoked = try server.log().revoked
+        #expect(revoked.count == 1 && kept.contains(revoked[0]))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+        #expect(await provider.recheck(identity) == .unverifiable)
+    }
+
+    @Test func aRevokedTokenRefusesTheRememberedLogin() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("good")
+        let directory = temporaryDirectory("gatekeeper-oidc-tokens") + "/tokens"
+        let provider = try Self.provider(server) { $0.tokenDirectory = directory }
+        guard case .authenticated(let identity) = try await login(provider) else {
+            Issue.record("alice was refused")
+            return
+        }
+        // Revoked elsewhere (the provider's own sign-out): the next recheck is refused, and forgets it.
+        let other = try Self.provider(server) { $0.tokenDirectory = directory }
+        await other.signOut(identity)
+        let second = try Self.provider(server) { $0.tokenDirectory = directory }
+        _ = try await login(second)
+        let revoked = try server.log().revoked
+        #expect(revoked.count == 1)
+        try server.set("invalid-grant")
+        guard case .refused = await second.recheck(identity) else {
+            Issue.record("a refresh the provider refuses still rechecks")
+            return
+        }
+        #expect(await second.recheck(identity) == .unverifiable)
+        try server.set("good")
+    }
+
+    @Test func aFailedRevocationIsReportedAndStillSignsOut() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("good")
+        let directory = temporaryDirectory("gatekeeper-oidc-tokens") + "/tokens"
+        let provider = try Self.provider(server) { $0.tokenDirectory = directory }
+        guard case .authenticated(let identity) = try await login(provider) else {
+            Issue.record("alice was refused")
+            return
+        }
+        try server.set("revoke-fails")
+        await provider.signOut(identity)
+        #expect(provider.revocationProblem?.contains("HTTP 503: temporarily_unavailable") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+        try server.set("good")
+    }
+
+    // MARK: TLS
+
+    @Test func tlsIsVerifiedAgainstTheCAGiven() async throws {
+        let server = try TestServer.sharedTLS.get()
+        try server.set("good")
+        guard case .authenticated = try await login(try Self.provider(server)) else {
+            Issue.record("a provider with a trusted certificate was refused")
+            return
+        }
+        let untrusted = try Self.provider(server) { $0.caFile = nil }
+        #expect(reason(try await login(untrusted)).contains("failed TLS"))
+    }
+}
