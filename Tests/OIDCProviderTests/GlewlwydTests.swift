@@ -1,0 +1,175 @@
+import Authentication
+import AuthenticationTesting
+import Foundation
+import OIDCProvider
+import TestSupport
+import Testing
+
+/// Against a real OpenID Connect provider, Debian's glewlwyd: it decides what is right.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct GlewlwydTests {
+    static func provider(
+        flow: OIDCAuthProvider.Configuration.Flow = .password,
+        _ change: (inout OIDCAuthProvider.Configuration) -> Void = { _ in }
+    ) throws -> OIDCAuthProvider {
+        let glewlwyd = try GlewlwydFixture.shared.get()
+        var configuration = OIDCAuthProvider.Configuration(
+            issuer: glewlwyd.issuer, clientID: glewlwyd.clientID,
+            clientSecret: Secret(copying: glewlwyd.clientSecret.utf8), timeout: .seconds(10), flow: flow,
+            allowsPlainHTTP: true)
+        change(&configuration)
+        return try OIDCAuthProvider(configuration)
+    }
+
+    static let conformance = ProviderConformance(fixture: .init(username: "alice", password: "wonderland-2026")) {
+        try provider()
+    }
+
+    @Test(arguments: ProviderConformance.checks)
+    func conforms(_ check: ProviderConformance.Check) async {
+        let problems = await Self.conformance.run(check)
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    func login(_ provider: OIDCAuthProvider, _ user: String, _ password: String) async throws -> AuthOutcome {
+        try await provider.authenticate(
+            AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
+    }
+
+    @Test func thePasswordGrantGivesTheProvidersProfileAndGroups() async throws {
+        guard case .authenticated(let alice) = try await login(try Self.provider(), "alice", "wonderland-2026") else {
+            Issue.record("alice was refused")
+            return
+        }
+        #expect(alice.displayName == "Alice Liddell" && alice.groups == ["staff", "readers"])
+        #expect(alice.attributes["email"] == "alice@example.test")
+        guard case .authenticated(let bob) = try await login(try Self.provider(), "bob", "builder-2026") else {
+            Issue.record("bob was refused")
+            return
+        }
+        #expect(bob.displayName == "Bob Builder" && bob.groups.isEmpty)
+        #expect(try await login(try Self.provider(), "bob", "wonderland-2026") == .rejected(.wrongCredentials))
+    }
+
+    @Test func anES256IssuerIsVerifiedToo() async throws {
+        let glewlwyd = try GlewlwydFixture.shared.get()
+        let provider = try Self.provider { $0.issuer = glewlwyd.es256Issuer }
+        guard case .authenticated(let alice) = try await login(provider, "alice", "wonderland-2026") else {
+            Issue.record("alice was refused by the ES256 issuer")
+            return
+        }
+        #expect(alice.attributes["issuer"] == glewlwyd.es256Issuer)
+    }
+
+    @Test func theDeviceFlowIsApprovedInTheBrowser() async throws {
+        let glewlwyd = try GlewlwydFixture.shared.get()
+        let conversation = ScriptedConversation()
+        let provider = try Self.provider(flow: .device)
+        let login = Task { try await provider.authenticate(AuthRequest(username: "alice", conversation: conversation)) }
+        #expect(await eventually { !conversation.messages.isEmpty })
+        let code = try #require(Self.userCode(in: conversation.messages.joined(separator: "\n")))
+        try glewlwyd.approve(code, as: "alice", password: "wonderland-2026")
+        guard case .authenticated(let identity) = try await login.value else {
+            Issue.record("an approved device code did not sign alice in")
+            return
+        }
+        #expect(identity.username == "alice" && identity.groups == ["staff", "readers"])
+    }
+
+    @Test func aDeviceApprovedByAnotherPersonIsRefused() async throws {
+        let glewlwyd = try GlewlwydFixture.shared.get()
+        let conversation = ScriptedConversation()
+        let provider = try Self.provider(flow: .device)
+        let login = Task { try await provider.authenticate(AuthRequest(username: "alice", conversation: conversation)) }
+        #expect(await eventually { !conversation.messages.isEmpty })
+        let code = try #require(Self.userCode(in: conversation.messages.joined(separator: "\n")))
+        try glewlwyd.approve(code, as: "bob", password: "builder-2026")
+        #expect(try await login.value == .rejected(.refusedByPolicy))
+    }
+
+    @Test func aRememberedLoginRefreshesAndSigningOutRevokes() async throws {
+        let directory = temporaryDirectory("gatekeeper-glewlwyd-tokens") + "/tokens"
+        let provider = try Self.provider { $0.tokenDirectory = directory }
+        guard case .authenticated(let alice) = try await login(provider, "alice", "wonderland-2026") else {
+            Issue.record("alice was refused")
+            return
+        }
+        // glewlwyd's refresh gives an access token only: the identity stays the one signed in.
+        guard case .valid(let again) = await provider.recheck(alice) else {
+            Issue.record("the refresh token was not honoured")
+            return
+        }
+        #expect(again == alice)
+        // Kept for later: the token itself, to see glewlwyd refuse it once revoked.
+        let kept = try #require(try FileManager.default.contentsOfDirectory(atPath: directory).first)
+        let saved = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + kept))
+        await provider.signOut(alice)
+        #expect(provider.revocationProblem == nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+        // The same token put back: glewlwyd no longer honours it, and the remembered login is refused.
+        try saved.write(to: URL(fileURLWithPath: directory + "/" + kept))
+        chmod(directory + "/" + kept, 0o600)
+        guard case .refused = await provider.recheck(alice) else {
+            Issue.record("a revoked refresh token still rechecks")
+            return
+        }
+    }
+
+    /// The user code in what the provider showed ("... enter the code ABCD-EFGH").
+    static func userCode(in text: String) -> String? {
+        guard let range = text.range(of: "enter the code ") else { return nil }
+        return String(text[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "-" })
+    }
+}
+
+/// gatekeeper-run with an `oidc` entry in its configuration, as an administrator sets it up.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct GlewlwydConfigurationTests {
+    func configuration(flow: String) throws -> (file: String, state: String) {
+        let glewlwyd = try GlewlwydFixture.shared.get()
+        let directory = temporaryDirectory("gatekeeper-oidc-conf")
+        let file = directory + "/oidc.conf"
+        try """
+        delay 0
+        required oidc issuer=\(glewlwyd.issuer) client_id=\(glewlwyd.clientID) client_secret_file=\(try glewlwyd.secretFile()) flow=\(flow) allow_http=yes
+
+        """.write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o600)
+        return (file, directory + "/state")
+    }
+
+    @Test func gatekeeperRunLogsInByPassword() throws {
+        let (file, state) = try configuration(flow: "password")
+        func attempt(_ password: String) throws -> RunResult {
+            try run(
+                builtExecutable("gatekeeper-run"),
+                [
+                    "--config", file, "--state-dir", state, "--user", "alice", "--password-stdin", "--",
+                    "sh", "-c", "echo $GATEKEEPER_USER $GATEKEEPER_PROVIDER",
+                ], input: password + "\n")
+        }
+        let admitted = try attempt("wonderland-2026")
+        #expect(admitted.status == 0 && admitted.stdout == "alice oidc\n", "\(admitted.stderr)")
+        let refused = try attempt("wrong")
+        #expect(refused.status == 77 && !refused.stderr.contains("wrong"), "\(refused.stderr)")
+        let check = try run(builtExecutable("gatekeeper-run"), ["--check-config", file], input: "")
+        #expect(check.status == 0 && check.stdout.contains("required oidc"), "\(check.stdout)\(check.stderr)")
+    }
+
+    @Test func gatekeeperRunLogsInByDeviceCode() throws {
+        let glewlwyd = try GlewlwydFixture.shared.get()
+        let (file, state) = try configuration(flow: "device")
+        let process = try Spawned(
+            builtExecutable("gatekeeper-run"),
+            [
+                "--config", file, "--state-dir", state, "--user", "alice", "--",
+                "sh", "-c", "echo $GATEKEEPER_USER $GATEKEEPER_PROVIDER",
+            ])
+        try process.waitForStderr(containing: "enter the code ")
+        let code = try #require(GlewlwydTests.userCode(in: process.stderr))
+        try glewlwyd.approve(code, as: "alice", password: "wonderland-2026")
+        let result = process.finish()
+        #expect(result.status == 0 && result.stdout == "alice oidc\n", "\(result.stderr)")
+        #expect(result.stderr.contains(glewlwyd.issuer))
+    }
+}
