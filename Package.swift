@@ -105,7 +105,7 @@ let package = Package(
 
         .target(
             name: "OTPProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "COath", "CQREncode"],
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "COath", "TerminalQRCode"],
             path: "Plugins/OTPProvider"
         ),
 
@@ -117,7 +117,9 @@ let package = Package(
 
         .target(
             name: "OIDCProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "COIDCLoader"],
+            dependencies: [
+                "Authentication", "GatekeeperSupport", "ProviderPlugins", "COIDCLoader", "TerminalQRCode",
+            ],
             path: "Plugins/OIDCProvider"
         ),
 
@@ -137,6 +139,8 @@ let package = Package(
         // libcurl and OpenSSL's libcrypto, loaded when the first OpenID Connect provider is made, for the
         // same reason. Headers from libcurl4-openssl-dev and libssl-dev.
         .target(name: "COIDCLoader", linkerSettings: [.linkedLibrary("dl")]),
+        // A QR code drawn with text (libqrencode), for the one-time codes' enrolment and the device login.
+        .target(name: "TerminalQRCode", dependencies: ["CQREncode"]),
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
 
         // Executables.

@@ -2,6 +2,7 @@ public import Authentication
 import COIDCLoader
 import FoundationEssentials
 import GatekeeperSupport
+import TerminalQRCode
 
 #if canImport(Glibc)
     import Glibc
@@ -56,6 +57,9 @@ public final class OIDCAuthProvider: AuthProvider {
         public var tokenDirectory: String?
         /// How far clocks may disagree when `exp`, `iat` and `nbf` are checked.
         public var leeway: Duration
+        /// Whether the device login also shows its URL as a QR code; `nil` shows it where standard error is
+        /// a terminal with a UTF-8 locale, which can draw one.
+        public var showsQRCode: Bool?
 
         public init(
             issuer: String,
@@ -87,6 +91,8 @@ public final class OIDCAuthProvider: AuthProvider {
     }
 
     public let name = "oidc"
+    /// The issuer, in traces (`--explain`): which of several environments answered.
+    public var detail: String? { configuration.issuer }
     public let configuration: Configuration
     public let passwordPrompt = "Password: "
     let http: HTTPClient
@@ -220,12 +226,17 @@ public final class OIDCAuthProvider: AuthProvider {
         var interval = Duration.seconds(min(max(grant["interval"]?.seconds ?? 5, 1), 60))
         let lifetime = Duration.seconds(min(max(grant["expires_in"]?.seconds ?? 600, 1), 3600))
         var message = "To sign in, open \(uri) in a browser and enter the code \(userCode)"
+        var qrText = uri
         if let complete = grant["verification_uri_complete"]?.string, Self.isShowable(complete),
             complete.hasPrefix("https://") || complete.hasPrefix("http://")
         {
             message += ",\nor open \(complete)"
+            qrText = complete
         }
         await conversation.show(message + ".", as: .info)
+        if configuration.showsQRCode ?? Self.terminalDrawsQRCodes, let lines = TerminalQRCode.lines(qrText) {
+            await conversation.show(lines.joined(separator: "\n"), as: .info)
+        }
         let deadline = ContinuousClock.now + lifetime
         while true {
             do {
@@ -252,6 +263,17 @@ public final class OIDCAuthProvider: AuthProvider {
             case .refused: return answer
             }
         }
+    }
+
+    /// Whether standard error is a terminal whose locale is UTF-8 (the QR code is drawn with block characters).
+    static var terminalDrawsQRCodes: Bool {
+        guard isatty(2) == 1 else { return false }
+        for name in ["LC_ALL", "LC_CTYPE", "LANG"] {
+            guard let value = getenv(name).map({ String(cString: $0) }), !value.isEmpty else { continue }
+            let lowered = value.lowercased()
+            return lowered.contains("utf-8") || lowered.contains("utf8")
+        }
+        return false
     }
 
     private static let expired = TokenAnswer.refused(

@@ -26,6 +26,8 @@ public enum OIDCProviderPlugin: AuthProviderPlugin {
             help: "keep refresh tokens here (private), for remembered logins and revocation at sign-out"),
         ProviderOption(
             "allow_http", valueName: "yes|no", help: "allow http:// for an issuer on a loopback address (default no)"),
+        ProviderOption(
+            "qr", valueName: "yes|no", help: "show the device login's URL as a QR code (default: on a UTF-8 terminal)"),
     ]
 
     public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
@@ -50,6 +52,7 @@ public enum OIDCProviderPlugin: AuthProviderPlugin {
             configuration.timeout = timeout
         }
         configuration.allowsPlainHTTP = try options.boolean("allow_http") ?? false
+        configuration.showsQRCode = try options.boolean("qr")
         configuration.tokenDirectory = try options.value("tokens", ConfigurationValue.absolutePath)
         configuration.clientSecret = try options.secretFile("client_secret_file", provider: name)
         if let reason = OIDCAuthProvider.libraryProblem { throw .unusable(provider: name, reason: reason) }

@@ -49,6 +49,10 @@ public protocol AuthProvider: Sendable {
     /// the identity is the one the first successful entry that establishes an identity gave; later
     /// factors must answer for the same user and add nothing to it. The default is `true`.
     var establishesIdentity: Bool { get }
+
+    /// Which backend of its kind this is, for people reading a trace (`--explain`) or a profile: the
+    /// issuer of an OpenID Connect provider, a directory's server. Never a secret; `nil` by default.
+    var detail: String? { get }
 }
 
 extension AuthProvider {
@@ -61,6 +65,8 @@ extension AuthProvider {
     public func lookUpAccount(_ username: String) async -> AccountLookup { .cannotTell }
 
     public var establishesIdentity: Bool { true }
+
+    public var detail: String? { nil }
 }
 
 /// The answer of ``AuthProvider/lookUpAccount(_:)``.

@@ -144,12 +144,15 @@ struct GlewlwydConfigurationTests {
             try run(
                 builtExecutable("gatekeeper-run"),
                 [
-                    "--config", file, "--state-dir", state, "--user", "alice", "--password-stdin", "--",
+                    "--config", file, "--state-dir", state, "--user", "alice", "--password-stdin", "--explain", "--",
                     "sh", "-c", "echo $GATEKEEPER_USER $GATEKEEPER_PROVIDER",
                 ], input: password + "\n")
         }
         let admitted = try attempt("wonderland-2026")
         #expect(admitted.status == 0 && admitted.stdout == "alice oidc\n", "\(admitted.stderr)")
+        // Which environment answered: the issuer, in the trace.
+        let glewlwyd = try GlewlwydFixture.shared.get()
+        #expect(admitted.stderr.contains("1. required oidc (\(glewlwyd.issuer)): success"), "\(admitted.stderr)")
         let refused = try attempt("wrong")
         #expect(refused.status == 77 && !refused.stderr.contains("wrong"), "\(refused.stderr)")
         let check = try run(builtExecutable("gatekeeper-run"), ["--check-config", file], input: "")
@@ -170,6 +173,6 @@ struct GlewlwydConfigurationTests {
         try glewlwyd.approve(code, as: "alice", password: "wonderland-2026")
         let result = process.finish()
         #expect(result.status == 0 && result.stdout == "alice oidc\n", "\(result.stderr)")
-        #expect(result.stderr.contains(glewlwyd.issuer))
+        #expect(result.stderr.contains("open \(glewlwyd.issuer)/device in a browser"), "\(result.stderr)")
     }
 }

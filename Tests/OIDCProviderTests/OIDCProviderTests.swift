@@ -210,7 +210,7 @@ struct OIDCProviderTests {
         let server = try TestServer.shared.get()
         try server.set("good", pending: 2)
         let conversation = ScriptedConversation()
-        let outcome = try await Self.provider(server, flow: .device).authenticate(
+        let outcome = try await Self.provider(server, flow: .device) { $0.showsQRCode = true }.authenticate(
             AuthRequest(username: "alice", conversation: conversation))
         guard case .authenticated(let identity) = outcome else {
             Issue.record("\(outcome)")
@@ -219,6 +219,9 @@ struct OIDCProviderTests {
         #expect(identity.username == "alice")
         #expect(conversation.messages.contains { $0.contains("WDJB-MJHT") && $0.contains("/activate") })
         #expect(conversation.questionCount == 0)
+        // verification_uri_complete as a QR code, as qrencode draws it.
+        let (status, drawn) = try shell("qrencode -t UTF8 -m 2 -l M '\(server.issuer)/activate?code=WDJB-MJHT'")
+        #expect(status == 0 && conversation.messages.contains { $0 + "\n" == drawn })
         let polls = try server.log().requests.filter { ($0["grant_type"] as? String)?.hasSuffix("device_code") == true }
         #expect(polls.count == 3)
     }
@@ -226,8 +229,10 @@ struct OIDCProviderTests {
     @Test func slowDownAddsFiveSecondsToTheInterval() async throws {
         let server = try TestServer.shared.get()
         try server.set("slow-down", pending: 2)
-        let outcome = try await Self.provider(server, flow: .device).authenticate(
-            AuthRequest(username: "alice", conversation: ScriptedConversation()))
+        let conversation = ScriptedConversation()
+        let outcome = try await Self.provider(server, flow: .device) { $0.showsQRCode = false }.authenticate(
+            AuthRequest(username: "alice", conversation: conversation))
+        #expect(conversation.messages.count == 1, "no QR code when it is not asked for")
         guard case .authenticated = outcome else {
             Issue.record("\(outcome)")
             return

@@ -60,6 +60,8 @@ public final class ProviderChain: AuthProvider {
             public var action: ChainControl.Action
             /// How many substacks deep the entry is (0 in the stack itself).
             public var depth: Int = 0
+            /// Which backend of its kind the entry is (``AuthProvider/detail``): an issuer, a server.
+            public var detail: String? = nil
         }
 
         public var steps: [Step] = []
@@ -79,7 +81,8 @@ public final class ProviderChain: AuthProvider {
         public var description: String {
             let lines = steps.map { step in
                 String(repeating: "  ", count: step.depth)
-                    + "\(step.index + 1). \(step.control) \(step.provider): \(step.result.rawValue) -> \(step.action)"
+                    + "\(step.index + 1). \(step.control) \(step.provider)"
+                    + (step.detail.map { " (\($0))" } ?? "") + ": \(step.result.rawValue) -> \(step.action)"
             }
             let identity = identityEntry.map { ["identity: \($0)"] } ?? []
             return (lines + identity + ["result: \(result.rawValue)"]).joined(separator: "\n")
@@ -92,7 +95,7 @@ public final class ProviderChain: AuthProvider {
     /// The entries of the stack and of its substacks, in the order the dispatch meets them.
     private let modules: [Entry]
     /// Each module's provider name and control as a trace shows them, made once rather than at every login.
-    private let labels: [(provider: String, control: String)]
+    private let labels: [(provider: String, control: String, detail: String?)]
     private let steps: [Dispatch.Step]
 
     /// - Parameter name: The chain's name in identities it did not make itself and in audit records.
@@ -118,7 +121,7 @@ public final class ProviderChain: AuthProvider {
         flatten(entries, level: 0)
         self.modules = modules
         self.steps = steps
-        labels = modules.map { ($0.provider.name, $0.control.description) }
+        labels = modules.map { ($0.provider.name, $0.control.description, $0.provider.detail) }
     }
 
     /// The stack's shape, substacks included.
@@ -178,7 +181,7 @@ public final class ProviderChain: AuthProvider {
             trace.steps.append(
                 .init(
                     index: index, provider: labels[index].provider, control: labels[index].control, result: result,
-                    action: action, depth: depth))
+                    action: action, depth: depth, detail: labels[index].detail))
             if counted {
                 switch outcome {
                 case .authenticated(let who):
