@@ -1,5 +1,7 @@
 # swift-gatekeeper: every command installs what is missing first (as root, with apt-get), then builds.
 #   make run       build and start the REPL (gatekeeper-repl) with the demo accounts
+#   make ldap-demo, make oidc-demo   the REPL over a throwaway directory (slapd) or OpenID Connect
+#                  provider (glewlwyd; OIDC_ENV=qa and OIDC_FLOW=password choose)
 #   make test      build and run every test, then a smoke run of the benchmark and of each fuzz target
 #   make bench     build in release mode and print the benchmark figures (BENCHMARKS.md keeps the last)
 #   make sanitize  run the tests under AddressSanitizer, then the concurrent tests under ThreadSanitizer
@@ -47,7 +49,7 @@ DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin lib
 	dpkg-dev man-db groff-base binutils libunistring-dev libcurl4-openssl-dev libssl-dev glewlwyd sqlite3 curl \
 	python3-cryptography
 
-.PHONY: deps build-deps build run ldap-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
+.PHONY: deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
 
 # What building the tools alone needs (make install, make deb): headers, a C compiler, strip, dpkg-shlibdeps.
 BUILD_PACKAGES := pkg-config libpam0g-dev gcc libc6-dev libcrypt-dev libaprutil1-dev liboath-dev libqrencode-dev \
@@ -82,6 +84,10 @@ run: build
 # The REPL against a throwaway OpenLDAP directory (Examples/ldap/demo.sh), stopped when the REPL ends.
 ldap-demo: build
 	@bash Examples/ldap/demo.sh $$($(SWIFT) build --show-bin-path)/gatekeeper-repl
+
+# The REPL over a throwaway OpenID Connect provider (glewlwyd); OIDC_ENV=qa and OIDC_FLOW=password choose.
+oidc-demo: build
+	@bash Examples/oidc/demo.sh $$($(SWIFT) build --show-bin-path)/gatekeeper-repl
 
 # One test at a time: many tests start a tool and wait for it, which holds one of the cooperative pool's
 # threads (as many as cores: two on CI) for the tool's whole run, fail delay included; run side by side,

@@ -176,3 +176,44 @@ struct GlewlwydConfigurationTests {
         #expect(result.stderr.contains("open \(glewlwyd.issuer)/device in a browser"), "\(result.stderr)")
     }
 }
+
+/// `make oidc-demo`: the REPL over a throwaway glewlwyd, in either environment and either flow.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct OIDCDemoTests {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Examples/oidc/demo.sh").standardized.path
+
+    @Test func theProfileTabShowsWhatTheProviderSaid() throws {
+        let result = try run(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["OIDC_FLOW=password", "OIDC_ENV=qa", "/bin/bash", Self.script, builtExecutable("gatekeeper-repl").path],
+            input: "login\nalice\nwonderland-2026\nprofile\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("Signed in as Alice Liddell (alice)"), "\(result.stdout)")
+        #expect(result.stdout.contains("Groups:    readers, staff") && result.stdout.contains("alice@example.test"))
+        let issuer = try #require(result.stdout.split(separator: "issuer=").dropFirst().first?.prefix { $0 != "\n" })
+        #expect(issuer.hasSuffix("/api/oidc-es256") && result.stdout.contains("issuer:   \(issuer)"))
+        let port = try #require(issuer.split(separator: ":").last?.prefix { $0.isNumber })
+        #expect(try shell("curl -s --max-time 2 http://127.0.0.1:\(port)/").status != 0, "the provider still runs")
+    }
+
+    @Test func aDeviceCodeIsApprovedFromAnotherTerminal() throws {
+        let process = try Spawned(
+            URL(fileURLWithPath: "/bin/bash"), [Self.script, builtExecutable("gatekeeper-repl").path],
+            mergingStandardError: true)
+        process.write("login\nalice\n")
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !process.stdout.contains("enter the code "), ContinuousClock.now < deadline { usleep(50_000) }
+        let output = process.stdout
+        let code = try #require(GlewlwydTests.userCode(in: output))
+        let approve = try #require(
+            output.split(separator: "\n").first { $0.hasPrefix("To approve a code from another terminal: ") })
+        let command = approve.dropFirst("To approve a code from another terminal: ".count)
+            .replacingOccurrences(of: "CODE", with: code)
+        #expect(try shell(String(command)).status == 0)
+        while !process.stdout.contains("Signed in as"), ContinuousClock.now < deadline { usleep(50_000) }
+        process.write("whoami\n")
+        let result = process.finish()
+        #expect(result.status == 0 && result.stdout.contains("Signed in as Alice Liddell (alice)"), "\(result.stdout)")
+    }
+}
