@@ -128,6 +128,13 @@ public struct UsersFile: Sendable {
                     newLines.append(.verbatim(start: range.0, end: range.1))
                     continue
                 }
+                // A carriage return only before the line feed: one at the end of a field would be taken for
+                // the line's end when the file is read back, and the entry read would not be the one
+                // written. (Other control characters may stand in a group or a display name, and are
+                // escaped wherever they are shown.)
+                if text.contains(0x0D) {
+                    throw UsersFileError(.malformed, line: number, "has a carriage return inside it")
+                }
                 let (username, scheme) = try Self.username(in: text, line: number)
                 if let scheme, let slot = PasswordHash.Scheme.allCases.firstIndex(of: scheme) {
                     if schemes[slot].count == 0 { schemes[slot].first = newLines.count }

@@ -34,6 +34,10 @@ struct UsersFileTests {
             "line 1 has an unusable user name: it starts or ends with white space"
         ),
         ("# fine\n:$y$j9T$a$b", "line 2 has an unusable user name: it is empty"),
+        // Found by the users-file fuzz target: carriage returns in the groups, one of them taken for the
+        // line's end when the file was read back, so the entry read back was not the entry written.
+        ("alice:$y$j9T$a$b:staff\r\r\n", "line 1 has a carriage return inside it"),
+        ("alice:$y$j9T$a$b:st\raff\n", "line 1 has a carriage return inside it"),
     ])
     func namesTheBadLine(_ text: String, _ message: String) {
         #expect {
