@@ -177,7 +177,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "AuthenticationTesting", "MockProvider", "PAMProvider", "CPAMBaseline",
                 "FileProvider", "CCrypt", "HostProtection", "PluginHost", "ProviderPlugins", "gatekeeper-pam-helper",
-                "LDAPProvider", "CLDAPBaseline", "DebugProvider", "GatekeeperSupport",
+                "LDAPProvider", "CLDAPBaseline", "DebugProvider", "GatekeeperSupport", "OIDCProvider", "COIDCBaseline",
             ],
             path: "Benchmarks/gatekeeper-bench"
         ),
@@ -190,6 +190,9 @@ let package = Package(
             ],
             path: "Fuzz/gatekeeper-fuzz"
         ),
+        // The raw libcurl requests the OpenID Connect provider is measured against.
+        .target(
+            name: "COIDCBaseline", path: "Benchmarks/COIDCBaseline", linkerSettings: [.linkedLibrary("curl")]),
         // The raw libldap calls the LDAP provider is measured against.
         .target(name: "CLDAPBaseline", dependencies: ["CLDAP"], path: "Benchmarks/CLDAPBaseline"),
         // The raw libpam calls the PAM provider is measured against.

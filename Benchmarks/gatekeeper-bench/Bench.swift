@@ -193,6 +193,12 @@ enum Bench {
             report(ldapTable(figures), json: "{\"ldap\":\(ldapJSON(figures))}")
             return
         }
+        // `gatekeeper-bench --oidc`: only the OpenID Connect password logins against libcurl alone.
+        if arguments.contains("--oidc") {
+            let figures = await OIDCBench.measured()
+            report(oidcTable(figures), json: "{\"oidc\":\(oidcJSON(figures))}")
+            return
+        }
         // `gatekeeper-bench --helpers`: only what running a backend in a process of its own costs.
         if arguments.contains("--helpers") {
             let figures = await HelperBench.measured()
@@ -244,6 +250,7 @@ enum Bench {
         let hostFigures = Result { try HostBench.run() }
         let helperFigures = await HelperBench.measured()
         let ldapFigures = await LDAPBench.measured()
+        let oidcFigures = await OIDCBench.measured()
         let loadFigures = await measuring { try await LoadBench.run() }
         let chainFigures = await measuring { try await ChainBench.run() }
         let passwdFigures = Result { try PasswdBench.run() }
@@ -264,14 +271,14 @@ enum Bench {
             cancel a login in flight, p50                   \(fixed(p50, 3)) ms
             cancel a login in flight, p99                   \(fixed(p99, 3)) ms     \(Goals.atMost("cancel a login in flight, p99 (ms)", p99, delayMs / 100, digits: 3)) (1% of the \(Int(delayMs)) ms delay)
             cancel a login in flight, max                   \(fixed(maximum, 3)) ms
-            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(loadTable(loadFigures))\(chainTable(chainFigures))\(passwdTable(passwdFigures))\(processTable(processFigures))
+            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(oidcTable(oidcFigures))\(loadTable(loadFigures))\(chainTable(chainFigures))\(passwdTable(passwdFigures))\(processTable(processFigures))
             """
         let json = """
             {"fast_path":{"bare_ns":\(fixed(bare)),"signed_in_ns":\(fixed(signedIn)),"ratio":\(fixed(ratio)),\
             "goal_ratio":2,"member_ns":\(fixed(member)),\
             "untimed_ns":\(fixed(untimed)),"untimed_ratio":\(fixed(untimed / bare)),"clock_read_ns":\(fixed(clockRead)),"bare_inlined_ns":\(fixed(inlined))},"cancellation":{"samples":\(samples),\
             "delay_ms":\(Int(delayMs)),"p50_ms":\(fixed(p50, 3)),"p99_ms":\(fixed(p99, 3)),"max_ms":\(fixed(maximum, 3)),\
-            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),"ldap":\(ldapJSON(ldapFigures)),"load":\(loadJSON(loadFigures)),"stacks":\(chainJSON(chainFigures)),"passwd":\(passwdJSON(passwdFigures)),\
+            "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),"ldap":\(ldapJSON(ldapFigures)),"oidc":\(oidcJSON(oidcFigures)),"load":\(loadJSON(loadFigures)),"stacks":\(chainJSON(chainFigures)),"passwd":\(passwdJSON(passwdFigures)),\
             "processes":\(processJSON(processFigures))}
             """
         report(table, json: json)

@@ -107,7 +107,10 @@ struct JSONWebKey: Sendable, Equatable {
         func bytes(_ name: String) -> [UInt8]? { fields[name]?.string.flatMap(Base64URL.decode) }
         switch fields["kty"]?.string {
         case "RSA":
-            guard let n = bytes("n"), let e = bytes("e") else { return nil }
+            // 2048 to 8192 bits, an exponent of at most 64 bits: larger keys cost seconds to use, and
+            // no provider signs with them.
+            guard let n = bytes("n"), let e = bytes("e"), (256...1024).contains(n.count), (1...8).contains(e.count)
+            else { return nil }
             material = .rsa(modulus: n, exponent: e)
         case "EC":
             guard let curve = fields["crv"]?.string, let x = bytes("x"), let y = bytes("y") else { return nil }
@@ -123,7 +126,8 @@ struct JSONWebKey: Sendable, Equatable {
     /// The keys of a JWK Set document.
     static func set(parsing bytes: [UInt8]) -> [JSONWebKey]? {
         guard case .array(let keys)? = JSONValue.object(parsing: bytes)?["keys"] else { return nil }
-        return keys.compactMap { key in
+        // The first 64 keys: a set of thousands is no provider's.
+        return keys.prefix(64).compactMap { key in
             guard case .object(let fields) = key else { return nil }
             return JSONWebKey(fields)
         }
@@ -195,4 +199,16 @@ func digest(_ name: String, _ bytes: [UInt8]) -> [UInt8]? {
     let length = gk_digest(name, bytes, bytes.count, &output)
     guard length > 0 else { return nil }
     return Array(output.prefix(Int(length)))
+}
+
+extension UInt8 {
+    var isDigit: Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) }
+    var isHexDigit: Bool {
+        isDigit || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
+    }
+    var isLetterOrDigit: Bool {
+        isDigit || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
+    }
 }

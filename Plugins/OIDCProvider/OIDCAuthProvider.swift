@@ -97,7 +97,10 @@ public final class OIDCAuthProvider: AuthProvider {
     public let passwordPrompt = "Password: "
     let http: HTTPClient
     let tokens: TokenStore?
-    private let metadata = Locked<Metadata?>(nil)
+    /// The metadata and when it was fetched; fetched again after ``maxAge``.
+    private let metadata = Locked<(metadata: Metadata, fetched: ContinuousClock.Instant)?>(nil)
+    /// How long metadata and keys are kept: a key the provider withdrew stops being trusted within it.
+    static let maxAge = Duration.seconds(3600)
     private let keys = Locked<KeyCache>(KeyCache())
 
     /// Why libcurl or libcrypto cannot be loaded (they are loaded when first needed), or `nil`.
@@ -132,19 +135,49 @@ public final class OIDCAuthProvider: AuthProvider {
     }
 
     /// Whether a URL may be asked: `https://`, or `http://` to a loopback address where that is allowed.
+    ///
+    /// The authority (what comes between `//` and the path) must be a plain host — a name of letters,
+    /// digits, dots and hyphens, or an IPv6 address in brackets — with at most a port: no user
+    /// (`http://127.0.0.1:80@elsewhere/` goes to `elsewhere`), no percent-encoding, nothing libcurl might
+    /// read otherwise than this check does.
     static func isAllowed(_ url: String, plainHTTP: Bool) -> Bool {
-        if url.hasPrefix("https://") { return url.utf8.count > 8 }
-        guard plainHTTP, url.hasPrefix("http://") else { return false }
-        let rest = url.dropFirst(7)
-        let host: Substring
-        if rest.hasPrefix("[") {
-            guard let end = rest.firstIndex(of: "]") else { return false }
-            host = rest[rest.startIndex...end]
+        let bytes = Array(url.utf8)
+        let rest: ArraySlice<UInt8>
+        if url.hasPrefix("https://") {
+            rest = bytes[8...]
+        } else if plainHTTP, url.hasPrefix("http://") {
+            rest = bytes[7...]
         } else {
-            host = rest.prefix { $0 != "/" && $0 != ":" && $0 != "?" && $0 != "#" }
+            return false
         }
-        if host == "localhost" || host == "[::1]" { return true }
-        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return false }
+        let authority = rest.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        var host = authority[...]
+        if authority.first == UInt8(ascii: "[") {
+            guard let end = authority.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            host = authority[authority.startIndex...end]
+            guard
+                host.dropFirst().dropLast().allSatisfy({
+                    $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") || $0.isHexDigit
+                })
+            else { return false }
+        } else {
+            host = authority.prefix { $0 != UInt8(ascii: ":") }
+            let plain = host.allSatisfy { $0.isLetterOrDigit || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") }
+            guard !host.isEmpty, plain else { return false }
+        }
+        let port = authority[host.endIndex...]
+        if !port.isEmpty {
+            guard port.first == UInt8(ascii: ":"), (2...6).contains(port.count),
+                port.dropFirst().allSatisfy({ $0.isDigit })
+            else {
+                return false
+            }
+        }
+        guard url.hasPrefix("http://") else { return true }
+        let name = String(decoding: host, as: UTF8.self)
+        if name == "localhost" || name == "[::1]" { return true }
+        let octets = name.split(separator: ".", omittingEmptySubsequences: false)
         return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 
@@ -184,7 +217,7 @@ public final class OIDCAuthProvider: AuthProvider {
         case .success(let found): identity = found
         case .failure(let problem): return problem.outcome
         }
-        guard identity.username == request.username else {
+        guard Username.same(identity.username, request.username) else {
             await request.conversation.show(
                 "The identity provider signed in \(TextSafety.escaped(identity.username)), not \(request.username).",
                 as: .error)
@@ -213,13 +246,14 @@ public final class OIDCAuthProvider: AuthProvider {
             return .refused(.unavailable(reason: "the identity provider \(failure.description)"))
         case .success(let answer):
             guard answer.status == 200, let object = answer.object else {
-                return .refused(.unavailable(reason: Self.errorText("device authorization", answer)))
+                return .refused(.unavailable(reason: errorText("device authorization", answer)))
             }
             grant = object
         }
         guard let deviceCode = grant["device_code"]?.string, let userCode = grant["user_code"]?.string,
             let uri = grant["verification_uri"]?.string ?? grant["verification_url"]?.string,
-            Self.isShowable(userCode), Self.isShowable(uri), uri.hasPrefix("https://") || uri.hasPrefix("http://")
+            Self.isShowable(userCode), userCode.utf8.count <= 64, Self.isShowable(uri),
+            Self.isAllowed(uri, plainHTTP: configuration.allowsPlainHTTP)
         else {
             return .refused(.unavailable(reason: "the identity provider's device authorization answer is malformed"))
         }
@@ -228,7 +262,7 @@ public final class OIDCAuthProvider: AuthProvider {
         var message = "To sign in, open \(uri) in a browser and enter the code \(userCode)"
         var qrText = uri
         if let complete = grant["verification_uri_complete"]?.string, Self.isShowable(complete),
-            complete.hasPrefix("https://") || complete.hasPrefix("http://")
+            Self.isAllowed(complete, plainHTTP: configuration.allowsPlainHTTP)
         {
             message += ",\nor open \(complete)"
             qrText = complete
@@ -300,17 +334,32 @@ public final class OIDCAuthProvider: AuthProvider {
             store.remove(issuer: configuration.issuer, username: identity.username)
             return .refused(.refusedByPolicy)
         case .tokens(let tokens):
-            var current = identity
+            // The refreshed tokens must still be this person's: the ID token's when one comes, else
+            // userinfo's answer for the new access token (glewlwyd's refresh gives no ID token).
+            let current: Identity
             if tokens.idToken != nil {
                 switch await identityOf(tokens, metadata, nonce: nil) {
-                case .success(let found):
-                    guard found.username == identity.username, found.attributes["subject"] == entry.subject else {
-                        return .refused(.refusedByPolicy)
-                    }
-                    current = found
+                case .success(let found): current = found
                 case .failure(let problem): return .unavailable(reason: problem.reason)
                 }
+            } else {
+                guard let endpoint = metadata.userinfoEndpoint, let access = tokens.accessToken else {
+                    return .unverifiable
+                }
+                switch await http.get(endpoint, bearer: access) {
+                case .failure(let failure): return .unavailable(reason: Problem.unreachable(failure).reason)
+                case .success(let answer):
+                    guard answer.status == 200, let info = answer.object else {
+                        return .unavailable(reason: errorText("userinfo", answer))
+                    }
+                    guard info["sub"]?.string == entry.subject,
+                        info[configuration.usernameClaim]?.string.map({ Username.same($0, identity.username) }) == true
+                    else { return .refused(.refusedByPolicy) }
+                    current = identity
+                }
             }
+            guard Username.same(current.username, identity.username), current.attributes["subject"] == entry.subject
+            else { return .refused(.refusedByPolicy) }
             store.save(
                 TokenStore.Entry(
                     issuer: entry.issuer, username: entry.username, subject: entry.subject,
@@ -335,7 +384,7 @@ public final class OIDCAuthProvider: AuthProvider {
                 {
                 case .failure(let failure): problem = "the identity provider \(failure.description)"
                 case .success(let answer) where answer.status == 200: problem = nil
-                case .success(let answer): problem = Self.errorText("revocation", answer)
+                case .success(let answer): problem = errorText("revocation", answer, hiding: [entry.refreshToken])
                 }
             } else {
                 problem = "\(configuration.issuer) offers no revocation endpoint"
@@ -363,19 +412,20 @@ public final class OIDCAuthProvider: AuthProvider {
 
     /// The metadata, fetched once and kept; a fetch that fails is tried again by the next login.
     private func currentMetadata() async -> Result<Metadata, Problem> {
-        if let known = metadata.withLock({ $0 }) { return .success(known) }
+        let now = ContinuousClock.now
+        if let known = metadata.withLock({ $0 }), now - known.fetched < Self.maxAge { return .success(known.metadata) }
         let url =
             configuration.issuer + (configuration.issuer.hasSuffix("/") ? "" : "/") + ".well-known/openid-configuration"
         switch await http.get(url) {
         case .failure(let failure): return .failure(.unreachable(failure))
         case .success(let answer):
             guard answer.status == 200, let object = answer.object else {
-                return .failure(.provider(Self.errorText("discovery", answer)))
+                return .failure(.provider(errorText("discovery", answer)))
             }
             switch Metadata.from(object, configuration) {
             case .failure(let problem): return .failure(problem)
             case .success(let found):
-                metadata.withLock { $0 = found }
+                metadata.withLock { $0 = (found, now) }
                 return .success(found)
             }
         }
@@ -389,7 +439,7 @@ public final class OIDCAuthProvider: AuthProvider {
         guard let secret = configuration.clientSecret else {
             return await http.post(endpoint, form: [("client_id", .text(configuration.clientID))] + form)
         }
-        if metadata.withLock({ $0?.prefersBasicAuthentication }) ?? true {
+        if metadata.withLock({ $0?.metadata.prefersBasicAuthentication }) ?? true {
             return await http.post(endpoint, form: form, basic: (configuration.clientID, secret))
         }
         form += [("client_id", .text(configuration.clientID)), ("client_secret", .secret(secret))]
@@ -400,6 +450,9 @@ public final class OIDCAuthProvider: AuthProvider {
     private func tokenRequest(_ metadata: Metadata, _ grant: Grant, _ form: [(String, HTTPClient.FormValue)]) async
         -> TokenAnswer
     {
+        let secrets = form.compactMap { field -> Secret? in
+            if case .secret(let secret) = field.1 { secret } else { nil }
+        }
         let answer: HTTPClient.Answer
         switch await post(metadata.tokenEndpoint, form) {
         case .failure(.cancelled): return .refused(.unavailable(reason: "cancelled"))
@@ -424,11 +477,11 @@ public final class OIDCAuthProvider: AuthProvider {
             case nil where grant == .refresh && (400..<500).contains(answer.status):
                 // A refresh token refused without a reason (glewlwyd: 400 and no body) is refused all the same.
                 return .refused(.rejected(.wrongCredentials))
-            default: return .refused(.unavailable(reason: Self.errorText("token", answer)))
+            default: return .refused(.unavailable(reason: errorText("token", answer, hiding: secrets)))
             }
         }
         guard let object = answer.object else {
-            return .refused(.unavailable(reason: Self.errorText("token", answer)))
+            return .refused(.unavailable(reason: errorText("token", answer, hiding: secrets)))
         }
         guard let access = object["access_token"]?.string,
             object["token_type"]?.string.map({ $0.lowercased() == "bearer" }) ?? false
@@ -511,7 +564,9 @@ public final class OIDCAuthProvider: AuthProvider {
             case .failure(let problem): return .failure(problem)
             case .success(let found): known = found
             }
-            let candidates = known.filter { keyID == nil || $0.id == keyID }
+            // A token is tried against a few keys at most, however many the set holds or share its id.
+            let candidates = known.filter { (keyID == nil || $0.id == keyID) && $0.keyType == algorithm.keyType }
+                .prefix(4)
             if candidates.contains(where: { $0.verifies(token.signature, over: token.signingInput, by: algorithm) }) {
                 return .success(token.claims)
             }
@@ -525,7 +580,7 @@ public final class OIDCAuthProvider: AuthProvider {
     private func signingKeys(_ metadata: Metadata, refresh: Bool) async -> Result<[JSONWebKey], Problem> {
         let now = ContinuousClock.now
         let cached = keys.withLock { cache -> [JSONWebKey]? in
-            guard let keys = cache.keys else { return nil }
+            guard let keys = cache.keys, let fetched = cache.fetched, now - fetched < Self.maxAge else { return nil }
             guard refresh else { return keys }
             // Fetched again at most once a minute, however many tokens name keys it does not hold.
             if let last = cache.lastRefresh, now - last < .seconds(60) { return keys }
@@ -537,9 +592,12 @@ public final class OIDCAuthProvider: AuthProvider {
         case .failure(let failure): return .failure(.unreachable(failure))
         case .success(let answer):
             guard answer.status == 200, let set = JSONWebKey.set(parsing: answer.body) else {
-                return .failure(.provider(Self.errorText("key set", answer)))
+                return .failure(.provider(errorText("key set", answer)))
             }
-            keys.withLock { $0.keys = set }
+            keys.withLock { cache in
+                cache.keys = set
+                cache.fetched = now
+            }
             return .success(set)
         }
     }
@@ -576,8 +634,8 @@ public final class OIDCAuthProvider: AuthProvider {
                 return "the ID token is not valid yet"
             }
         }
-        if let nonce, let claimed = claims["nonce"] {
-            guard claimed.string == nonce else { return "the ID token's nonce is not this login's" }
+        if let nonce {
+            guard claims["nonce"]?.string == nonce else { return "the ID token's nonce is not this login's" }
         }
         if let hash = claims["at_hash"] {
             guard let accessToken, let algorithm = token.header["alg"]?.string.flatMap(SignatureAlgorithm.init),
@@ -604,17 +662,33 @@ public final class OIDCAuthProvider: AuthProvider {
 
     /// An answer that is not what was asked for, in words: the status, the OAuth error and its
     /// description (escaped, cut short), or that the body was empty or not JSON.
-    static func errorText(_ what: String, _ answer: HTTPClient.Answer) -> String {
+    func errorText(_ what: String, _ answer: HTTPClient.Answer, hiding secrets: [Secret] = []) -> String {
         var text = "the identity provider's \(what) endpoint answered HTTP \(answer.status)"
         if answer.body.isEmpty { return text + " with an empty body" }
         guard let object = answer.object else { return text + " with a body that is not JSON" }
-        if let error = object["error"]?.string {
+        // A provider that echoes what it was sent (a password, the client's secret) gets no word in: the
+        // reason goes to logs and the audit trail.
+        let secrets = secrets + (configuration.clientSecret.map { [$0] } ?? [])
+        func echoes(_ words: String) -> Bool {
+            secrets.contains { secret in secret.withUnsafeBytes { Self.contains(Array(words.utf8), $0) } }
+        }
+        if let error = object["error"]?.string, !echoes(error) {
             text += ": " + TextSafety.escaped(String(error.prefix(64)))
-            if let description = object["error_description"]?.string {
+            if let description = object["error_description"]?.string, !echoes(description) {
                 text += " (" + TextSafety.escaped(String(description.prefix(200))) + ")"
             }
         }
         return text
+    }
+
+    /// Whether `needle` (not empty) occurs in `haystack`.
+    static func contains(_ haystack: [UInt8], _ needle: UnsafeRawBufferPointer) -> Bool {
+        guard !needle.isEmpty, needle.count <= haystack.count else { return false }
+        for start in 0...(haystack.count - needle.count)
+        where haystack[start..<start + needle.count].elementsEqual(needle) {
+            return true
+        }
+        return false
     }
 }
 
@@ -662,6 +736,7 @@ enum Problem: Error, Sendable {
 
 struct KeyCache: Sendable {
     var keys: [JSONWebKey]?
+    var fetched: ContinuousClock.Instant?
     /// When the keys were last fetched again for a key they did not hold.
     var lastRefresh: ContinuousClock.Instant?
 }

@@ -37,6 +37,14 @@ public enum Username {
     /// The longest user name accepted, in bytes of UTF-8.
     public static let maxBytes = 256
 
+    /// Whether two user names are one, byte for byte. Swift's `==` takes canonically equivalent
+    /// spellings as equal (`Å` as U+00C5 and as U+212B or A with a ring above), which a backend, the
+    /// system's account database and a lockout file keep apart: comparing them so would let one account
+    /// answer for another.
+    public static func same(_ first: String, _ second: String) -> Bool {
+        first.utf8.elementsEqual(second.utf8)
+    }
+
     /// Returns `name` if it is usable as a user name.
     ///
     /// Refused: empty or white space only (``AuthError/missingUsername``); longer than ``maxBytes``; NUL bytes;

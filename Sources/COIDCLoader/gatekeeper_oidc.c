@@ -81,8 +81,18 @@ static void load(void) {
 #undef GATEKEEPER_CURL
 #undef GATEKEEPER_CRYPTO
 #undef GATEKEEPER_LOOKUP
-    /* Thread-safe in libcurl 7.84 and later; SSL and the socket layer only (no signal handlers). */
+    /* Thread-safe in libcurl 7.84 and later; SSL and the socket layer only (no signal handlers). libcurl
+     * opens SSLKEYLOGFILE here, and would write every TLS session's keys to it (that is, the passwords and
+     * tokens of every login to whoever can read the file): it is hidden from libcurl while it starts, and
+     * put back for the command the tool runs. */
+    char *keylog = getenv("SSLKEYLOGFILE");
+    char *saved = keylog != NULL ? strdup(keylog) : NULL;
+    if (keylog != NULL) unsetenv("SSLKEYLOGFILE");
     CURLcode code = functions.curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (saved != NULL) {
+        setenv("SSLKEYLOGFILE", saved, 1);
+        free(saved);
+    }
     if (code != CURLE_OK) {
         snprintf(failure, sizeof failure, "libcurl did not start: %s", functions.curl_easy_strerror(code));
         return;
@@ -250,6 +260,9 @@ gk_http_status gk_http_transfer_perform(gk_http_transfer *transfer, const gk_htt
     functions.curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
     functions.curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
     if (request->ca_file != NULL) functions.curl_easy_setopt(easy, CURLOPT_CAINFO, request->ca_file);
+    /* Plain http:// goes to loopback only, and never through a proxy the environment names (http_proxy,
+     * ALL_PROXY), which would see the password in clear; https:// may (the tunnel is verified end to end). */
+    if (strncmp(request->url, "https://", 8) != 0) functions.curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
     functions.curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, request->timeout_ms);
     functions.curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, request->timeout_ms);
     functions.curl_easy_setopt(easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)request->max_body);
@@ -353,7 +366,10 @@ static int verify_with(EVP_PKEY *key, const char *digest, int pss, const uint8_t
     return good;
 }
 
-static EVP_PKEY *key_from(const char *type, OSSL_PARAM_BLD *builder) {
+/* `check`: whether the key is checked to hold together. An elliptic-curve point off its curve is refused
+ * so; an RSA key is not checked (libcrypto's check tests the modulus for primality, some milliseconds a
+ * login, and a modulus that is not one a key has only makes every signature fail). */
+static EVP_PKEY *key_from(const char *type, OSSL_PARAM_BLD *builder, int check) {
     EVP_PKEY *key = NULL;
     OSSL_PARAM *parameters = functions.OSSL_PARAM_BLD_to_param(builder);
     EVP_PKEY_CTX *context = functions.EVP_PKEY_CTX_new_from_name(NULL, type, NULL);
@@ -362,8 +378,7 @@ static EVP_PKEY *key_from(const char *type, OSSL_PARAM_BLD *builder) {
         key = NULL;
     functions.EVP_PKEY_CTX_free(context);
     functions.OSSL_PARAM_free(parameters);
-    /* A key that does not hold together (a point off its curve) is no key. */
-    if (key != NULL) {
+    if (key != NULL && check) {
         EVP_PKEY_CTX *check = functions.EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL);
         int sound = check != NULL && functions.EVP_PKEY_public_check(check) == 1;
         functions.EVP_PKEY_CTX_free(check);
@@ -379,8 +394,9 @@ static EVP_PKEY *key_from(const char *type, OSSL_PARAM_BLD *builder) {
 int gk_verify_rsa(const char *digest, int pss, const uint8_t *n, size_t n_length, const uint8_t *e,
                   size_t e_length, const uint8_t *data, size_t data_length, const uint8_t *signature,
                   size_t signature_length, int *bits) {
-    if (!READY() || named_digest(digest) == NULL || n_length == 0 || n_length > 2048 || e_length == 0 ||
-        e_length > 16)
+    /* 2048 to 8192 bits: a larger key costs seconds a signature. */
+    if (!READY() || named_digest(digest) == NULL || n_length < 256 || n_length > 1024 || e_length == 0 ||
+        e_length > 8)
         return -1;
     BIGNUM *modulus = functions.BN_bin2bn(n, (int)n_length, NULL);
     BIGNUM *exponent = functions.BN_bin2bn(e, (int)e_length, NULL);
@@ -389,7 +405,7 @@ int gk_verify_rsa(const char *digest, int pss, const uint8_t *n, size_t n_length
     if (modulus != NULL && exponent != NULL && builder != NULL &&
         functions.OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_N, modulus) == 1 &&
         functions.OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_E, exponent) == 1)
-        key = key_from("RSA", builder);
+        key = key_from("RSA", builder, 0);
     functions.OSSL_PARAM_BLD_free(builder);
     functions.BN_free(modulus);
     functions.BN_free(exponent);
@@ -419,7 +435,7 @@ int gk_verify_ec(const char *digest, const char *group, const uint8_t *x, size_t
     if (builder != NULL &&
         functions.OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, group, 0) == 1 &&
         functions.OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, point, 1 + 2 * size) == 1)
-        key = key_from("EC", builder);
+        key = key_from("EC", builder, 1);
     functions.OSSL_PARAM_BLD_free(builder);
     if (key == NULL) return -1;
     /* JWS's r || s as the DER ECDSA-Sig-Value libcrypto checks. */

@@ -17,6 +17,13 @@ reads what was asked of it with GET /log. Modes:
   invalid-grant, access-denied, empty-403, garbage, huge, slow, redirect, not-bearer
   expired-token, slow-down    the device flow's answers (after "pending" authorization_pending ones)
   issuer-mismatch             discovery names another issuer
+  userinfo-in-url             discovery's token endpoint has a user part (http://127.0.0.1:80@192.0.2.2/)
+  duplicate-claim, no-nonce   a claim named twice; no nonce though one was sent
+  big-rsa                     signed with a key whose modulus is 16,384 bits long (the set holds it)
+  as-user                     tokens for the name in "user" (of /control) whoever signs in
+  refresh-without-id          refreshes answer without an ID token (as glewlwyd's do)
+  device-elsewhere            the device answer's verification_uri is plain http:// to another host
+  echo-password               the token endpoint refuses with the password in its error_description
 """
 import base64
 import hashlib
@@ -72,7 +79,7 @@ def ed_jwk(key, kid):
     return {"kty": "OKP", "kid": kid, "crv": "Ed25519", "x": b64(raw)}
 
 
-state = {"mode": "good", "pending": 0, "polls": 0, "jwks_fetches": 0, "log": [], "refresh": {}, "access": {}, "revoked": set()}
+state = {"mode": "good", "pending": 0, "user": "alice", "polls": 0, "jwks_fetches": 0, "log": [], "refresh": {}, "access": {}, "revoked": set()}
 lock = threading.Lock()
 
 
@@ -93,7 +100,12 @@ def sign(claims, mode, kid="rsa-1"):
         header = {"typ": "JWT", "alg": "none"}
     elif mode == "hs256":
         header = {"typ": "JWT", "alg": "HS256", "kid": "rsa-1"}
-    signing_input = (b64(json.dumps(header).encode()) + "." + b64(json.dumps(claims).encode())).encode()
+    if mode == "big-rsa":
+        header["kid"] = "big-1"
+    payload = json.dumps(claims).encode()
+    if mode == "duplicate-claim":
+        payload = payload[:-1] + b', "preferred_username": "bob"}'
+    signing_input = (b64(json.dumps(header).encode()) + "." + b64(payload)).encode()
     if header["alg"] == "none":
         signature = b""
     elif header["alg"] == "HS256":
@@ -110,18 +122,20 @@ def sign(claims, mode, kid="rsa-1"):
     return signing_input.decode() + "." + b64(signature)
 
 
-def tokens(issuer, user, mode, nonce=None):
+def tokens(issuer, user, mode, nonce=None, refreshing=False):
     now = int(time.time())
     access = b64(os.urandom(24))
     if mode == "bob":
         user = "bob"
+    elif mode == "as-user":
+        user = state["user"]
     claims = {"iss": issuer, "sub": "subject-" + user, "aud": CLIENT_ID, "exp": now + 300, "iat": now,
               "preferred_username": user, "name": user.capitalize() + " Example", "email": user + "@example.test",
               "groups": ["staff", "readers"] if user == "alice" else [],
               # The hash of the signature's algorithm: SHA-512 for Ed25519.
               "at_hash": b64(hashlib.sha512(access.encode()).digest()[:32]) if mode == "eddsa"
               else b64(hashlib.sha256(access.encode()).digest()[:16])}
-    if nonce:
+    if nonce and mode != "no-nonce":
         claims["nonce"] = nonce
     if mode == "wrong-iss":
         claims["iss"] = issuer + "/other"
@@ -145,8 +159,11 @@ def tokens(issuer, user, mode, nonce=None):
     with lock:
         state["refresh"][refresh] = user
         state["access"][access] = user
-    return {"access_token": access, "token_type": "Bearer", "expires_in": 300, "refresh_token": refresh,
-            "id_token": sign(claims, mode), "scope": "openid profile email"}
+    answer = {"access_token": access, "token_type": "Bearer", "expires_in": 300, "refresh_token": refresh,
+              "id_token": sign(claims, mode), "scope": "openid profile email"}
+    if refreshing and mode == "refresh-without-id":
+        del answer["id_token"], answer["refresh_token"]
+    return answer
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -193,8 +210,11 @@ class Handler(BaseHTTPRequestHandler):
                                          "revoked": sorted(state["revoked"])})
         if self.path == "/.well-known/openid-configuration":
             issuer = self.issuer + ("/elsewhere" if mode == "issuer-mismatch" else "")
+            token = self.issuer + "/token"
+            if mode == "userinfo-in-url":
+                token = "http://127.0.0.1:80@192.0.2.2:9/token"
             return self.answer(200, {
-                "issuer": issuer, "token_endpoint": self.issuer + "/token",
+                "issuer": issuer, "token_endpoint": token,
                 "device_authorization_endpoint": self.issuer + "/device",
                 "userinfo_endpoint": self.issuer + "/userinfo", "revocation_endpoint": self.issuer + "/revoke",
                 "jwks_uri": self.issuer + "/jwks",
@@ -208,6 +228,8 @@ class Handler(BaseHTTPRequestHandler):
                     {"kty": "RSA", "kid": "enc-1", "use": "enc", "n": "AQAB", "e": "AQAB"}]
             if mode == "rotated" and fetches > 1:
                 keys.append(rsa_jwk(new_key, "rsa-2"))
+            if mode == "big-rsa":
+                keys.append({"kty": "RSA", "kid": "big-1", "n": b64(b"\xff" * 2048), "e": "AQAB"})
             return self.answer(200, {"keys": keys})
         if self.path == "/userinfo":
             with lock:
@@ -215,10 +237,11 @@ class Handler(BaseHTTPRequestHandler):
             if user is None:
                 return self.answer(401, b"")
             sub = "subject-other" if mode == "userinfo-other-sub" else "subject-" + user
-            return self.answer(200, {"sub": sub, "picture": "https://example.test/alice.png"})
+            return self.answer(200, {"sub": sub, "preferred_username": user,
+                                     "picture": "https://example.test/alice.png"})
         self.answer(404, {"error": "not_found"})
 
-    def do_POST(self):
+    def do_POST(self):  # noqa: C901 (one branch a mode)
         length = int(self.headers.get("Content-Length", "0"))
         raw = self.rfile.read(length)
         if self.path == "/control":
@@ -260,8 +283,9 @@ class Handler(BaseHTTPRequestHandler):
                 state["revoked"].add(form.get("token", [""])[0])
             return self.answer(200, b"")
         if self.path == "/device":
+            where = "http://192.0.2.2" if mode == "device-elsewhere" else self.issuer
             return self.answer(200, {"device_code": "device-" + b64(os.urandom(12)), "user_code": "WDJB-MJHT",
-                                     "verification_uri": self.issuer + "/activate",
+                                     "verification_uri": where + "/activate",
                                      "verification_uri_complete": self.issuer + "/activate?code=WDJB-MJHT",
                                      "expires_in": 30, "interval": 1})
         if self.path != "/token":
@@ -273,9 +297,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(400, {"error": "invalid_grant", "error_description": "bad\x1b[31m password"})
         if mode == "access-denied":
             return self.answer(400, {"error": "access_denied"})
+        if mode == "echo-password":
+            return self.answer(400, {"error": "invalid_request", "error_description":
+                                     "no user with the password " + form.get("password", [""])[0]})
         if grant == "password":
             user, password = form.get("username", [""])[0], form.get("password", [""])[0]
-            if USERS.get(user) != password:
+            if mode != "as-user" and USERS.get(user) != password:
                 return self.answer(400, {"error": "invalid_grant", "error_description": "Invalid credentials"})
             answer = tokens(self.issuer, user, mode, form.get("nonce", [None])[0])
             if mode == "not-bearer":
@@ -297,7 +324,7 @@ class Handler(BaseHTTPRequestHandler):
                 user = state["refresh"].get(token) if token not in state["revoked"] else None
             if user is None:
                 return self.answer(400, {"error": "invalid_grant"})
-            return self.answer(200, tokens(self.issuer, user, mode))
+            return self.answer(200, tokens(self.issuer, user, mode, refreshing=True))
         self.answer(400, {"error": "unsupported_grant_type"})
 
 

@@ -1,10 +1,11 @@
 import Authentication
 import AuthenticationTesting
 import Foundation
-import OIDCProvider
 import ProviderPlugins
 import TestSupport
 import Testing
+
+@testable import OIDCProvider
 
 /// Against the tests' own provider, which answers as well or as badly as each test asks.
 @Suite(.serialized, .timeLimit(.minutes(3)))
@@ -94,7 +95,8 @@ struct OIDCProviderTests {
         ("expired", "expired"), ("future-iat", "future"), ("several-aud", "several audiences"),
         ("wrong-azp", "another client"), ("bad-at-hash", "at_hash"), ("no-sub", "subject"),
         ("wrong-nonce", "nonce"), ("userinfo-other-sub", "another subject"), ("not-bearer", "malformed"),
-        ("issuer-mismatch", "names itself otherwise"),
+        ("issuer-mismatch", "names itself otherwise"), ("userinfo-in-url", "not an https:// URL"),
+        ("duplicate-claim", "malformed"), ("no-nonce", "nonce"), ("big-rsa", "signature"),
         ("garbage", "not JSON"), ("huge", "longer than"), ("redirect", "HTTP 302"),
     ])
     func aHostileAnswerMakesTheProviderUnavailable(_ mode: String, _ expected: String) async throws {
@@ -369,5 +371,169 @@ struct OIDCProviderTests {
         }
         let untrusted = try Self.provider(server) { $0.caFile = nil }
         #expect(reason(try await login(untrusted)).contains("failed TLS"))
+    }
+
+    /// libcurl writes every TLS session's keys to the file SSLKEYLOGFILE names; a tool must not.
+    @Test func noTLSKeysAreWrittenForAnyoneToRead() throws {
+        let server = try TestServer.sharedTLS.get()
+        try server.set("good")
+        let directory = temporaryDirectory("gatekeeper-oidc-keylog")
+        let secret = directory + "/secret"
+        try TestServer.clientSecret.write(toFile: secret, atomically: true, encoding: .utf8)
+        chmod(secret, 0o600)
+        let config = directory + "/oidc.conf"
+        try """
+        delay 0
+        required oidc issuer=\(server.issuer) client_id=\(TestServer.clientID) client_secret_file=\(secret) flow=password ca=\(server.caFile)
+
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        chmod(config, 0o600)
+        let keys = directory + "/keys.log"
+        let result = try run(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            [
+                "SSLKEYLOGFILE=\(keys)", builtExecutable("gatekeeper-run").path, "--config", config, "--state-dir",
+                directory + "/state", "--user", "alice", "--password-stdin", "--", "sh", "-c", "echo $SSLKEYLOGFILE",
+            ], input: "wonderland\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: keys), "TLS keys were written")
+        // The command still gets the variable, as it was.
+        #expect(result.stdout == keys + "\n")
+    }
+
+    // MARK: what an attacker tried
+
+    @Test func onlyAPlainHostReachesLibcurl() {
+        for url in [
+            "http://127.0.0.1:80@192.0.2.2:18080/token", "http://[::1]@192.0.2.2/", "http://localhost:1@evil/",
+            "http://127.0.0.1%2f@evil/", "http://127.0.0.1\\@evil/", "http://127.0.0.1 /", "http://127.0.0.1:/x",
+            "http://127.0.0.1:99999999/", "http://0x7f.0.0.1/", "http://127.0.0.256/", "https://user@id.example.com/",
+            "https://", "http://[::1/", "https://id.example.com:443:1/",
+        ] {
+            #expect(!OIDCAuthProvider.isAllowed(url, plainHTTP: true), "\(url)")
+        }
+        for url in [
+            "http://127.0.0.1:8080/api", "http://[::1]:80", "http://localhost/", "https://id.example.com:8443/x?y#z",
+        ] {
+            #expect(OIDCAuthProvider.isAllowed(url, plainHTTP: true), "\(url)")
+        }
+        #expect(!OIDCAuthProvider.isAllowed("http://127.0.0.1/", plainHTTP: false))
+    }
+
+    @Test func jsonIsParsedStrictlyAndInLinearTime() {
+        #expect(
+            JSONValue.parse(Array("{\"a\": [1, -2.5e3, true, null, \"\\u00e9\\ud83d\\ude00\"]}".utf8))
+                == .object(["a": .array([.number(1), .number(-2500), .bool(true), .null, .string("é😀")])]))
+        let deep = Array(String(repeating: "[", count: 33).utf8) + Array(String(repeating: "]", count: 33).utf8)
+        #expect(JSONValue.parse(deep) == nil)
+        #expect(JSONValue.parse(Array(deep.dropFirst().dropLast())) != nil)
+        // A megabyte of brackets is refused at once, not after minutes of trial decoding.
+        #expect(JSONValue.parse(Array(repeating: UInt8(ascii: "["), count: 1 << 20)) == nil)
+        for bad in [
+            "{\"a\":1,\"a\":2}", "{\"a\":01}", "[1e400]", "\"\\ud800\"", "\"\u{01}\"", "[1,]", "{\"a\"}", "nul",
+            "\"\\x\"", "[\"a\"] x",
+        ] {
+            #expect(JSONValue.parse(Array(bad.utf8)) == nil, "\(bad)")
+        }
+        #expect(JSONValue.parse([0x22, 0xFF, 0x22]) == nil, "invalid UTF-8")
+        let flat = "[" + Array(repeating: "1", count: 200_000).joined(separator: ",") + "]"
+        guard case .array(let numbers)? = JSONValue.parse(Array(flat.utf8)) else {
+            Issue.record("a flat array of 200,000 numbers was refused")
+            return
+        }
+        #expect(numbers.count == 200_000)
+    }
+
+    @Test func keysNoProviderSignsWithAreNotUsed() {
+        func key(_ modulus: Int, _ exponent: Int = 3) -> JSONWebKey? {
+            JSONWebKey([
+                "kty": .string("RSA"), "n": .string(Base64URL.encode([UInt8](repeating: 0xC5, count: modulus))),
+                "e": .string(Base64URL.encode([UInt8](repeating: 1, count: exponent))),
+            ])
+        }
+        #expect(key(256) != nil && key(1024) != nil)
+        #expect(key(255) == nil && key(1025) == nil && key(2048) == nil && key(256, 9) == nil)
+        #expect(
+            JSONWebKey(["kty": .string("RSA"), "use": .string("enc"), "n": .string("AQAB"), "e": .string("AQAB")])
+                == nil)
+    }
+
+    @Test func aNameIsTheProvidersOnlyByteForByte() async throws {
+        let server = try TestServer.shared.get()
+        // Å as the Angstrom sign (U+212B), the name asked for with U+00C5: one to Swift's ==, two names.
+        try server.set("as-user", user: "\u{212B}ngstr\u{F6}m")
+        let outcome = try await Self.provider(server).authenticate(
+            AuthRequest(username: "\u{C5}ngstr\u{F6}m", conversation: ScriptedConversation(.secret("wonderland"))))
+        #expect(outcome == .rejected(.refusedByPolicy), "\(outcome)")
+        try server.set("good")
+    }
+
+    @Test func aRefreshTokenOfAnotherPersonDoesNotRecheck() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("refresh-without-id")
+        let directory = temporaryDirectory("gatekeeper-oidc-tokens") + "/tokens"
+        let provider = try Self.provider(server) { $0.tokenDirectory = directory }
+        guard case .authenticated(let alice) = try await login(provider),
+            case .authenticated = try await login(provider, "bob", "builder")
+        else {
+            Issue.record("alice or bob was refused")
+            return
+        }
+        // Without an ID token in the refresh, userinfo says whose the token is.
+        guard case .valid = await provider.recheck(alice) else {
+            Issue.record("alice's own token did not recheck")
+            return
+        }
+        // Bob's refresh token put in alice's file: the provider honours it, but it is bob's.
+        var files: [String: [String: Any]] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
+            let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
+            files[name] = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        }
+        let aliceFile = try #require(files.first { $0.value["username"] as? String == "alice" }?.key)
+        let bobToken = try #require(files.first { $0.value["username"] as? String == "bob" }?.value["refreshToken"])
+        var tampered = try #require(files[aliceFile])
+        tampered["refreshToken"] = bobToken
+        try JSONSerialization.data(withJSONObject: tampered).write(
+            to: URL(fileURLWithPath: directory + "/" + aliceFile))
+        guard case .refused = await provider.recheck(alice) else {
+            Issue.record("a remembered login was rechecked with another person's refresh token")
+            return
+        }
+        try server.set("good")
+    }
+
+    @Test func aDeviceLoginPointingElsewhereOverPlainHTTPIsNotShown() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("device-elsewhere")
+        let conversation = ScriptedConversation()
+        let outcome = try await Self.provider(server, flow: .device).authenticate(
+            AuthRequest(username: "alice", conversation: conversation))
+        #expect(reason(outcome).contains("malformed") && conversation.messages.isEmpty, "\(outcome)")
+        try server.set("good")
+    }
+
+    @Test func aProviderEchoingThePasswordGetsNoWordIn() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("echo-password")
+        let text = reason(try await login(try Self.provider(server), "alice", "Sup3r-secret"))
+        #expect(text == "the identity provider's token endpoint answered HTTP 400: invalid_request", "\(text)")
+        try server.set("good")
+    }
+
+    @Test func plainHTTPNeverGoesThroughAProxy() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("good")
+        // A proxy that is not there: a request sent to it would fail.
+        setenv("http_proxy", "http://127.0.0.1:1", 1)
+        setenv("ALL_PROXY", "http://127.0.0.1:1", 1)
+        defer {
+            unsetenv("http_proxy")
+            unsetenv("ALL_PROXY")
+        }
+        guard case .authenticated = try await login(try Self.provider(server)) else {
+            Issue.record("a loopback login went through the environment's proxy")
+            return
+        }
     }
 }

@@ -46,8 +46,10 @@ final class TestServer: @unchecked Sendable {
     }
 
     /// Sets how the server answers from now on, and forgets what it was asked.
-    func set(_ mode: String, pending: Int = 0) throws {
-        let body = "{\"mode\": \"\(mode)\", \"pending\": \(pending)}"
+    func set(_ mode: String, pending: Int = 0, user: String = "alice") throws {
+        let user = String(data: try JSONSerialization.data(withJSONObject: [user]), encoding: .utf8)!.dropFirst()
+            .dropLast()
+        let body = "{\"mode\": \"\(mode)\", \"pending\": \(pending), \"user\": \(user)}"
         let (status, output) = try shell(
             "curl -sS --fail -k -X POST --data-binary @- '\(issuer)/control'", input: body)
         guard status == 0 else { throw ServerFailure("control: \(output)") }

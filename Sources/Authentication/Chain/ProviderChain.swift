@@ -172,7 +172,9 @@ public final class ProviderChain: AuthProvider {
             // A cancellation thrown here ends the whole chain: no later entry runs.
             var outcome = try await entry.provider.authenticate(shared).normalized
             // A factor vouching for someone other than the user the stack has is no confirmation.
-            if case .authenticated(let who) = outcome, let current = identity, who.username != current.who.username {
+            if case .authenticated(let who) = outcome, let current = identity,
+                !Username.same(who.username, current.who.username)
+            {
                 outcome = .rejected(.wrongCredentials, canonicalUsername: current.who.username)
             }
             let result = outcome.pamResult

@@ -264,7 +264,7 @@ extension Gatekeeper {
         switch outcome {
         case .authenticated(let identity):
             if let trace { record(.stackDecision, identity.username, detail: trace.description, stackEntry: entry) }
-            if identity.username == account.key && account.known {
+            if Username.same(identity.username, account.key) && account.known {
                 recordSuccess(of: identity.username)
             } else {
                 // The backend answered for another spelling (or one no look-up could tell): the attempt
@@ -347,7 +347,7 @@ extension Gatekeeper {
         guard
             case .valid(let identity) = await provider.recheck(
                 Identity(username: login.username, provider: login.provider)),
-            identity.username == login.username
+            Username.same(identity.username, login.username)
         else { return nil }
         if Task.isCancelled { throw .cancelled }
         record(.cachedLogin, identity.username, detail: "remembered \(login.age.components.seconds) s ago")
