@@ -186,7 +186,7 @@ let package = Package(
             name: "gatekeeper-fuzz",
             dependencies: [
                 "Authentication", "ProviderPlugins", "MockProvider", "DebugProvider", "FileProvider", "PAMProvider",
-                "HostProtection", "PluginHost", "LDAPProvider",
+                "HostProtection", "PluginHost", "LDAPProvider", "OIDCProvider",
             ],
             path: "Fuzz/gatekeeper-fuzz"
         ),

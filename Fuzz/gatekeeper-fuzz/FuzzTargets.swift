@@ -10,6 +10,7 @@ import ProviderPlugins
 @testable import FileProvider
 @testable import HostProtection
 @testable import LDAPProvider
+@testable import OIDCProvider
 @testable import PluginHost
 
 #if canImport(Glibc)
@@ -24,6 +25,7 @@ enum FuzzTarget: String, CaseIterable {
     case helperProtocol = "helper-protocol"
     case faillock
     case ldapFilter = "ldap-filter"
+    case oidcToken = "oidc-token"
 
     func run(_ bytes: [UInt8]) {
         switch self {
@@ -34,6 +36,7 @@ enum FuzzTarget: String, CaseIterable {
         case .helperProtocol: FuzzHelperProtocol.run(bytes)
         case .faillock: FuzzFaillock.run(bytes)
         case .ldapFilter: FuzzLDAPFilter.run(bytes)
+        case .oidcToken: FuzzOIDCToken.run(bytes)
         }
     }
 }
@@ -403,5 +406,33 @@ enum FuzzLDAPFilter {
             }
         }
         require(unescaped == Array(name.utf8), "unescaping does not give the name back")
+    }
+}
+
+// MARK: OpenID Connect
+
+/// What an identity provider sends, as the oidc provider reads it: any bytes parse as JSON or are refused,
+/// in one pass (a nesting too deep is refused, not recursed into); base64url has one spelling per value;
+/// a token and a key set are read or refused, whatever their parts hold.
+enum FuzzOIDCToken {
+    static func run(_ bytes: [UInt8]) {
+        let value = JSONValue.parse(bytes)
+        if case .object(let fields)? = value {
+            _ = JSONWebKey(fields)
+            require(JSONValue.object(parsing: bytes) == fields, "an object parsed twice is not the same object")
+        }
+        _ = JSONWebKey.set(parsing: bytes)
+        let text = String(decoding: bytes, as: UTF8.self)
+        if let decoded = Base64URL.decode(text) {
+            require(Base64URL.encode(decoded) == text, "base64url decoded from a spelling that is not its own")
+        }
+        require(Base64URL.decode(Base64URL.encode(bytes)) == bytes, "base64url does not give back what it encoded")
+        // The bytes as a token's claims (and header), signed by nobody: read or refused, never trusted.
+        let token = "eyJhbGciOiJSUzI1NiJ9." + Base64URL.encode(bytes) + ".c2ln"
+        if let parsed = CompactToken(token) {
+            require(parsed.header["alg"]?.string == "RS256", "a token's header is not what it holds")
+            require(value.map { .object(parsed.claims) == $0 } ?? false, "a token's claims are not its JSON")
+        }
+        _ = CompactToken(text)
     }
 }

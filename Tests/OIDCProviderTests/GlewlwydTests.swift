@@ -159,6 +159,29 @@ struct GlewlwydConfigurationTests {
         #expect(check.status == 0 && check.stdout.contains("required oidc"), "\(check.stdout)\(check.stderr)")
     }
 
+    /// libcurl and libcrypto are loaded by the dynamic linker only when an oidc entry is made.
+    @Test func onlyAnOIDCEntryLoadsLibcurlAndLibcrypto() throws {
+        func loaded(_ arguments: [String], input: String = "") throws -> String {
+            try run(
+                URL(fileURLWithPath: "/usr/bin/env"),
+                ["LD_DEBUG=libs", builtExecutable("gatekeeper-run").path] + arguments,
+                input: input
+            ).stderr
+        }
+        let help = try loaded(["--help"])
+        let mock = try loaded(
+            ["--provider", "mock", "--user", "alice", "--password-stdin", "--", "true"], input: "x\n")
+        for libraries in [help, mock] {
+            #expect(libraries.contains("find library=libc.so.6"), "LD_DEBUG shows nothing: \(libraries.prefix(300))")
+            #expect(!libraries.contains("find library=libcurl") && !libraries.contains("find library=libcrypto"))
+        }
+        let (file, state) = try configuration(flow: "password")
+        let oidc = try loaded(
+            ["--config", file, "--state-dir", state, "--user", "alice", "--password-stdin", "--", "true"],
+            input: "wonderland-2026\n")
+        #expect(oidc.contains("find library=libcurl.so.4") && oidc.contains("find library=libcrypto.so.3"))
+    }
+
     @Test func gatekeeperRunLogsInByDeviceCode() throws {
         let glewlwyd = try GlewlwydFixture.shared.get()
         let (file, state) = try configuration(flow: "device")

@@ -8,6 +8,7 @@ import Testing
 struct FuzzCorpusTests {
     static let targets = [
         "users-file", "configuration", "validation", "pam-conversation", "helper-protocol", "faillock", "ldap-filter",
+        "oidc-token",
     ]
     static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../Fuzz/corpus").standardized
