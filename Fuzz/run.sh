@@ -17,7 +17,8 @@ for target in "$@"; do
     work=.build/fuzz/corpus/$target
     logs=.build/fuzz/logs
     mkdir -p "$work" "$logs" "$work.artifacts"
-    log=$logs/$target.log
+    # One log a run: two runs of a target at once (make fuzz-smoke beside a long run) keep theirs apart.
+    log=$logs/$target-$$.log
     # The grammar's words, where a target has a dictionary (Fuzz/dictionaries/TARGET.dict).
     dictionary=
     [ -f "Fuzz/dictionaries/$target.dict" ] && dictionary=$root/Fuzz/dictionaries/$target.dict

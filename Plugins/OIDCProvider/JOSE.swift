@@ -212,3 +212,10 @@ extension UInt8 {
             || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
     }
 }
+
+/// Whether two texts from the provider are one, byte for byte (never Swift's canonical equivalence, which
+/// takes different bytes for one subject, issuer or audience); `nil` is no text.
+func sameBytes(_ first: String?, _ second: String?) -> Bool {
+    guard let first, let second else { return false }
+    return first.utf8.elementsEqual(second.utf8)
+}

@@ -96,7 +96,12 @@ enum JSONValue: Sendable, Equatable {
             }
             while true {
                 skipWhiteSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let name = string() else { return nil }
+                // Names of at most 256 bytes: hashing a String normalises it, in time that grows with the
+                // square of a run of combining marks; every name OpenID Connect uses is short.
+                let nameStart = index
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let name = string(),
+                    index - nameStart <= 258
+                else { return nil }
                 skipWhiteSpace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
                 index += 1

@@ -177,8 +177,13 @@ public final class OIDCAuthProvider: AuthProvider {
         guard url.hasPrefix("http://") else { return true }
         let name = String(decoding: host, as: UTF8.self)
         if name == "localhost" || name == "[::1]" { return true }
+        // Four plain decimal numbers, 0 to 255, none with a leading zero or a sign: libcurl reads `010` as
+        // octal and takes `127.0.0.08` or `127.-0.0.1` for names, which DNS may answer with any address.
         let octets = name.split(separator: ".", omittingEmptySubsequences: false)
-        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+        return octets.count == 4 && octets[0] == "127"
+            && octets.allSatisfy { octet in
+                octet.utf8.allSatisfy(\.isDigit) && (octet == "0" || octet.first != "0") && UInt8(octet) != nil
+            }
     }
 
     // MARK: signing in
@@ -350,15 +355,16 @@ public final class OIDCAuthProvider: AuthProvider {
                 case .failure(let failure): return .unavailable(reason: Problem.unreachable(failure).reason)
                 case .success(let answer):
                     guard answer.status == 200, let info = answer.object else {
-                        return .unavailable(reason: errorText("userinfo", answer))
+                        return .unavailable(reason: errorText("userinfo", answer, personal: true))
                     }
-                    guard info["sub"]?.string == entry.subject,
+                    guard sameBytes(info["sub"]?.string, entry.subject),
                         info[configuration.usernameClaim]?.string.map({ Username.same($0, identity.username) }) == true
                     else { return .refused(.refusedByPolicy) }
                     current = identity
                 }
             }
-            guard Username.same(current.username, identity.username), current.attributes["subject"] == entry.subject
+            guard Username.same(current.username, identity.username),
+                sameBytes(current.attributes["subject"], entry.subject)
             else { return .refused(.refusedByPolicy) }
             store.save(
                 TokenStore.Entry(
@@ -384,7 +390,7 @@ public final class OIDCAuthProvider: AuthProvider {
                 {
                 case .failure(let failure): problem = "the identity provider \(failure.description)"
                 case .success(let answer) where answer.status == 200: problem = nil
-                case .success(let answer): problem = errorText("revocation", answer, hiding: [entry.refreshToken])
+                case .success(let answer): problem = errorText("revocation", answer, personal: true)
                 }
             } else {
                 problem = "\(configuration.issuer) offers no revocation endpoint"
@@ -450,8 +456,9 @@ public final class OIDCAuthProvider: AuthProvider {
     private func tokenRequest(_ metadata: Metadata, _ grant: Grant, _ form: [(String, HTTPClient.FormValue)]) async
         -> TokenAnswer
     {
-        let secrets = form.compactMap { field -> Secret? in
-            if case .secret(let secret) = field.1 { secret } else { nil }
+        // A password or a refresh token in the form: the answer's description is left out of reasons.
+        let personal = form.contains { field in
+            if case .secret = field.1 { true } else { false }
         }
         let answer: HTTPClient.Answer
         switch await post(metadata.tokenEndpoint, form) {
@@ -477,11 +484,11 @@ public final class OIDCAuthProvider: AuthProvider {
             case nil where grant == .refresh && (400..<500).contains(answer.status):
                 // A refresh token refused without a reason (glewlwyd: 400 and no body) is refused all the same.
                 return .refused(.rejected(.wrongCredentials))
-            default: return .refused(.unavailable(reason: errorText("token", answer, hiding: secrets)))
+            default: return .refused(.unavailable(reason: errorText("token", answer, personal: personal)))
             }
         }
         guard let object = answer.object else {
-            return .refused(.unavailable(reason: errorText("token", answer, hiding: secrets)))
+            return .refused(.unavailable(reason: errorText("token", answer, personal: personal)))
         }
         guard let access = object["access_token"]?.string,
             object["token_type"]?.string.map({ $0.lowercased() == "bearer" }) ?? false
@@ -513,7 +520,7 @@ public final class OIDCAuthProvider: AuthProvider {
             case .failure(let failure): return .failure(.unreachable(failure))
             case .success(let answer):
                 if answer.status == 200, let info = answer.object {
-                    guard info["sub"]?.string == verified["sub"]?.string else {
+                    guard sameBytes(info["sub"]?.string, verified["sub"]?.string) else {
                         return .failure(.token("userinfo is about another subject than the ID token"))
                     }
                     for (name, value) in info where claims[name] == nil { claims[name] = value }
@@ -606,7 +613,7 @@ public final class OIDCAuthProvider: AuthProvider {
     func checkClaims(_ claims: [String: JSONValue], token: CompactToken, accessToken: String?, nonce: String?)
         -> String?
     {
-        guard claims["iss"]?.string == configuration.issuer else {
+        guard sameBytes(claims["iss"]?.string, configuration.issuer) else {
             return "the ID token's issuer is not \(configuration.issuer)"
         }
         guard let subject = claims["sub"]?.string, !subject.isEmpty else { return "the ID token has no subject" }
@@ -616,9 +623,13 @@ public final class OIDCAuthProvider: AuthProvider {
         case .array(let many)?: audience = many.compactMap(\.string)
         default: return "the ID token has no audience"
         }
-        guard audience.contains(configuration.clientID) else { return "the ID token is not meant for this client" }
+        guard audience.contains(where: { sameBytes($0, configuration.clientID) }) else {
+            return "the ID token is not meant for this client"
+        }
         if let party = claims["azp"] {
-            guard party.string == configuration.clientID else { return "the ID token was issued to another client" }
+            guard sameBytes(party.string, configuration.clientID) else {
+                return "the ID token was issued to another client"
+            }
         } else if audience.count > 1 {
             return "the ID token has several audiences and no authorized party"
         }
@@ -635,12 +646,12 @@ public final class OIDCAuthProvider: AuthProvider {
             }
         }
         if let nonce {
-            guard claims["nonce"]?.string == nonce else { return "the ID token's nonce is not this login's" }
+            guard sameBytes(claims["nonce"]?.string, nonce) else { return "the ID token's nonce is not this login's" }
         }
         if let hash = claims["at_hash"] {
             guard let accessToken, let algorithm = token.header["alg"]?.string.flatMap(SignatureAlgorithm.init),
                 let full = digest(algorithm.digest, Array(accessToken.utf8)),
-                hash.string == Base64URL.encode(full.prefix(full.count / 2))
+                sameBytes(hash.string, Base64URL.encode(full.prefix(full.count / 2)))
             else { return "the ID token's at_hash is not the access token's" }
         }
         return nil
@@ -662,23 +673,46 @@ public final class OIDCAuthProvider: AuthProvider {
 
     /// An answer that is not what was asked for, in words: the status, the OAuth error and its
     /// description (escaped, cut short), or that the body was empty or not JSON.
-    func errorText(_ what: String, _ answer: HTTPClient.Answer, hiding secrets: [Secret] = []) -> String {
+    /// The error codes of OAuth 2.0 and its extensions (RFC 6749 §5.2, RFC 6750 §3.1, RFC 7009 §2.2.1,
+    /// RFC 8628 §3.5): shown by name; any other is "an error of its own".
+    static let knownErrors: Set<String> = [
+        "invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
+        "invalid_scope", "access_denied", "server_error", "temporarily_unavailable", "authorization_pending",
+        "slow_down", "expired_token", "invalid_token", "insufficient_scope", "unsupported_token_type",
+    ]
+
+    /// An answer that is not what was asked for, in words: the status, the OAuth error and its description
+    /// (escaped, cut short), or that the body was empty or not JSON.
+    ///
+    /// The reason goes to logs and the audit trail, so a provider that echoes what it was sent gets no
+    /// word in: the description is left out of every answer to a request that carried the person's
+    /// secret (`personal`: a password, a token), and of any that holds eight bytes running of the
+    /// client's secret, in any case.
+    func errorText(_ what: String, _ answer: HTTPClient.Answer, personal: Bool = false) -> String {
         var text = "the identity provider's \(what) endpoint answered HTTP \(answer.status)"
         if answer.body.isEmpty { return text + " with an empty body" }
         guard let object = answer.object else { return text + " with a body that is not JSON" }
-        // A provider that echoes what it was sent (a password, the client's secret) gets no word in: the
-        // reason goes to logs and the audit trail.
-        let secrets = secrets + (configuration.clientSecret.map { [$0] } ?? [])
-        func echoes(_ words: String) -> Bool {
-            secrets.contains { secret in secret.withUnsafeBytes { Self.contains(Array(words.utf8), $0) } }
-        }
-        if let error = object["error"]?.string, !echoes(error) {
-            text += ": " + TextSafety.escaped(String(error.prefix(64)))
-            if let description = object["error_description"]?.string, !echoes(description) {
-                text += " (" + TextSafety.escaped(String(description.prefix(200))) + ")"
-            }
+        guard let error = object["error"]?.string else { return text }
+        text += Self.knownErrors.contains(error) ? ": " + error : " with an error of its own"
+        if !personal, let description = object["error_description"]?.string, !echoesClientSecret(description) {
+            text += " (" + TextSafety.escaped(String(description.prefix(200))) + ")"
         }
         return text
+    }
+
+    /// Whether `text` holds eight bytes running of the client's secret (all of it, when shorter), ASCII
+    /// letters in any case.
+    func echoesClientSecret(_ text: String) -> Bool {
+        guard let secret = configuration.clientSecret else { return false }
+        let haystack = Array(text.lowercased().utf8)
+        return secret.withUnsafeBytes { raw in
+            let bytes = raw.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
+            let window = min(8, bytes.count)
+            guard window > 0 else { return false }
+            return (0...(bytes.count - window)).contains { start in
+                bytes[start..<start + window].withUnsafeBytes { Self.contains(haystack, $0) }
+            }
+        }
     }
 
     /// Whether `needle` (not empty) occurs in `haystack`.
@@ -762,7 +796,7 @@ struct Metadata: Sendable {
         Metadata, Problem
     > {
         // Discovery §4.3: the issuer in the document is exactly the one asked for.
-        guard object["issuer"]?.string == configuration.issuer else {
+        guard sameBytes(object["issuer"]?.string, configuration.issuer) else {
             return .failure(.provider("the identity provider names itself otherwise than \(configuration.issuer)"))
         }
         func endpoint(_ name: String) -> Result<String?, Problem> {

@@ -10,7 +10,11 @@
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,6 +190,23 @@ static size_t receive(char *bytes, size_t size, size_t count, void *context) {
     return length;
 }
 
+/* For plain http://: the socket is opened only to a loopback address (127.0.0.0/8, ::1), whatever the
+ * name resolved to. The URL was checked to name one; this holds however the name is read or resolved. */
+static curl_socket_t open_loopback_only(void *context, curlsocktype purpose, struct curl_sockaddr *address) {
+    (void)context;
+    (void)purpose;
+    int loopback = 0;
+    if (address->family == AF_INET && address->addrlen >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *ipv4 = (const struct sockaddr_in *)&address->addr;
+        loopback = (ntohl(ipv4->sin_addr.s_addr) >> 24) == 127;
+    } else if (address->family == AF_INET6 && address->addrlen >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *ipv6 = (const struct sockaddr_in6 *)&address->addr;
+        loopback = memcmp(&ipv6->sin6_addr, &in6addr_loopback, sizeof in6addr_loopback) == 0;
+    }
+    if (!loopback) return CURL_SOCKET_BAD;
+    return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+}
+
 static gk_http_status classify(CURLcode code) {
     switch (code) {
     case CURLE_OK: return GK_HTTP_OK;
@@ -262,7 +283,10 @@ gk_http_status gk_http_transfer_perform(gk_http_transfer *transfer, const gk_htt
     if (request->ca_file != NULL) functions.curl_easy_setopt(easy, CURLOPT_CAINFO, request->ca_file);
     /* Plain http:// goes to loopback only, and never through a proxy the environment names (http_proxy,
      * ALL_PROXY), which would see the password in clear; https:// may (the tunnel is verified end to end). */
-    if (strncmp(request->url, "https://", 8) != 0) functions.curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
+    if (strncmp(request->url, "https://", 8) != 0) {
+        functions.curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
+        functions.curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, open_loopback_only);
+    }
     functions.curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, request->timeout_ms);
     functions.curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, request->timeout_ms);
     functions.curl_easy_setopt(easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)request->max_body);

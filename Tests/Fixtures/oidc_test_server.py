@@ -24,6 +24,8 @@ reads what was asked of it with GET /log. Modes:
   refresh-without-id          refreshes answer without an ID token (as glewlwyd's do)
   device-elsewhere            the device answer's verification_uri is plain http:// to another host
   echo-password               the token endpoint refuses with the password in its error_description
+  echo-secret                 the token endpoint refuses with part of the client's secret, upper case
+  odd-error                   the device endpoint refuses with an error code of its own and escapes
 """
 import base64
 import hashlib
@@ -282,6 +284,8 @@ class Handler(BaseHTTPRequestHandler):
             with lock:
                 state["revoked"].add(form.get("token", [""])[0])
             return self.answer(200, b"")
+        if self.path == "/device" and mode == "odd-error":
+            return self.answer(400, {"error": "x\u001b[2J", "error_description": "Some \u001b[31m text"})
         if self.path == "/device":
             where = "http://192.0.2.2" if mode == "device-elsewhere" else self.issuer
             return self.answer(200, {"device_code": "device-" + b64(os.urandom(12)), "user_code": "WDJB-MJHT",
@@ -297,6 +301,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(400, {"error": "invalid_grant", "error_description": "bad\x1b[31m password"})
         if mode == "access-denied":
             return self.answer(400, {"error": "access_denied"})
+        if mode == "echo-secret":
+            return self.answer(400, {"error": "invalid_client", "error_description":
+                                     "client secret " + CLIENT_SECRET[2:12].upper() + " is not known"})
         if mode == "echo-password":
             return self.answer(400, {"error": "invalid_request", "error_description":
                                      "no user with the password " + form.get("password", [""])[0]})

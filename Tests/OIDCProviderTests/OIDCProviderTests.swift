@@ -408,7 +408,8 @@ struct OIDCProviderTests {
             "http://127.0.0.1:80@192.0.2.2:18080/token", "http://[::1]@192.0.2.2/", "http://localhost:1@evil/",
             "http://127.0.0.1%2f@evil/", "http://127.0.0.1\\@evil/", "http://127.0.0.1 /", "http://127.0.0.1:/x",
             "http://127.0.0.1:99999999/", "http://0x7f.0.0.1/", "http://127.0.0.256/", "https://user@id.example.com/",
-            "https://", "http://[::1/", "https://id.example.com:443:1/",
+            "https://", "http://[::1/", "https://id.example.com:443:1/", "http://127.0.0.08/", "http://127.-0.0.1/",
+            "http://127.0.0.010/", "http://127.00.0.1/",
         ] {
             #expect(!OIDCAuthProvider.isAllowed(url, plainHTTP: true), "\(url)")
         }
@@ -436,6 +437,10 @@ struct OIDCProviderTests {
             #expect(JSONValue.parse(Array(bad.utf8)) == nil, "\(bad)")
         }
         #expect(JSONValue.parse([0x22, 0xFF, 0x22]) == nil, "invalid UTF-8")
+        // Names are short: a long run of combining marks would cost its square to hash.
+        let long = "{\"e" + String(repeating: "\u{301}\u{323}", count: 200) + "\": 1}"
+        #expect(JSONValue.parse(Array(long.utf8)) == nil)
+        #expect(JSONValue.parse(Array(("{\"" + String(repeating: "a", count: 256) + "\": 1}").utf8)) != nil)
         let flat = "[" + Array(repeating: "1", count: 200_000).joined(separator: ",") + "]"
         guard case .array(let numbers)? = JSONValue.parse(Array(flat.utf8)) else {
             Issue.record("a flat array of 200,000 numbers was refused")
@@ -511,6 +516,67 @@ struct OIDCProviderTests {
             AuthRequest(username: "alice", conversation: conversation))
         #expect(reason(outcome).contains("malformed") && conversation.messages.isEmpty, "\(outcome)")
         try server.set("good")
+    }
+
+    @Test func aProviderEchoingTheClientSecretOrOddErrorsGetsNoWordIn() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("echo-secret")
+        let text = reason(try await login(try Self.provider(server)))
+        #expect(text == "the identity provider's token endpoint answered HTTP 400: invalid_client", "\(text)")
+        try server.set("odd-error")
+        let odd = reason(
+            try await Self.provider(server, flow: .device).authenticate(
+                AuthRequest(username: "alice", conversation: ScriptedConversation())))
+        #expect(
+            odd.hasPrefix(
+                "the identity provider's device authorization endpoint answered HTTP 400 with an error of its own (Some "
+            ), "\(odd)")
+        #expect(!odd.unicodeScalars.contains { $0.value == 0x1B }, "\(odd)")
+        try server.set("good")
+    }
+
+    /// However a name resolves, plain http:// connects to a loopback address only.
+    @Test func plainHTTPConnectsOnlyToLoopback() async throws {
+        // A listener on every address, reached by one of this machine's addresses that is not loopback.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        #expect(bound)
+        var interfaces: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&interfaces) == 0 else { return }
+        defer { freeifaddrs(interfaces) }
+        var external: String?
+        var cursor = interfaces
+        while let entry = cursor {
+            if let found = entry.pointee.ifa_addr, found.pointee.sa_family == sa_family_t(AF_INET) {
+                let ipv4 = found.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                if UInt32(bigEndian: ipv4.s_addr) >> 24 != 127 {
+                    var text = [CChar](repeating: 0, count: 32)
+                    var copy = ipv4
+                    inet_ntop(AF_INET, &copy, &text, 32)
+                    external = String(cString: text)
+                }
+            }
+            cursor = entry.pointee.ifa_next
+        }
+        guard let external else {
+            Issue.record("this machine has no IPv4 address but loopback: nothing to reach it by")
+            return
+        }
+        let client = HTTPClient(caFile: nil, allowsPlainHTTP: true, timeout: .seconds(5))
+        let answer = await client.get("http://\(external):\(UInt16(bigEndian: address.sin_port))/")
+        guard case .failure(.unreachable(_)) = answer else {
+            Issue.record("plain http:// to \(external) was not refused before connecting: \(answer)")
+            return
+        }
+        #expect(accept(listener, nil, nil) < 0, "a connection reached the listener")
     }
 
     @Test func aProviderEchoingThePasswordGetsNoWordIn() async throws {
