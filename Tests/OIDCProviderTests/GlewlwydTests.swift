@@ -61,15 +61,22 @@ struct GlewlwydTests {
         #expect(alice.attributes["issuer"] == glewlwyd.es256Issuer)
     }
 
-    @Test func theDeviceFlowIsApprovedInTheBrowser() async throws {
+    /// A device login for alice, its code approved in glewlwyd as `approver` would in a browser.
+    func deviceLogin(approvedBy approver: String, password: String) async throws -> AuthOutcome {
         let glewlwyd = try GlewlwydFixture.shared.get()
         let conversation = ScriptedConversation()
         let provider = try Self.provider(flow: .device)
         let login = Task { try await provider.authenticate(AuthRequest(username: "alice", conversation: conversation)) }
         #expect(await eventually { !conversation.messages.isEmpty })
         let code = try #require(Self.userCode(in: conversation.messages.joined(separator: "\n")))
-        try glewlwyd.approve(code, as: "alice", password: "wonderland-2026")
-        guard case .authenticated(let identity) = try await login.value else {
+        try glewlwyd.approve(code, as: approver, password: password)
+        return try await login.value
+    }
+
+    @Test func theDeviceFlowIsApprovedInTheBrowser() async throws {
+        guard
+            case .authenticated(let identity) = try await deviceLogin(approvedBy: "alice", password: "wonderland-2026")
+        else {
             Issue.record("an approved device code did not sign alice in")
             return
         }
@@ -77,14 +84,7 @@ struct GlewlwydTests {
     }
 
     @Test func aDeviceApprovedByAnotherPersonIsRefused() async throws {
-        let glewlwyd = try GlewlwydFixture.shared.get()
-        let conversation = ScriptedConversation()
-        let provider = try Self.provider(flow: .device)
-        let login = Task { try await provider.authenticate(AuthRequest(username: "alice", conversation: conversation)) }
-        #expect(await eventually { !conversation.messages.isEmpty })
-        let code = try #require(Self.userCode(in: conversation.messages.joined(separator: "\n")))
-        try glewlwyd.approve(code, as: "bob", password: "builder-2026")
-        #expect(try await login.value == .rejected(.refusedByPolicy))
+        #expect(try await deviceLogin(approvedBy: "bob", password: "builder-2026") == .rejected(.refusedByPolicy))
     }
 
     @Test func aRememberedLoginRefreshesAndSigningOutRevokes() async throws {

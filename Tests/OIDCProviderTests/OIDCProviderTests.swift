@@ -290,15 +290,21 @@ struct OIDCProviderTests {
 
     // MARK: tokens kept
 
-    @Test func theRefreshTokenIsKeptPrivatelyRechecksAndIsRevokedAtSignOut() async throws {
-        let server = try TestServer.shared.get()
-        try server.set("good")
+    /// A provider keeping refresh tokens in a directory of its own, and alice signed in through it.
+    func signedInKeepingTokens(_ server: TestServer) async throws -> (OIDCAuthProvider, Identity, String)? {
         let directory = temporaryDirectory("gatekeeper-oidc-tokens") + "/tokens"
         let provider = try Self.provider(server) { $0.tokenDirectory = directory }
         guard case .authenticated(let identity) = try await login(provider) else {
             Issue.record("alice was refused")
-            return
+            return nil
         }
+        return (provider, identity, directory)
+    }
+
+    @Test func theRefreshTokenIsKeptPrivatelyRechecksAndIsRevokedAtSignOut() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("good")
+        guard let (provider, identity, directory) = try await signedInKeepingTokens(server) else { return }
         let files = try FileManager.default.contentsOfDirectory(atPath: directory)
         #expect(files.count == 1)
         let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/" + files[0])
@@ -322,12 +328,7 @@ struct OIDCProviderTests {
     @Test func aRevokedTokenRefusesTheRememberedLogin() async throws {
         let server = try TestServer.shared.get()
         try server.set("good")
-        let directory = temporaryDirectory("gatekeeper-oidc-tokens") + "/tokens"
-        let provider = try Self.provider(server) { $0.tokenDirectory = directory }
-        guard case .authenticated(let identity) = try await login(provider) else {
-            Issue.record("alice was refused")
-            return
-        }
+        guard let (_, identity, directory) = try await signedInKeepingTokens(server) else { return }
         // Revoked elsewhere (the provider's own sign-out): the next recheck is refused, and forgets it.
         let other = try Self.provider(server) { $0.tokenDirectory = directory }
         await other.signOut(identity)
@@ -347,12 +348,7 @@ struct OIDCProviderTests {
     @Test func aFailedRevocationIsReportedAndStillSignsOut() async throws {
         let server = try TestServer.shared.get()
         try server.set("good")
-        let directory = temporaryDirectory("gatekeeper-oidc-tokens") + "/tokens"
-        let provider = try Self.provider(server) { $0.tokenDirectory = directory }
-        guard case .authenticated(let identity) = try await login(provider) else {
-            Issue.record("alice was refused")
-            return
-        }
+        guard let (provider, identity, directory) = try await signedInKeepingTokens(server) else { return }
         try server.set("revoke-fails")
         await provider.signOut(identity)
         #expect(provider.revocationProblem?.contains("HTTP 503: temporarily_unavailable") == true)
