@@ -289,7 +289,7 @@ public final class OIDCAuthProvider: AuthProvider {
                 metadata, .device,
                 [
                     ("grant_type", .text("urn:ietf:params:oauth:grant-type:device_code")),
-                    ("device_code", .text(deviceCode)),
+                    ("device_code", .secret(Secret(copying: deviceCode.utf8))),
                 ])
             if Task.isCancelled { throw .cancelled }
             switch answer {
@@ -645,8 +645,13 @@ public final class OIDCAuthProvider: AuthProvider {
                 return "the ID token is not valid yet"
             }
         }
-        if let nonce {
-            guard sameBytes(claims["nonce"]?.string, nonce) else { return "the ID token's nonce is not this login's" }
+        // A nonce the token returns must be the one this login sent. One sent and not returned is accepted:
+        // the password grant is no authentication request (Core §3.1.2.1), its token comes straight from
+        // the token endpoint over TLS in answer to this request, and providers (Keycloak among them) return
+        // none for it. Where none was sent (a device login, a refresh, whose token may carry the first
+        // login's, Core §12.2), there is nothing to compare.
+        if let nonce, let claimed = claims["nonce"] {
+            guard sameBytes(claimed.string, nonce) else { return "the ID token's nonce is not this login's" }
         }
         if let hash = claims["at_hash"] {
             guard let accessToken, let algorithm = token.header["alg"]?.string.flatMap(SignatureAlgorithm.init),

@@ -80,6 +80,20 @@ struct OIDCProviderTests {
         #expect(identity.username == "alice")
     }
 
+    /// The password grant's token comes straight from the token endpoint: a nonce it returns must be the
+    /// login's, and one it does not return (as Keycloak's direct grants do not) is no refusal.
+    @Test func aNonceReturnedMustBeTheLoginsAndNoneIsAccepted() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("no-nonce")
+        guard case .authenticated = try await login(try Self.provider(server)) else {
+            Issue.record("a token without the nonce was refused")
+            return
+        }
+        try server.set("wrong-nonce")
+        #expect(reason(try await login(try Self.provider(server))).contains("nonce"))
+        try server.set("good")
+    }
+
     @Test func aWrongPasswordIsAWrongCredentialAndItsDescriptionIsNotShownRaw() async throws {
         let server = try TestServer.shared.get()
         try server.set("good")
@@ -96,7 +110,7 @@ struct OIDCProviderTests {
         ("wrong-azp", "another client"), ("bad-at-hash", "at_hash"), ("no-sub", "subject"),
         ("wrong-nonce", "nonce"), ("userinfo-other-sub", "another subject"), ("not-bearer", "malformed"),
         ("issuer-mismatch", "names itself otherwise"), ("userinfo-in-url", "not an https:// URL"),
-        ("duplicate-claim", "malformed"), ("no-nonce", "nonce"), ("big-rsa", "signature"),
+        ("duplicate-claim", "malformed"), ("big-rsa", "signature"),
         ("garbage", "not JSON"), ("huge", "longer than"), ("redirect", "HTTP 302"),
     ])
     func aHostileAnswerMakesTheProviderUnavailable(_ mode: String, _ expected: String) async throws {
