@@ -5,7 +5,8 @@
 # property (a crash, a sanitizer report, a failed `require`) is copied into the committed corpus, where
 # `make test` replays it, and the run fails. Prints each target's executions, executions per second and
 # the coverage reached (libFuzzer's edges, `cov`, and features, `ft`).
-#   Fuzz/run.sh SECONDS TARGET...      (FUZZ_RUNS=N also stops each target after N executions)
+#   Fuzz/run.sh SECONDS TARGET...      (FUZZ_RUNS=N also stops each target after N executions;
+#                                       FUZZ_MAX_LEN=N bounds the inputs libFuzzer makes)
 set -u
 seconds=$1
 shift
@@ -26,6 +27,7 @@ for target in "$@"; do
     # this package's leaks are checked by make leaks.
     (cd "$work.artifacts" && GATEKEEPER_FUZZ_TARGET=$target ASAN_OPTIONS=detect_leaks=0 \
         timeout $((seconds + 120)) "$root/$binary" -max_total_time="$seconds" ${FUZZ_RUNS:+"-runs=$FUZZ_RUNS"} \
+        ${FUZZ_MAX_LEN:+"-max_len=$FUZZ_MAX_LEN"} \
         -print_final_stats=1 \
         -detect_leaks=0 -rss_limit_mb=4096 -timeout=20 ${dictionary:+"-dict=$dictionary"} \
         "$root/$work" "$root/Fuzz/corpus/$target") >"$log" 2>&1
