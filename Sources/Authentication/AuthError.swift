@@ -39,6 +39,9 @@ public struct AuthError: Error, Hashable, Sendable {
         public static let refusedByPolicy = Code("refusedByPolicy")
         /// The password has expired and must be changed first.
         public static let passwordChangeRequired = Code("passwordChangeRequired")
+        /// A password change was refused and nothing was changed; ``AuthError/reason`` says why, in words
+        /// (the current password is wrong, the new one is too short or was used before).
+        public static let passwordNotChanged = Code("passwordNotChanged")
         /// Signed in, but the identity does not meet the requirement (``AuthError/requirement``).
         public static let notAuthorized = Code("notAuthorized")
         /// Too many failed sign-ins (``AuthError/retryAfter``, when a wait is known).
@@ -59,7 +62,8 @@ public struct AuthError: Error, Hashable, Sendable {
     public let retryAfter: Duration?
     /// The requirement that was not met, for ``Code/notAuthorized``.
     public let requirement: String?
-    /// How the backend failed, for ``Code/providerUnavailable``; never a secret.
+    /// How the backend failed, for ``Code/providerUnavailable``, or why a password change was refused,
+    /// for ``Code/passwordNotChanged``; never a secret.
     public let reason: String?
 
     private init(
@@ -95,6 +99,9 @@ public struct AuthError: Error, Hashable, Sendable {
     public static let accountExpired = AuthError(.accountExpired)
     public static let refusedByPolicy = AuthError(.refusedByPolicy)
     public static let passwordChangeRequired = AuthError(.passwordChangeRequired)
+    public static func passwordNotChanged(reason: String) -> AuthError {
+        AuthError(.passwordNotChanged, reason: reason)
+    }
     public static func notAuthorized(requirement: String) -> AuthError {
         AuthError(.notAuthorized, requirement: requirement)
     }
@@ -148,6 +155,7 @@ extension AuthError: CustomStringConvertible {
         case .accountExpired: return "The account has expired."
         case .refusedByPolicy: return "This account may not sign in here now."
         case .passwordChangeRequired: return "The password has expired and must be changed."
+        case .passwordNotChanged: return "The password was not changed: \(reason ?? "the change was refused")."
         case .notAuthorized:
             return "You are signed in but not allowed to do this (requires \(requirement ?? "more rights"))."
         case .tooManyAttempts:

@@ -53,6 +53,19 @@ public protocol AuthProvider: Sendable {
     /// Which backend of its kind this is, for people reading a trace (`--explain`) or a profile: the
     /// issuer of an OpenID Connect provider, a directory's server. Never a secret; `nil` by default.
     var detail: String? { get }
+
+    /// Whether this backend keeps passwords it can change (``changePassword(_:)``). The default is `false`.
+    var changesPasswords: Bool { get }
+
+    /// One pass of a password change (``PasswordChangeRequest/Pass``), as a PAM module's `pam_sm_chauthtok`
+    /// is called: the preliminary check changes nothing; the update changes the password atomically,
+    /// so that a change cancelled or failed at any point leaves the old password working. Ask the
+    /// current and new passwords with ``PasswordPrompt``'s prompts. A backend that does not know the
+    /// account answers ``PasswordChangeOutcome/notMine``; the default, for backends without passwords,
+    /// answers ``PasswordChangeOutcome/ignored``. Run both passes with
+    /// ``changePassword(of:conversation:expiredOnly:terminal:remoteHost:requestingUser:)``.
+    /// - Throws: ``AuthError/cancelled``, or the conversation's error.
+    func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome
 }
 
 extension AuthProvider {
@@ -67,6 +80,12 @@ extension AuthProvider {
     public var establishesIdentity: Bool { true }
 
     public var detail: String? { nil }
+
+    public var changesPasswords: Bool { false }
+
+    public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+        .ignored
+    }
 }
 
 /// The answer of ``AuthProvider/lookUpAccount(_:)``.
@@ -108,19 +127,29 @@ public struct AuthRequest: Sendable {
     /// The account of whoever asked for the login, if known: the user running a local tool (PAM's
     /// `PAM_RUSER`, as `sudo` sets it).
     public var requestingUser: String?
+    /// Whether the person may be asked for a new password when theirs has expired (PAM's
+    /// `pam_chauthtok` with `PAM_CHANGE_EXPIRED_AUTHTOK`, as `login` and `sudo` call it): the provider
+    /// then says so (*"You are required to change your password immediately"*), asks the new password
+    /// twice (``PasswordPrompt``), changes it and admits. When it is `false` (a password read from a
+    /// pipe, fixed credentials), an expired password is
+    /// ``Rejection/passwordChangeRequired``. The ``Gatekeeper`` sets it from
+    /// ``Gatekeeper/Configuration/changesExpiredPasswords``.
+    public var mayChangeExpiredPassword: Bool
 
     public init(
         username: String,
         conversation: any Conversation,
         terminal: String? = nil,
         remoteHost: String? = nil,
-        requestingUser: String? = nil
+        requestingUser: String? = nil,
+        mayChangeExpiredPassword: Bool = false
     ) {
         self.username = username
         self.conversation = conversation
         self.terminal = terminal
         self.remoteHost = remoteHost
         self.requestingUser = requestingUser
+        self.mayChangeExpiredPassword = mayChangeExpiredPassword
     }
 }
 

@@ -41,6 +41,27 @@ struct LibpamOracle {
         return result
     }
 
+    /// The PAM result libpam's `pam_chauthtok` gives for `stack` (controls as written in a service file,
+    /// and each entry's answers to the preliminary pass and to the update), with `pam_debug.so`'s
+    /// `prechauthtok=` and `chauthtok=`.
+    func changeResult(of stack: [(control: String, preliminary: PAMResult, update: PAMResult)], service: String)
+        throws -> PAMResult
+    {
+        let text = stack.map {
+            "password \($0.control) \(module) prechauthtok=\($0.preliminary.rawValue) chauthtok=\($0.update.rawValue)\n"
+        }.joined()
+        try text.write(toFile: directory + "/" + service, atomically: false, encoding: .utf8)
+        var conversation = pam_conv(conv: { _, _, _, _ in PAM_CONV_ERR }, appdata_ptr: nil)
+        var handle: OpaquePointer?
+        guard pam_start_confdir(service, "alice", &conversation, directory, &handle) == PAM_SUCCESS, let handle else {
+            throw OracleError("pam_start_confdir failed")
+        }
+        let status = pam_chauthtok(handle, 0)
+        pam_end(handle, status)
+        guard let result = PAMResult(code: status) else { throw OracleError("libpam answered \(status)") }
+        return result
+    }
+
     /// Every code's number agrees with libpam's headers.
     static let headerCodes: [PAMResult: Int32] = [
         .success: PAM_SUCCESS, .openError: PAM_OPEN_ERR, .symbolError: PAM_SYMBOL_ERR, .serviceError: PAM_SERVICE_ERR,

@@ -1,6 +1,7 @@
 import Authentication
 import AuthenticationTesting
 import DebugProvider
+import Foundation
 import MockProvider
 import ProviderPlugins
 import TestSupport
@@ -184,6 +185,82 @@ struct ProviderChainTests {
         #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
     }
 
+    /// A password change is dispatched as `pam_chauthtok` dispatches it: the preliminary pass over the
+    /// whole stack, and the update pass only when that succeeded, each with the stack's controls. Random
+    /// stacks (every control keyword, brackets, jumps) of entries answering random codes in each pass
+    /// agree with libpam on the same stack of pam_debug.so (`prechauthtok=`, `chauthtok=`).
+    @Test func randomPasswordChangesAgreeWithLibpam() async throws {
+        let oracle = try LibpamOracle()
+        defer { oracle.remove() }
+        var generator = SeededGenerator(for: "randomPasswordChangesAgreeWithLibpam", fixedSeed: 20_261_202)
+        let count = Int(getenv("GATEKEEPER_STACKS").flatMap { Int(String(cString: $0)) } ?? 10_000) / 2
+        var disagreements: [String] = []
+        var updates = 0
+        for round in 0..<count {
+            let length = Int.random(in: 1...5, using: &generator)
+            var entries: [ProviderChain.Entry] = []
+            var written: [(control: String, preliminary: PAMResult, update: PAMResult)] = []
+            for position in 0..<length {
+                let control = Self.randomControl(remaining: length - position - 1, using: &generator)
+                // Success often enough that the update pass is reached in many rounds.
+                let pool = PAMResult.allCases + Array(repeating: .success, count: 24)
+                let preliminary = pool.randomElement(using: &generator)!
+                let update = pool.randomElement(using: &generator)!
+                entries.append(
+                    .init(control, DebugAuthProvider(preliminaryChangeResult: preliminary, changeResult: update)))
+                written.append((control.description, preliminary, update))
+            }
+            let expected = try oracle.changeResult(of: written, service: "change")
+            let chain = ProviderChain(entries)
+            let preliminary = try await chain.changePassword(
+                PasswordChangeRequest(username: "alice", conversation: ScriptedConversation(), pass: .preliminaryCheck))
+            if preliminary.pamResult == .success { updates += 1 }
+            let got = try await chain.changePassword(of: "alice", conversation: ScriptedConversation()).pamResult
+            if got != expected {
+                let lines = written.map { "\($0.control) \($0.preliminary.rawValue)/\($0.update.rawValue)" }
+                disagreements.append(
+                    "round \(round): libpam \(expected.rawValue), chain \(got.rawValue): \(lines.joined(separator: " | "))"
+                )
+                if disagreements.count >= 5 { break }
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
+        // The update pass was reached in a good share of the rounds.
+        #expect(updates > count / 5, "\(updates) of \(count) rounds reached the update pass")
+    }
+
+    /// A refusal in the preliminary pass by an entry the stack requires changes nothing: no entry is
+    /// asked to update, the earlier ones included.
+    @Test func aRefusalInThePreliminaryPassUpdatesNoEntry() async throws {
+        let first = RecordingChanger(preliminary: .changed)
+        let second = RecordingChanger(preliminary: .rejected(.unacceptable("it is too short")))
+        let chain = ProviderChain([.init(.required, first), .init(.required, second)])
+        let outcome = try await chain.changePassword(of: "alice", conversation: ScriptedConversation())
+        #expect(outcome == .rejected(.unacceptable("it is too short")))
+        #expect(outcome.error?.code == .passwordNotChanged && outcome.error?.reason == "it is too short")
+        #expect(first.passes == [.preliminaryCheck] && second.passes == [.preliminaryCheck])
+        // With both ready, both update, in order.
+        let ready = RecordingChanger(preliminary: .changed)
+        let again = ProviderChain([.init(.required, first), .init(.required, ready)])
+        #expect(try await again.changePassword(of: "alice", conversation: ScriptedConversation()) == .changed)
+        #expect(
+            first.passes == [.preliminaryCheck, .preliminaryCheck, .update]
+                && ready.passes == [.preliminaryCheck, .update])
+    }
+
+    /// An entry that keeps no password (a one-time code) does not stand in the way of a change, and a
+    /// stack of none refuses it.
+    @Test func anEntryWithoutPasswordsIsIgnoredByAChange() async throws {
+        let changer = RecordingChanger(preliminary: .changed)
+        let chain = ProviderChain([.init(.required, changer), .init(.required, CodeOnly())])
+        #expect(chain.changesPasswords)
+        #expect(try await chain.changePassword(of: "alice", conversation: ScriptedConversation()) == .changed)
+        let none = ProviderChain([.init(.required, CodeOnly())])
+        #expect(!none.changesPasswords)
+        let outcome = try await none.changePassword(of: "alice", conversation: ScriptedConversation())
+        #expect(outcome.pamResult == .permissionDenied && outcome.error?.code == .passwordNotChanged)
+    }
+
     /// Every one of PAM's 32 codes has libpam's number, and a provider answering it is that code to a stack.
     @Test func everyReturnCodeHasLibpamsNumber() async throws {
         #expect(PAMResult.allCases.count == 32)
@@ -351,5 +428,33 @@ extension DebugAuthProvider {
     fileprivate func authenticateQuietly() -> AuthOutcome {
         guard result != .success else { return .authenticated(Identity(username: "alice", provider: name)) }
         return AuthOutcome(pamResult: result, reason: "")
+    }
+}
+
+/// A second factor: it keeps no password.
+private struct CodeOnly: AuthProvider {
+    let name = "code"
+    func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome { .ignored }
+}
+
+/// A provider that records the passes of a password change it is asked, and answers the preliminary
+/// pass as told and the update with `changed`.
+private final class RecordingChanger: AuthProvider, @unchecked Sendable {
+    let name = "recording"
+    private let preliminary: PasswordChangeOutcome
+    private let lock = NSLock()
+    private var recorded: [PasswordChangeRequest.Pass] = []
+
+    init(preliminary: PasswordChangeOutcome) { self.preliminary = preliminary }
+
+    var passes: [PasswordChangeRequest.Pass] { lock.withLock { recorded } }
+
+    func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome { .notMine }
+
+    var changesPasswords: Bool { true }
+
+    func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+        lock.withLock { recorded.append(request.pass) }
+        return request.pass == .preliminaryCheck ? preliminary : .changed
     }
 }

@@ -155,9 +155,6 @@ public final class ProviderChain: AuthProvider {
     }
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
-        var dispatch = Dispatch(steps)
-        var trace = Trace()
-        trace.steps.reserveCapacity(modules.count)
         // The identity so far, the entry that gave it, and whether that entry establishes identities.
         var identity: (who: Identity, index: Int, establishes: Bool)?
         var rejection: (Rejection, String?)?
@@ -166,46 +163,88 @@ public final class ProviderChain: AuthProvider {
         // (`use_first_pass`): a later entry asking the same question gets the same answer.
         var shared = request
         shared.conversation = SharingConversation(request.conversation)
-        while let index = dispatch.next() {
-            if Task.isCancelled { throw .cancelled }
-            let entry = modules[index]
-            // A cancellation thrown here ends the whole chain: no later entry runs.
-            var outcome = try await entry.provider.authenticate(shared).normalized
+        var outcome = AuthOutcome.ignored
+        var trace = try await walk { (index, entry) async throws(AuthError) -> PAMResult in
+            outcome = try await entry.provider.authenticate(shared).normalized
             // A factor vouching for someone other than the user the stack has is no confirmation.
             if case .authenticated(let who) = outcome, let current = identity,
                 !Username.same(who.username, current.who.username)
             {
                 outcome = .rejected(.wrongCredentials, canonicalUsername: current.who.username)
             }
-            let result = outcome.pamResult
+            return outcome.pamResult
+        } counted: { index, entry in
+            switch outcome {
+            case .authenticated(let who):
+                let establishes = entry.provider.establishesIdentity
+                if identity == nil || (establishes && identity?.establishes == false) {
+                    identity = (who, index, establishes)
+                }
+            case .rejected(let why, let canonical): rejection = (why, canonical)
+            case .unavailable(let why), .failed(_, let why): reason = why
+            case .notMine, .ignored: break
+            }
+        }
+        if trace.result == .success, let identity {
+            trace.identityEntry = "\(identity.index + 1):\(labels[identity.index].provider)"
+        }
+        record(trace)
+        return self.outcome(trace.result, identity: identity?.who, rejection: rejection, reason: reason)
+    }
+
+    /// Whether any entry keeps passwords it can change.
+    public var changesPasswords: Bool { modules.contains { $0.provider.changesPasswords } }
+
+    /// One pass of a password change through the stack, with the controls and rules of a login, as
+    /// libpam dispatches each pass of `pam_chauthtok` over the service's stack: an entry that keeps no
+    /// password answers `ignore` and so does not count. The refusal reported is the one of the entry
+    /// whose answer decided.
+    public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+        var shared = request
+        shared.conversation = SharingConversation(request.conversation)
+        var outcome = PasswordChangeOutcome.ignored
+        var decided: PasswordChangeOutcome?
+        let trace = try await walk { (_, entry) async throws(AuthError) -> PAMResult in
+            outcome = try await entry.provider.changePassword(shared)
+            return outcome.pamResult
+        } counted: { _, _ in
+            decided = outcome
+        }
+        record(trace)
+        if let decided, decided.pamResult == trace.result { return decided }
+        return PasswordChangeOutcome(pamResult: trace.result, reason: "the stack answered \(trace.result.rawValue)")
+    }
+
+    /// Walks the stack as `_pam_dispatch_aux` does: `answer` runs an entry and gives its PAM result;
+    /// `counted` is told of each entry whose answer became the stack's status. Cancellation ends the walk
+    /// at once: no later entry runs.
+    private func walk(
+        _ answer: (Int, Entry) async throws(AuthError) -> PAMResult,
+        counted: (Int, Entry) -> Void
+    ) async throws(AuthError) -> Trace {
+        var dispatch = Dispatch(steps)
+        var trace = Trace()
+        trace.steps.reserveCapacity(modules.count)
+        while let index = dispatch.next() {
+            if Task.isCancelled { throw .cancelled }
+            let entry = modules[index]
+            let result = try await answer(index, entry)
             let depth = dispatch.depth
-            let (action, counted) = dispatch.apply(result)
+            let (action, isCounted) = dispatch.apply(result)
             trace.steps.append(
                 .init(
                     index: index, provider: labels[index].provider, control: labels[index].control, result: result,
                     action: action, depth: depth, detail: labels[index].detail))
-            if counted {
-                switch outcome {
-                case .authenticated(let who):
-                    let establishes = entry.provider.establishesIdentity
-                    if identity == nil || (establishes && identity?.establishes == false) {
-                        identity = (who, index, establishes)
-                    }
-                case .rejected(let why, let canonical): rejection = (why, canonical)
-                case .unavailable(let why), .failed(_, let why): reason = why
-                case .notMine, .ignored: break
-                }
-            }
+            if isCounted { counted(index, entry) }
         }
-        let result = dispatch.result
-        trace.result = result
-        if result == .success, let identity {
-            trace.identityEntry = "\(identity.index + 1):\(labels[identity.index].provider)"
-        }
+        trace.result = dispatch.result
+        return trace
+    }
+
+    private func record(_ trace: Trace) {
         traces.record(trace)
         // The gatekeeper running this login collects the trace for its audit; an outer chain's comes last.
         ProviderChain.collector?.record(trace)
-        return outcome(result, identity: identity?.who, rejection: rejection, reason: reason)
     }
 
     /// The account as the first entry that knows it spells it; unknown only when every entry says so.
@@ -447,7 +486,7 @@ final class TraceCollector: Sendable {
 
 /// A conversation that asks each hidden question once: the answer is kept for this login only (a
 /// `Secret`, wiped when the login ends) and given again to a later entry asking the same prompt.
-private final class SharingConversation: Conversation {
+final class SharingConversation: Conversation {
     private let base: any Conversation
     private let answers = Locked<[String: Secret]>([:])
 
