@@ -74,7 +74,7 @@ done
 [[ $(dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles) == /etc/gatekeeper/gatekeeper.conf ]] ||
     fail "the configuration is not a conffile"
 depends=$(dpkg-deb --field "$deb" Depends)
-for library in libc6 libpam0g libcrypt1 libaprutil1 libldap liboath0 libqrencode4 libunistring2 libcurl4 libssl3; do
+for library in libc6 libpam0g libcrypt1 libaprutil1 libldap liboath0 libqrencode4 libunistring2 libcurl4 libssl3 libpwquality1; do
     grep -q "$library" <<<"$depends" || fail "Depends lacks $library: $depends"
 done
 grep -qi "swift" <<<"$depends" && fail "Depends names a Swift package: $depends"

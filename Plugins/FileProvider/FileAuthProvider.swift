@@ -142,6 +142,67 @@ public final class FileAuthProvider: AuthProvider {
         }
     }
 
+    public var changesPasswords: Bool { true }
+
+    /// Changes the password of an entry of the file, as `passwd` changes one: the current password,
+    /// checked in the preliminary pass; then the new one twice, checked by libpwquality
+    /// (``PasswordQuality``), hashed in the entry's scheme with its work factor
+    /// (``PasswordHash/make(_:like:otherwise:)``), and written in one locked, atomic update of the file
+    /// (a new file renamed over the old) — only if the entry is still the one whose password was
+    /// checked. Once the write has begun it is finished, even if the change is cancelled meanwhile, so
+    /// the answer always says what the file holds. A locked entry may not change its password.
+    public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+        let file: UsersFile
+        switch try await offPool({ self.refresh() }) {
+        case .success(let current): file = current
+        case .failure(let error): return .unavailable(reason: error.description)
+        }
+        guard let entry = file[request.username] else { return .notMine }
+        guard case .hash(let hash) = entry.password else { return .rejected(.refusedByPolicy) }
+        let current = try await request.conversation.askSecret(PasswordPrompt.current)
+        guard try await verifyOffPool(current, hash) else { return .rejected(.wrongCurrentPassword) }
+        guard request.pass == .update else { return .changed }
+        let new: Secret
+        switch try await PasswordPrompt.askNewPassword(request.conversation) {
+        case .success(let password): new = password
+        case .failure(let refusal): return .rejected(refusal)
+        }
+        let username = entry.username
+        let scheme = configuration.defaultScheme
+        let made = try await hashOffPool { () -> Result<PasswordHash, PasswordChangeRefusal> in
+            if let problem = PasswordQuality.problem(with: new, old: current, username: username) {
+                return .failure(.unacceptable(problem))
+            }
+            do {
+                return .success(try PasswordHash.make(new, like: hash, otherwise: scheme))
+            } catch {
+                return .failure(.unacceptable("no hash could be made: \(error)"))
+            }
+        }
+        let newHash: PasswordHash
+        switch made {
+        case .success(let made): newHash = made
+        case .failure(let refusal): return .rejected(refusal)
+        }
+        if Task.isCancelled { throw .cancelled }
+        let written = await Self.files.runToTheEnd { () -> Result<Void, UsersFileError> in
+            do throws(UsersFileError) {
+                try self.store.update { (file: inout UsersFile) throws(UsersFileError) in
+                    guard var changed = file[username], changed.password == entry.password else {
+                        throw UsersFileError("the entry of \(username) was changed meanwhile")
+                    }
+                    changed.password = .hash(newHash)
+                    try file.set(changed)
+                }
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        if case .failure(let error) = written { return .unavailable(reason: error.description) }
+        return .changed
+    }
+
     /// What an unknown user's password is checked against: a hash as costly as the file's own.
     private func standIn(for file: UsersFile) -> PasswordHash {
         file.representativeHash ?? fallbackStandIn
@@ -192,6 +253,12 @@ public final class FileAuthProvider: AuthProvider {
     private func verifyOffPool(_ password: Secret, _ hash: PasswordHash) async throws(AuthError) -> Bool {
         guard let matches = await Self.hashing.run({ hash.verify(password) }) else { throw .cancelled }
         return matches
+    }
+
+    /// Runs blocking hashing work on a hashing thread; returns at once when the task is cancelled.
+    private func hashOffPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws(AuthError) -> T {
+        guard let result = await Self.hashing.run(work) else { throw .cancelled }
+        return result
     }
 
     /// Runs blocking file work (reading, parsing) off the cooperative pool; returns at once when the task

@@ -266,6 +266,50 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
         return try PasswordHash(hashed)
     }
 
+    /// A new hash of `password` in the scheme and with the work factor of `existing` (a bcrypt cost, a
+    /// sha512-crypt round count, yescrypt's parameters) and a new salt, as a password change keeps them;
+    /// in `scheme` when `existing`'s cannot make hashes (`$apr1$`, `{SHA}`, sha256-crypt, scrypt).
+    /// - Throws: ``Problem/malformed`` when libxcrypt fails.
+    public static func make(_ password: Secret, like existing: PasswordHash, otherwise scheme: Scheme) throws(Problem)
+        -> PasswordHash
+    {
+        guard Scheme.writable.contains(existing.scheme) else { return try make(password, scheme: scheme) }
+        // `$id$parameters$salt$hash`: the parameters, if any, are the second field.
+        let fields = existing.text.split(separator: "$", omittingEmptySubsequences: false).map(String.init)
+        let prefix: String
+        var count: UInt = 0
+        var parameters: String?
+        switch existing.scheme {
+        case .bcrypt:
+            // `$2b$12$…`, `$2y$…` (htpasswd's), `$2a$…`: the same variant, the same cost.
+            guard fields.count > 2, let cost = UInt(fields[2]) else { throw .malformed }
+            prefix = "$\(fields[1])$"
+            count = cost
+        case .sha512:
+            prefix = "$6$"
+            if fields.count > 2, fields[2].hasPrefix("rounds="), let rounds = UInt(fields[2].dropFirst(7)) {
+                count = rounds
+            }
+        default:
+            prefix = "$y$"
+            guard fields.count > 2 else { throw .malformed }
+            parameters = fields[2]
+        }
+        var setting = [CChar](repeating: 0, count: Int(CRYPT_GENSALT_OUTPUT_SIZE))
+        guard prefix.withCString({ crypt_gensalt_rn($0, count, nil, 0, &setting, Int32(setting.count)) }) != nil
+        else { throw .malformed }
+        var settingText = string(fromCBuffer: setting)
+        if let parameters {
+            // yescrypt's salt does not depend on its parameters: the fresh setting's salt, the old parameters.
+            var parts = settingText.split(separator: "$", omittingEmptySubsequences: false).map(String.init)
+            guard parts.count > 3 else { throw .malformed }
+            parts[2] = parameters
+            settingText = parts.joined(separator: "$")
+        }
+        guard let hashed = password.withCString({ crypt($0, setting: settingText) }) else { throw .malformed }
+        return try PasswordHash(hashed)
+    }
+
     /// `crypt_r` with its state on the heap (it is 32 KiB), wiped afterwards.
     private static func crypt(_ password: UnsafePointer<CChar>, setting: String) -> String? {
         let data = UnsafeMutablePointer<crypt_data>.allocate(capacity: 1)

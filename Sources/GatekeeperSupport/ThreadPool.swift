@@ -107,6 +107,15 @@ package final class ThreadPool: Sendable {
         await BlockingBridge<T>().run(on: self) { _ in work() }
     }
 
+    /// Runs blocking `work` on a pool thread and returns its result once it has finished, cancelled or
+    /// not: for work that must not be left half-way unknown to its caller (a write that, once begun, the
+    /// caller must be able to report as done).
+    package func runToTheEnd<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            submit { continuation.resume(returning: work()) }
+        }
+    }
+
     /// What a worker does after a job: the next waiting job, or `nil` to park (`true`) or exit (`false`).
     fileprivate func next(after worker: Worker) -> (Job?, park: Bool) {
         state.withLock { state in
