@@ -9,6 +9,7 @@ extension MockAuthProvider {
     /// | bob   | builder      | staff        | active              |
     /// | carol | carol-2026   |              | activation required |
     /// | dave  | dave-2026    | staff        | locked              |
+    /// | erin  | erin-2026    | staff        | password expired    |
     public static let demoUsers: [User] = [
         User(
             username: "alice", password: demoPassword("wonderland"), displayName: "Alice Liddell",
@@ -19,6 +20,9 @@ extension MockAuthProvider {
         User(
             username: "dave", password: demoPassword("dave-2026"), displayName: "Dave", groups: ["staff"],
             status: .locked),
+        User(
+            username: "erin", password: demoPassword("erin-2026"), displayName: "Erin", groups: ["staff"],
+            status: .passwordChangeRequired),
     ]
 
     private static func demoPassword(_ text: StaticString) -> Secret {

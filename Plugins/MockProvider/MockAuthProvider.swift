@@ -66,7 +66,8 @@ public final class MockAuthProvider: AuthProvider {
     /// The prompt for the password.
     public let passwordPrompt: String
 
-    private let users: [String: User]
+    /// The accounts, behind a lock: a password change replaces one.
+    private let users: Locked<[String: User]>
     private let state = Locked(State())
 
     private struct State {
@@ -86,7 +87,7 @@ public final class MockAuthProvider: AuthProvider {
         name: String = "mock",
         passwordPrompt: String = "Password: "
     ) {
-        self.users = Dictionary(users.map { ($0.username, $0) }, uniquingKeysWith: { first, _ in first })
+        self.users = Locked(Dictionary(users.map { ($0.username, $0) }, uniquingKeysWith: { first, _ in first }))
         self.delay = delay
         self.name = name
         self.passwordPrompt = passwordPrompt
@@ -120,7 +121,7 @@ public final class MockAuthProvider: AuthProvider {
         case .hang?, nil: break
         }
         // Compare against a stand-in when the user is unknown, so both paths do the same work.
-        let user = users[request.username]
+        let user = users.withLock { $0[request.username] }
         let expected = user?.password ?? Self.standIn
         guard password == expected, let user else {
             return user == nil ? .notMine : .rejected(.wrongCredentials)
@@ -133,7 +134,55 @@ public final class MockAuthProvider: AuthProvider {
         case .activationRequired: return .rejected(.refusedByPolicy)
         case .locked: return .rejected(.locked(until: nil))
         case .expired: return .rejected(.expiredAccount)
-        case .passwordChangeRequired: return .rejected(.passwordChangeRequired)
+        case .passwordChangeRequired:
+            guard request.mayChangeExpiredPassword else { return .rejected(.passwordChangeRequired) }
+            // As pam_unix at a login: say so, ask the new password twice, change it, admit.
+            await request.conversation.show(PasswordPrompt.expiredNotice, as: .info)
+            await request.conversation.show("Changing password for \(user.username).", as: .info)
+            if let refusal = try await change(user, current: password, conversation: request.conversation) {
+                await request.conversation.show(refusal.error.description, as: .error)
+                return .rejected(.passwordChangeRequired)
+            }
+            return .authenticated(
+                Identity(username: user.username, displayName: user.displayName, groups: user.groups, provider: name)
+            )
+        }
+    }
+
+    public var changesPasswords: Bool { true }
+
+    /// Changes a password in the table: the current one in the preliminary pass, the new one twice in
+    /// the update (refused when it is the current one). A changed password that had expired no longer has.
+    public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+        guard let user = users.withLock({ $0[request.username] }) else { return .notMine }
+        let current = try await request.conversation.askSecret(PasswordPrompt.current)
+        try await sleep(delay)
+        guard current == user.password else { return .rejected(.wrongCurrentPassword) }
+        guard request.pass == .update else { return .changed }
+        if let refusal = try await change(user, current: current, conversation: request.conversation) {
+            return .rejected(refusal)
+        }
+        return .changed
+    }
+
+    /// Asks the new password twice and stores it, if it is still `user`'s turn; the refusal otherwise.
+    private func change(_ user: User, current: Secret, conversation: any Conversation) async throws(AuthError)
+        -> PasswordChangeRefusal?
+    {
+        let new: Secret
+        switch try await PasswordPrompt.askNewPassword(conversation) {
+        case .success(let password): new = password
+        case .failure(let refusal): return refusal
+        }
+        guard new != current else { return .unacceptable("it is the current password") }
+        return users.withLock { users -> PasswordChangeRefusal? in
+            guard var changed = users[user.username], changed.password == current else {
+                return .unacceptable("the password was changed meanwhile")
+            }
+            changed.password = new
+            if changed.status == .passwordChangeRequired { changed.status = .active }
+            users[user.username] = changed
+            return nil
         }
     }
 
@@ -143,12 +192,12 @@ public final class MockAuthProvider: AuthProvider {
 
     /// The table's entry for the name, if it has one.
     public func lookUpAccount(_ username: String) async -> AccountLookup {
-        users[username].map { .known(canonicalName: $0.username) } ?? .unknown
+        users.withLock { $0[username] }.map { .known(canonicalName: $0.username) } ?? .unknown
     }
 
     /// The account as the table has it: gone, or refused as a login would be, or valid.
     public func recheck(_ identity: Identity) async -> Recheck {
-        guard let user = users[identity.username] else { return .refused(.userNotFound) }
+        guard let user = users.withLock({ $0[identity.username] }) else { return .refused(.userNotFound) }
         switch user.status {
         case .active:
             return .valid(

@@ -43,6 +43,11 @@ public struct AuditEvent: Sendable, Hashable {
         public static let stackDecision = Kind("stackDecision")
         /// A backend could not answer; ``AuditEvent/reason`` says why.
         public static let providerUnavailable = Kind("providerUnavailable")
+        /// A password was changed (during a login that required it, or on request).
+        public static let passwordChanged = Kind("passwordChanged")
+        /// A password change was refused, failed or cancelled; ``AuditEvent/reason`` says why. Nothing
+        /// was changed.
+        public static let passwordChangeFailed = Kind("passwordChangeFailed")
         /// An administrator unlocked an account.
         public static let unlocked = Kind("unlocked")
         /// A login was accepted from the cache of recent logins, without asking for a password.

@@ -141,6 +141,8 @@ public enum PasswordPrompt {
     public static let current = "Current password: "
     public static let new = "New password: "
     public static let retype = "Retype new password: "
+    /// What a login says before it asks for a new password, as pam_unix says it.
+    public static let expiredNotice = "You are required to change your password immediately (administrator enforced)."
 
     /// Asks the new password twice; the two entries must be the same, and the password must pass
     /// ``Credentials/validatePassword(_:)``.

@@ -201,6 +201,52 @@ public struct ProviderConformance: Sendable {
                 }
             }
         },
+        Check(description: "a password change that is refused, cancelled or only checked changes nothing") { suite in
+            await suite.withProvider { provider in
+                let fixture = suite.fixture
+                let new = "Tq7#-vivid-Orchard-Lantern"
+                guard provider.changesPasswords else {
+                    let outcome = try await provider.changePassword(
+                        of: fixture.username, conversation: ScriptedConversation(.secret(fixture.password)))
+                    return outcome == .ignored || outcome.pamResult == .permissionDenied
+                        ? [] : ["a provider that keeps no passwords answered a change with \(outcome)"]
+                }
+                var problems: [String] = []
+                // The preliminary pass, with the right current password: ready, and nothing changed.
+                let preliminary = try await provider.changePassword(
+                    PasswordChangeRequest(
+                        username: fixture.username, conversation: ScriptedConversation(.secret(fixture.password)),
+                        pass: .preliminaryCheck))
+                if preliminary != .changed { problems.append("the preliminary pass answered \(preliminary)") }
+                // A wrong current password: refused as such.
+                let wrong = try await provider.changePassword(
+                    of: fixture.username,
+                    conversation: ScriptedConversation(
+                        .secret(fixture.wrongPassword), .secret(new), .secret(new)))
+                if wrong != .rejected(.wrongCurrentPassword) {
+                    problems.append("a wrong current password answered \(wrong)")
+                }
+                // Cancelled at the repeated new password.
+                do throws(AuthError) {
+                    let outcome = try await provider.changePassword(
+                        of: fixture.username,
+                        conversation: ScriptedConversation(.secret(fixture.password), .secret(new), .cancel))
+                    problems.append("a change cancelled at its last question answered \(outcome)")
+                } catch {
+                    if error != .cancelled { problems.append("a cancelled change threw \(error)") }
+                }
+                let unknown = try await provider.changePassword(
+                    of: fixture.unknownUsername, conversation: ScriptedConversation(.secret(fixture.password)))
+                if unknown.pamResult == .success { problems.append("an unknown user's change answered \(unknown)") }
+                // The old password is still the one.
+                let login = try await provider.authenticate(
+                    suite.request(fixture.username, ScriptedConversation(.secret(fixture.password))))
+                if login.pamResult != .success {
+                    problems.append("after the changes that should change nothing, the password answered \(login)")
+                }
+                return problems + suite.leaks(in: String(reflecting: [preliminary, wrong, unknown]))
+            }
+        },
     ]
 
     private func request(_ username: String, _ conversation: any Conversation) -> AuthRequest {

@@ -10,6 +10,9 @@ public struct ExitStatus: Error, Hashable, Sendable {
     public static let invalidInput = ExitStatus(code: 65)
     public static let unavailable = ExitStatus(code: 69)
     public static let denied = ExitStatus(code: 77)
+    /// The password has expired and could not be changed here (it was read from a pipe): `EX_TEMPFAIL`,
+    /// for "change it at a terminal, then try again".
+    public static let passwordExpired = ExitStatus(code: 75)
     public static let cannotExecute = ExitStatus(code: 126)
     public static let notFound = ExitStatus(code: 127)
     public static let cancelled = ExitStatus(code: 130)
@@ -23,10 +26,12 @@ public struct ExitStatus: Error, Hashable, Sendable {
     }
 
     /// A login that ended without running the command: cancelled (130), unusable input (65), the
-    /// backend down (69), or refused for any other reason, including codes added later (77).
+    /// backend down (69), an expired password not changed (75), or refused for any other reason,
+    /// including codes added later (77).
     public init(dismissal reason: AuthError) {
         switch reason.code {
         case .cancelled: self = .cancelled
+        case .passwordChangeRequired: self = .passwordExpired
         case .missingUsername, .invalidUsername, .missingPassword, .invalidPassword: self = .invalidInput
         case .providerUnavailable: self = .unavailable
         default: self = .denied

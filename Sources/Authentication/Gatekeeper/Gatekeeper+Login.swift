@@ -232,7 +232,9 @@ extension Gatekeeper {
             conversation: ValidatingConversation(conversation, slot: slot),
             terminal: configuration.terminal,
             remoteHost: configuration.remoteHost,
-            requestingUser: configuration.requestingUser
+            requestingUser: configuration.requestingUser,
+            mayChangeExpiredPassword: configuration.changesExpiredPasswords
+                && !(conversation is CredentialsConversation)
         )
         let collector = TraceCollector()
         let answer = await ProviderChain.$collector.withValue(collector) { () async -> Result<AuthOutcome, AuthError> in
@@ -279,6 +281,16 @@ extension Gatekeeper {
             }
             remember(identity)
             return identity
+        case .rejected(.passwordChangeRequired, let canonical)
+        where !(trace?.steps.contains { $0.result == .authenticationError || $0.result == .maximumTries } ?? false):
+            // The right password, expired (a backend says so only once it has checked it), and no entry
+            // of the stack refused a credential: no failed guess to count.
+            withdraw(attempt)
+            let name = canonical ?? account.key
+            let known = account.known || canonical != nil
+            if let trace { record(.stackDecision, name, known: known, detail: trace.description, stackEntry: entry) }
+            record(.signInFailed, name, known: known, .passwordChangeRequired, stackEntry: entry)
+            throw .passwordChangeRequired
         case .rejected(let rejection, let canonical):
             var status = attempt?.status
             var known = account.known

@@ -157,6 +157,31 @@ public final class Gatekeeper: Sendable {
         try await login(conversation: conversation, attempts: configuration.maxAttempts, joinExisting: false)
     }
 
+    /// Changes the password of the signed-in person (signing in first, through `conversation`, when
+    /// nobody is), through the provider (a stack: through every entry that keeps passwords, with PAM's
+    /// two passes: ``AuthProvider/changePassword(of:conversation:expiredOnly:terminal:remoteHost:requestingUser:)``).
+    /// The session goes on; the change is audited (``AuditEvent/Kind/passwordChanged``, or
+    /// ``AuditEvent/Kind/passwordChangeFailed`` with the reason).
+    /// - Throws: ``AuthError/passwordNotChanged(reason:)`` with the backend's reason, ``AuthError/cancelled``
+    ///   (the old password stays), ``AuthError/providerUnavailable(reason:)``, or a login error.
+    public func changePassword(conversation: any Conversation) async throws(AuthError) {
+        let identity = try await authorize(.signedIn, conversation: conversation)
+        let outcome: PasswordChangeOutcome
+        do throws(AuthError) {
+            outcome = try await provider.changePassword(
+                of: identity.username, conversation: conversation, terminal: configuration.terminal,
+                remoteHost: configuration.remoteHost, requestingUser: configuration.requestingUser)
+        } catch {
+            record(.passwordChangeFailed, identity.username, error)
+            throw error
+        }
+        if let error = outcome.error {
+            record(.passwordChangeFailed, identity.username, error)
+            throw error
+        }
+        record(.passwordChanged, identity.username)
+    }
+
     /// Ends the session and cancels any login in progress. Always succeeds locally; the provider is told
     /// on a best-effort basis.
     public func signOut() async {
@@ -239,6 +264,12 @@ extension Gatekeeper {
         /// The service's name, recorded as a failure's source when there is neither a remote host nor a
         /// terminal (as PAM's service name is).
         public var service: String
+        /// Whether a person whose password has expired changes it during the login, as `login` and
+        /// `sudo` have them do (``AuthRequest/mayChangeExpiredPassword``). On by default; turn it off where
+        /// nobody can answer a new password's questions (a password read from a pipe): the login then
+        /// fails with ``AuthError/passwordChangeRequired``. A login with fixed credentials
+        /// (``Gatekeeper/signIn(_:)``) never changes a password.
+        public var changesExpiredPasswords: Bool
 
         public init(
             idleTimeout: Duration? = .seconds(15 * 60),
@@ -251,7 +282,8 @@ extension Gatekeeper {
             terminal: String? = nil,
             remoteHost: String? = nil,
             requestingUser: String? = nil,
-            service: String = "gatekeeper"
+            service: String = "gatekeeper",
+            changesExpiredPasswords: Bool = true
         ) {
             self.idleTimeout = idleTimeout
             self.absoluteTimeout = absoluteTimeout
@@ -264,6 +296,7 @@ extension Gatekeeper {
             self.remoteHost = remoteHost
             self.requestingUser = requestingUser
             self.service = service
+            self.changesExpiredPasswords = changesExpiredPasswords
         }
     }
 }

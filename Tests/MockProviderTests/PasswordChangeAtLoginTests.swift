@@ -1,0 +1,107 @@
+import Authentication
+import AuthenticationTesting
+import MockProvider
+import TestSupport
+import Testing
+
+/// An expired password changed during the login that found it, and a change on request, through a
+/// gatekeeper: what the person is told and asked, what is counted, and what a cancellation leaves.
+@Suite(.timeLimit(.minutes(1)))
+struct PasswordChangeAtLoginTests {
+    private func gatekeeper(
+        _ provider: MockAuthProvider, changes: Bool = true, audit: RecordingAuditSink = RecordingAuditSink()
+    ) -> Gatekeeper {
+        Gatekeeper(
+            provider: provider,
+            configuration: .init(
+                maxAttempts: 1, lockout: .init(deny: 2), failDelay: .zero, changesExpiredPasswords: changes),
+            audit: audit)
+    }
+
+    private func provider() -> MockAuthProvider { MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero) }
+
+    /// erin's password has expired: she is told so, asks nothing but the new password twice, is signed in,
+    /// and from then on only the new password works.
+    @Test func anExpiredPasswordIsChangedAtTheLoginAndAdmits() async throws {
+        let provider = provider()
+        let audit = RecordingAuditSink()
+        let conversation = ScriptedConversation(
+            .text("erin"), .secret("erin-2026"), .secret("new-erin-pass"), .secret("new-erin-pass"))
+        let identity = try await gatekeeper(provider, audit: audit).signIn(conversation: conversation)
+        #expect(identity.username == "erin")
+        #expect(conversation.messages.first == PasswordPrompt.expiredNotice)
+        #expect(
+            conversation.events.filter { if case .askedSecret = $0 { true } else { false } }
+                == [.askedSecret("Password: "), .askedSecret(PasswordPrompt.new), .askedSecret(PasswordPrompt.retype)])
+        let again = gatekeeper(provider)
+        #expect(try await again.signIn(try credentials("erin", "new-erin-pass")).username == "erin")
+        await #expect(throws: AuthError.invalidCredentials) {
+            try await again.signIn(try credentials("erin", "erin-2026"))
+        }
+    }
+
+    /// Where no new password can be asked (fixed credentials, or a configuration that says so), the login
+    /// fails with its own error, and the right password is not counted as a failed guess.
+    @Test func anExpiredPasswordThatCannotBeChangedIsRefusedUncounted() async throws {
+        let provider = provider()
+        let audit = RecordingAuditSink()
+        let gatekeeper = gatekeeper(provider, changes: false, audit: audit)
+        for _ in 0..<3 {
+            await #expect(throws: AuthError.passwordChangeRequired) {
+                try await gatekeeper.signIn(conversation: ScriptedConversation(.text("erin"), .secret("erin-2026")))
+            }
+        }
+        await #expect(throws: AuthError.passwordChangeRequired) {
+            try await self.gatekeeper(provider).signIn(try credentials("erin", "erin-2026"))
+        }
+        // deny=2: three counted failures would have locked her out.
+        #expect(try gatekeeper.lockout.status(of: LockoutAccount("erin"), policy: .init(deny: 2)).isLocked == false)
+        #expect(!audit.events.contains { $0.kind == .lockedOut })
+        #expect(audit.events.contains { $0.kind == .signInFailed && $0.reason == .passwordChangeRequired })
+    }
+
+    /// Cancelled at the new password or its repetition, or refused (the two entries differ), the login
+    /// ends and the old password is still the one that works.
+    @Test(arguments: [
+        [ScriptedConversation.Answer.cancel],
+        [.secret("new-erin-pass"), .cancel],
+        [.secret("new-erin-pass"), .secret("other-erin-pass")],
+    ])
+    func aCancelledOrRefusedChangeAtLoginKeepsTheOldPassword(_ answers: [ScriptedConversation.Answer]) async throws {
+        let provider = provider()
+        let conversation = ScriptedConversation(answers: [.text("erin"), .secret("erin-2026")] + answers)
+        await #expect(throws: AuthError.self) { try await gatekeeper(provider).signIn(conversation: conversation) }
+        await #expect(throws: AuthError.passwordChangeRequired) {
+            try await gatekeeper(provider).signIn(try credentials("erin", "erin-2026"))
+        }
+        await #expect(throws: AuthError.invalidCredentials) {
+            try await gatekeeper(provider).signIn(try credentials("erin", "new-erin-pass"))
+        }
+    }
+
+    /// The signed-in person changes their password on request; a wrong current password changes nothing;
+    /// both are audited, without a password in any record.
+    @Test func aSignedInPersonChangesTheirPassword() async throws {
+        let provider = provider()
+        let audit = RecordingAuditSink()
+        let gatekeeper = gatekeeper(provider, audit: audit)
+        try await gatekeeper.signIn(try credentials("alice", "wonderland"))
+        await #expect(throws: AuthError.passwordNotChanged(reason: "")) {
+            try await gatekeeper.changePassword(
+                conversation: ScriptedConversation(
+                    .secret("not-it"), .secret("looking-glass"), .secret("looking-glass")))
+        }
+        try await gatekeeper.changePassword(
+            conversation: ScriptedConversation(
+                .secret("wonderland"), .secret("looking-glass"), .secret("looking-glass")))
+        #expect(gatekeeper.identity?.username == "alice")
+        let kinds = audit.events.map(\.kind).filter { $0 == .passwordChanged || $0 == .passwordChangeFailed }
+        #expect(kinds == [.passwordChangeFailed, .passwordChanged])
+        #expect(
+            audit.events.first { $0.kind == .passwordChangeFailed }?.reason?.reason
+                == "the current password is incorrect")
+        #expect(!audit.events.map { "\($0)" }.joined().contains("looking-glass"))
+        #expect(
+            try await self.gatekeeper(provider).signIn(try credentials("alice", "looking-glass")).username == "alice")
+    }
+}
