@@ -32,8 +32,10 @@ public final class PAMAuthProvider: AuthProvider {
         /// Whether to run the account check (`pam_acct_mgmt`) after authenticating. On by default: it
         /// catches expired and locked accounts and expired passwords.
         public var checksAccount: Bool
-        /// Whether an expired password may be changed (`pam_chauthtok`) through the conversation. Off by
-        /// default: the login fails with ``AuthError/passwordChangeRequired``.
+        /// Whether an expired password may be changed (`pam_chauthtok` with `PAM_CHANGE_EXPIRED_AUTHTOK`,
+        /// on the login's own handle, as `login` does) through the conversation, when the login allows it
+        /// (``AuthRequest/mayChangeExpiredPassword``). On by default; off, or where the login does not
+        /// allow it, the login fails with ``AuthError/passwordChangeRequired``.
         public var allowsPasswordChange: Bool
         /// Whether to establish the user's credentials (`pam_setcred`) after the checks; they are deleted
         /// at sign-out. Off by default.
@@ -48,7 +50,7 @@ public final class PAMAuthProvider: AuthProvider {
             service: String,
             configurationDirectory: String? = nil,
             checksAccount: Bool = true,
-            allowsPasswordChange: Bool = false,
+            allowsPasswordChange: Bool = true,
             establishesCredentials: Bool = false,
             opensSession: Bool = false,
             remoteUser: String? = nil
@@ -119,6 +121,40 @@ public final class PAMAuthProvider: AuthProvider {
     }
 
     private static let lookups = ThreadPool(name: "gatekeeper.recheck", maxThreads: 4, maxIdle: 1)
+
+    public var changesPasswords: Bool { true }
+
+    /// A password change through the service's `password` stack, as `passwd` makes one: libpam runs
+    /// both of its passes in one `pam_chauthtok`, so the preliminary pass here only checks that the
+    /// service file is there, and the update runs the whole change (a user the stack does not know is
+    /// ``PasswordChangeOutcome/notMine``), asking through the conversation what the modules ask (pam_unix's
+    /// "Current password: ", "New password: ", "Retype new password: "; pam_pwquality's reasons are
+    /// shown as they come). The modules write atomically (pam_unix: a new shadow file renamed over the
+    /// old, under `lckpwdf`); a change cancelled at a question changes nothing.
+    public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+        guard request.pass == .update else {
+            var info = stat()
+            guard stat(configuration.serviceFile, &info) == 0 else {
+                return .unavailable(reason: "there is no PAM service file \(configuration.serviceFile).")
+            }
+            return .changed
+        }
+        let login = AuthRequest(
+            username: request.username, conversation: request.conversation, terminal: request.terminal,
+            remoteHost: request.remoteHost, requestingUser: request.requestingUser)
+        let transaction = PAMTransaction(
+            request: login, configuration: configuration, sessions: sessions,
+            purpose: .passwordChange(expiredOnly: request.expiredOnly))
+        switch try await transaction.run().get() {
+        case .authenticated: return .changed
+        case .failed(.authenticationError, _): return .rejected(.wrongCurrentPassword)
+        case .failed(.authenticationTokenError, _):
+            // libpam's words are "Authentication token manipulation error"; the modules said why as they refused.
+            return .rejected(.unacceptable("the system's password rules refused it"))
+        case .failed(let code, let reason): return PasswordChangeOutcome(pamResult: code, reason: reason)
+        case let other: return .unavailable(reason: "PAM answered \(other.pamResult.rawValue)")
+        }
+    }
 
     /// Closes the PAM session and deletes the credentials of `identity`, if this provider opened them.
     public func signOut(_ identity: Identity) async {

@@ -9,7 +9,19 @@ import GatekeeperSupport
 /// One PAM transaction, run on a thread of its own and bridged to the caller's task through the
 /// package's blocking bridge.
 final class PAMTransaction: Sendable {
+    /// What the transaction does.
+    enum Purpose: Sendable {
+        /// A login: authenticate, check the account, and (where the request and the configuration allow
+        /// it) change an expired password.
+        case login
+        /// A password change (`pam_chauthtok`, both of its passes): the answer is
+        /// ``AuthOutcome/authenticated(_:)`` when it changed, else ``AuthOutcome/failed(_:reason:)`` with
+        /// libpam's own code, whatever it is, for ``PAMAuthProvider`` to read.
+        case passwordChange(expiredOnly: Bool)
+    }
+
     private let request: AuthRequest
+    private let purpose: Purpose
     private let configuration: PAMAuthProvider.Configuration
     private let sessions: PAMSessions
     /// The thread, the caller's task, and the questions between them.
@@ -18,8 +30,12 @@ final class PAMTransaction: Sendable {
     /// instead of PAM's generic conversation error.
     private let conversationState = Locked<(cancelled: Bool, error: AuthError?)>((false, nil))
 
-    init(request: AuthRequest, configuration: PAMAuthProvider.Configuration, sessions: PAMSessions) {
+    init(
+        request: AuthRequest, configuration: PAMAuthProvider.Configuration, sessions: PAMSessions,
+        purpose: Purpose = .login
+    ) {
         self.request = request
+        self.purpose = purpose
         self.configuration = configuration
         self.sessions = sessions
     }
@@ -70,12 +86,25 @@ final class PAMTransaction: Sendable {
             guard status == PAM_SUCCESS else { return outcome(of: status, handle) }
         }
 
+        if case .passwordChange(let expiredOnly) = purpose {
+            guard !isCancelled else { return .failure(.cancelled) }
+            status = pam_chauthtok(handle, expiredOnly ? Int32(PAM_CHANGE_EXPIRED_AUTHTOK) : 0)
+            if let failure = conversationFailure() { return .failure(failure) }
+            guard status == PAM_SUCCESS else {
+                let code = PAMResult(code: status) ?? .systemError
+                return .success(.failed(code, reason: "PAM: \(String(cString: pam_strerror(handle, status)))."))
+            }
+            return .success(.authenticated(Identity(username: request.username, provider: "pam")))
+        }
+
         // Each phase starts only if the login is still wanted: a cancelled login opens nothing.
         status = pam_authenticate(handle, 0)
         guard status == PAM_SUCCESS, !isCancelled else { return outcome(of: status, handle) }
         if configuration.checksAccount {
             status = pam_acct_mgmt(handle, 0)
-            if status == PAM_NEW_AUTHTOK_REQD && configuration.allowsPasswordChange && !isCancelled {
+            if status == PAM_NEW_AUTHTOK_REQD && configuration.allowsPasswordChange
+                && request.mayChangeExpiredPassword && !isCancelled
+            {
                 status = pam_chauthtok(handle, Int32(PAM_CHANGE_EXPIRED_AUTHTOK))
             }
             guard status == PAM_SUCCESS, !isCancelled else { return outcome(of: status, handle) }
@@ -127,9 +156,7 @@ final class PAMTransaction: Sendable {
 
     /// Maps a PAM result code to an answer, in one place.
     private func outcome(of status: Int32, _ handle: OpaquePointer) -> Result<AuthOutcome, AuthError> {
-        let conversationError = conversationState.withLock { $0.error }
-        if isCancelled { return .failure(.cancelled) }
-        if let conversationError { return .failure(conversationError) }
+        if let failure = conversationFailure() { return .failure(failure) }
         let message = String(cString: pam_strerror(handle, status))
         // Failures count against the name PAM settled on, so spellings of one account share a lockout.
         let user = pamUser(handle)
@@ -156,6 +183,14 @@ final class PAMTransaction: Sendable {
         default:
             return .success(.unavailable(reason: "PAM: \(message)."))
         }
+    }
+
+    /// Why the transaction must end with an error rather than PAM's code: cancelled, or the conversation
+    /// failed with an error of its own.
+    private func conversationFailure() -> AuthError? {
+        let conversationError = conversationState.withLock { $0.error }
+        if isCancelled { return .cancelled }
+        return conversationError
     }
 
     /// Answers PAM's messages through the request's conversation. Runs on the PAM thread.

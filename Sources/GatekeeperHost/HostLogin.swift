@@ -35,6 +35,9 @@ public final class HostLogin: Sendable {
         public var maxAttempts: Int?
         /// Count failures in memory unless the configuration names a lockout directory (a demonstration).
         public var lockoutInMemoryUnlessConfigured: Bool
+        /// Whether an expired password is changed during the login (off when the password comes from a
+        /// script, which cannot answer the new password's questions).
+        public var changesExpiredPasswords: Bool
 
         public init(
             tool: String,
@@ -43,7 +46,8 @@ public final class HostLogin: Sendable {
             place: LoginPlace? = nil,
             remembersLogins: Bool = true,
             maxAttempts: Int? = nil,
-            lockoutInMemoryUnlessConfigured: Bool = false
+            lockoutInMemoryUnlessConfigured: Bool = false,
+            changesExpiredPasswords: Bool = true
         ) {
             self.tool = tool
             self.terminal = terminal
@@ -52,6 +56,7 @@ public final class HostLogin: Sendable {
             self.remembersLogins = remembersLogins
             self.maxAttempts = maxAttempts
             self.lockoutInMemoryUnlessConfigured = lockoutInMemoryUnlessConfigured
+            self.changesExpiredPasswords = changesExpiredPasswords
         }
     }
 
@@ -96,6 +101,7 @@ public final class HostLogin: Sendable {
         configuration.terminal = context.terminal
         configuration.requestingUser = context.requestingUser
         configuration.service = context.tool
+        configuration.changesExpiredPasswords = context.changesExpiredPasswords
         let remembered: (any RememberedLogins)? =
             context.remembersLogins ? context.place.flatMap { place in cache?.remembering(at: place) } : nil
         let audit = self.audit

@@ -38,6 +38,58 @@ struct GatekeeperPasswdTests {
         #expect(try passwd(["list", file]).stdout.isEmpty)
     }
 
+    /// `change` as a user changes their own password: the current one, the new one twice; htpasswd -v
+    /// then takes the new one. A wrong current password, a refused new one and input that ends half-way
+    /// change nothing, each with its status.
+    @Test func changeAsksTheCurrentPasswordAndTheNewOneTwice() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let file = try scratch.write(
+            "users", "bob:\(try sh("htpasswd -nbB bob old-pass-1").split(separator: ":")[1])\n")
+        let strong = "Correct-Horse-Battery-7"
+        let before = try String(contentsOfFile: file, encoding: .utf8)
+        for (input, status) in [
+            ("wrong-pass\n\(strong)\n\(strong)\n", Int32(1)), ("old-pass-1\nabc\nabc\n", 1),
+            ("old-pass-1\n\(strong)\n", 130),
+        ] {
+            let result = try passwd(["change", file, "bob"], input: input)
+            #expect(result.status == status, "\(result.stderr)")
+            #expect(result.stderr.contains("othing was changed"), "\(result.stderr)")
+            #expect(!result.stderr.contains(strong) && !result.stderr.contains("old-pass-1"))
+            #expect(try String(contentsOfFile: file, encoding: .utf8) == before)
+        }
+        let result = try passwd(["change", file, "bob"], input: "old-pass-1\n\(strong)\n\(strong)\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try shell("htpasswd -vb \(file) bob '\(strong)'").status == 0)
+        #expect(try shell("htpasswd -vb \(file) bob old-pass-1").status != 0)
+        #expect(try passwd(["change", file, "bob", "--password-stdin"], input: "x\n").status == 2)
+    }
+
+    /// Without root: a user changes the password in a users file of their own; a file of root's they may
+    /// not write is refused, changing nothing.
+    @Test(.enabled(if: getuid() == 0, "needs root to run gatekeeper-passwd as another user"))
+    func changeNeedsNoRootOnlyAFileOfOnesOwn() throws {
+        let directory = "/run/gatekeeper-passwd-\(UUID())"
+        try shell("mkdir -m 755 \(directory)")
+        defer { _ = try? shell("rm -rf \(directory)") }
+        let copy = directory + "/gatekeeper-passwd"
+        try FileManager.default.copyItem(atPath: gatekeeperPasswd.path, toPath: copy)
+        let hash = try sh("htpasswd -nbB bob old-pass-1").split(separator: ":")[1]
+        try shell("mkdir -m 700 \(directory)/own && chown nobody \(directory)/own")
+        try "bob:\(hash)\n".write(toFile: directory + "/own/users", atomically: false, encoding: .utf8)
+        try shell("chown nobody \(directory)/own/users && chmod 600 \(directory)/own/users")
+        try "bob:\(hash)\n".write(toFile: directory + "/roots", atomically: false, encoding: .utf8)
+        try shell("chmod 644 \(directory)/roots")
+        let strong = "Correct-Horse-Battery-7"
+        let input = "old-pass-1\n\(strong)\n\(strong)\n"
+        let own = try shell("su nobody -s /bin/sh -c '\(copy) change \(directory)/own/users bob'", input: input)
+        #expect(own.status == 0, "\(own.output)")
+        #expect(try shell("htpasswd -vb \(directory)/own/users bob '\(strong)'").status == 0)
+        let roots = try shell("su nobody -s /bin/sh -c '\(copy) change \(directory)/roots bob'", input: input)
+        #expect(roots.status == 3, "\(roots.output)")
+        #expect(try String(contentsOfFile: directory + "/roots", encoding: .utf8) == "bob:\(hash)\n")
+    }
+
     @Test(arguments: [
         [String](), ["frobnicate", "f"], ["add"], ["add", "f"], ["list", "f", "extra"], ["add", "f", "a:b"],
         ["add", "f", "u", "--scheme", "md5"], ["add", "f", "u", "--groups", "a:b"], ["add", "f", "u", "--bogus"],

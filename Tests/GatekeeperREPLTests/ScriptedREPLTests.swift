@@ -22,6 +22,35 @@ struct ScriptedREPLTests {
         #expect(!result.stdout.contains("\u{1B}["))
     }
 
+    /// erin's password has expired: opening a protected tab, she is told so, gives the new password twice,
+    /// and the tab opens; `passwd` then changes it again, asking the current one first.
+    @Test func anExpiredPasswordIsChangedAtTheLoginAndPasswdChangesItOnRequest() throws {
+        let result = try session(
+            "courses\nerin\nerin-2026\nfresh-erin-1\nfresh-erin-1\npasswd\nfresh-erin-1\nfresh-erin-2\nfresh-erin-2\n"
+                + "logout\nerin\nfresh-erin-2\n")
+        #expect(result.status == 0)
+        #expect(
+            result.stdout.contains(
+                "Password: \nYou are required to change your password immediately (administrator enforced).\n"
+                    + "Changing password for erin.\nNew password: \nRetype new password: \nCourses for Erin:"),
+            "\(result.stdout)")
+        #expect(
+            result.stdout.contains(
+                "Current password: \nNew password: \nRetype new password: \nPassword changed for erin."),
+            "\(result.stdout)")
+        // Signed out on a protected tab, she is asked to sign in again, and the newest password opens it.
+        #expect(result.stdout.components(separatedBy: "Courses for Erin:").count == 3, "\(result.stdout)")
+        #expect(!result.stdout.contains("fresh-erin"))
+    }
+
+    /// A password change refused (the current password wrong) or cancelled says so and changes nothing.
+    @Test func aRefusedOrCancelledPasswdChangesNothing() throws {
+        let result = try session(
+            "login\nalice\nwonderland\npasswd\nnot-it\nlooking-glass\nlooking-glass\npasswd\nwonderland\n")
+        #expect(result.stdout.contains("The password was not changed: the current password is incorrect."))
+        #expect(result.stdout.contains("Password change cancelled; the password is unchanged."))
+    }
+
     @Test func publicTabsNeedNoLogin() throws {
         let result = try session("contact\nhome\n")
         #expect(result.stdout.contains("[home]› \nRegistrar's office"))

@@ -12,7 +12,7 @@ import ToolSupport
 #endif
 
 let usage = """
-    usage: gatekeeper-passwd add|set|delete|lock|unlock|verify|list FILE [USER]
+    usage: gatekeeper-passwd add|set|change|delete|lock|unlock|verify|list FILE [USER]
                              [--scheme yescrypt|bcrypt|sha512] [--groups a,b] [--name "Display Name"]
                              [--password-stdin] [--create]
            gatekeeper-passwd otp-add FILE USER [--totp|--hotp] [--digits 6|7|8] [--algorithm sha1|sha256|sha512]
@@ -23,9 +23,13 @@ let usage = """
     otp-* manage pam_oath's users file (/etc/users.oath): otp-add makes a random secret, writes the entry
     and prints the otpauth:// URI and a QR code for an authenticator app to scan.
 
+    change asks USER's current password, then the new one twice, as passwd does: the new one must pass
+    libpwquality's checks (/etc/security/pwquality.conf) and keeps the entry's scheme and cost. It needs
+    no root, only a file you may write (yours, not writable by others).
+
     Passwords are read from the terminal (twice, echo off), or from the first line of standard input with
-    --password-stdin; never from the command line.
-    Exit status: 0 done, 1 verification failed, 2 usage, 3 file problem, 130 cancelled.
+    --password-stdin (not for change); never from the command line.
+    Exit status: 0 done, 1 verification failed or change refused, 2 usage, 3 file problem, 130 cancelled.
     """
 
 enum Status: Int32 {
@@ -96,7 +100,9 @@ if let value = parsed.values["name"] {
 }
 let positional = parsed.positionals + parsed.trailing
 
-let actions = ["add", "set", "delete", "lock", "unlock", "verify", "list", "otp-add", "otp-delete", "otp-list"]
+let actions = [
+    "add", "set", "change", "delete", "lock", "unlock", "verify", "list", "otp-add", "otp-delete", "otp-list",
+]
 guard let action = positional.first, actions.contains(action) else { finish(.usage, usage) }
 command.action = action
 guard positional.count >= 2 else { finish(.usage, "\(action) needs a FILE.\n\(usage)") }
@@ -236,6 +242,29 @@ case "set":
     let newHash = hash(await readPassword(confirm: true))
     change { () throws(UsersFileError) in
         try store.setPassword(of: user, to: newHash, groups: command.groups, displayName: command.name)
+    }
+case "change":
+    if command.passwordFromStdin { finish(.usage, "change asks three passwords; it takes no --password-stdin.") }
+    let provider: FileAuthProvider
+    do {
+        provider = try FileAuthProvider(.init(path: command.file, defaultScheme: command.scheme))
+    } catch {
+        finish(.fileProblem, error.description)
+    }
+    // The terminal, or standard input line by line when there is none (a script).
+    let conversation = TerminalConversation.controllingTerminal() ?? TerminalConversation(input: 0, output: 2)
+    await conversation.show("Changing password for \(TextSafety.escaped(user)).", as: .info)
+    let outcome: PasswordChangeOutcome
+    do throws(AuthError) {
+        outcome = try await provider.changePassword(of: user, conversation: conversation)
+    } catch {
+        finish(.cancelled, "cancelled; nothing was changed.")
+    }
+    switch outcome {
+    case .changed: finish(.ok, "the password of \(TextSafety.escaped(user)) was changed.")
+    case .notMine: finish(.verificationFailed, "there is no user \(TextSafety.escaped(user)); nothing was changed.")
+    case .unavailable(let reason): finish(.fileProblem, "\(reason); nothing was changed.")
+    default: finish(.verificationFailed, "\(outcome.error?.description ?? "refused.") Nothing was changed.")
     }
 case "delete":
     change { () throws(UsersFileError) in try store.deleteUser(user) }

@@ -69,6 +69,8 @@ final class REPL: Sendable {
             await login()
         case "logout":
             await logout()
+        case "passwd":
+            await changePassword()
         case "whoami":
             screen.say(gatekeeper.identity.map { shown("\($0.username) (\($0.displayName))") } ?? "Not signed in.")
         case "why":
@@ -121,6 +123,26 @@ final class REPL: Sendable {
             try? await protected.run(through: gatekeeper, conversation: conversation)
         }
         if case .completed(let content) = access { screen.say(content) }
+    }
+
+    /// Changes the signed-in person's password (signing in first when nobody is); the session goes on.
+    private func changePassword() async {
+        let result = await interruptibly { [gatekeeper, conversation] () async -> AuthError? in
+            do throws(AuthError) {
+                try await gatekeeper.changePassword(conversation: conversation)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        switch result {
+        case nil:
+            screen.say(shown("Password changed for \(gatekeeper.identity?.username ?? "you")."))
+        case .cancelled?:
+            screen.error("Password change cancelled; the password is unchanged.")
+        case let error?:
+            screen.error(error.description)
+        }
     }
 
     private func login() async {
@@ -253,7 +275,7 @@ final class REPL: Sendable {
         }
     }
 
-    static let commands = ["open", "login", "logout", "whoami", "status", "why", "tabs", "help", "quit"]
+    static let commands = ["open", "login", "logout", "passwd", "whoami", "status", "why", "tabs", "help", "quit"]
 
     /// Tab completion: commands and tab names first, tab names after `open`.
     static let complete: @Sendable (String) -> [String] = { before in
@@ -271,6 +293,7 @@ final class REPL: Sendable {
           home, contact, courses, profile, admin   open a tab (or: open TAB)
           login      sign in, or switch user
           logout     sign out; on a protected tab you are asked to sign in again
+          passwd     change your password (the current one, then the new one twice)
           whoami     who is signed in
           status     session state, provider and expiry; failed logins of you (or: status USER);
                      the login gatekeeper-run remembers for this terminal

@@ -25,10 +25,13 @@ struct Invocation {
     /// Only verify this audit log's chain (`--verify-audit`), and run nothing.
     var verifiesAudit: String?
     var command: [String] = []
+    /// Change the signed-in person's password (`--change-password`) instead of running a command.
+    var changesPassword = false
 
     static let shortUsage =
         "usage: gatekeeper-run (--provider NAME [options] | --config FILE) [--user U] [--password-stdin] [--group G]\n"
         + "                      [--explain] [--state-dir DIR] [-k | -K] -- COMMAND [ARGS...]\n"
+        + "       gatekeeper-run (--provider NAME [options] | --config FILE) [--user U] --change-password\n"
         + "       gatekeeper-run [--config FILE | --state-dir DIR] (--unlock USER | -k | -K [--user U])\n"
         + "       gatekeeper-run (--check-config FILE | --verify-audit FILE)"
 
@@ -45,6 +48,9 @@ struct Invocation {
           --group G           also require membership of group G
           --config FILE       the providers to stack and the session settings, from FILE
           --explain           print which provider answered what, and what decided, on standard error
+          --change-password   sign in, then change your password through the stack (as passwd does:
+                              each entry that keeps passwords checks first, then all change); run
+                              nothing
           --check-config FILE check FILE, print its stack and what to worry about; run nothing
                               (exit 0 valid, 1 invalid)
           --state-dir DIR     keep failed logins (DIR/faillock) and remembered logins (DIR/cache)
@@ -60,6 +66,8 @@ struct Invocation {
         After a login, further runs from the same terminal session (or parent, with the same standard
         input pipe) within 5 minutes (cache timeout= in the configuration) do not ask for the password of
         that user again, unless --password-stdin gives a password to check; the user name is still asked.
+        A password that has expired is changed during the login, as login(1) has it changed (the new
+        one twice); with --password-stdin it cannot be, and the login ends with status 75.
         Failed logins wait 2 s (delay) and are counted in pam_faillock's format; after 5 within 15
         minutes the account is locked for 10 minutes (lockout deny= interval= unlock=).
 
@@ -67,7 +75,9 @@ struct Invocation {
 
         Exit status: the command's own, or
           64 usage error        65 unusable user name or password   69 provider unavailable
-          77 login refused      126 command cannot run              127 command not found
+          75 password expired, not changed (--password-stdin)
+          77 login refused, or the password change refused
+          126 command cannot run                127 command not found
           130 login cancelled (Ctrl-C, Ctrl-D, or an empty user name)
           129 stopped by SIGHUP 143 stopped by SIGTERM (helpers stopped first)
         """
@@ -77,7 +87,7 @@ struct Invocation {
     static func parse(_ arguments: ArraySlice<String>, registry: ProviderRegistry) throws(UsageError) -> Invocation? {
         var selection = ProviderSelection(registry: registry)
         let syntax = CommandLineSyntax(
-            flags: ["-h", "--help", "--password-stdin", "--explain", "-k", "-K"],
+            flags: ["-h", "--help", "--password-stdin", "--explain", "-k", "-K", "--change-password"],
             valueOptions: ["user", "group", "config", "check-config", "state-dir", "unlock", "verify-audit"],
             commandFollows: true
         ).selectingProviders(from: selection)
@@ -105,7 +115,15 @@ struct Invocation {
         if invocation.forgetsSession && invocation.forgetsAll { throw UsageError("Give -k or -K, not both.") }
         let administers = invocation.unlocks != nil || invocation.forgetsSession || invocation.forgetsAll
         if invocation.unlocks != nil || (administers && parsed.trailing.isEmpty) { return invocation }
-        guard !parsed.trailing.isEmpty else { throw UsageError("No command given.") }
+        invocation.changesPassword = parsed.has("--change-password")
+        if invocation.changesPassword {
+            guard parsed.trailing.isEmpty else { throw UsageError("--change-password runs no command.") }
+            guard !parsed.has("--password-stdin") else {
+                throw UsageError("--change-password asks the new password twice; it cannot come from standard input.")
+            }
+        } else {
+            guard !parsed.trailing.isEmpty else { throw UsageError("No command given.") }
+        }
         invocation.group = parsed.values["group"]
         invocation.passwordFromStdin = parsed.has("--password-stdin")
         invocation.explains = parsed.has("--explain")

@@ -99,7 +99,7 @@ let host = HostSettings(stack, stateDirectory: invocation.stateDirectory)
     // --explain traces a one-entry stack.
     return invocation.explains ? ProviderChain(name: single.name, [.init(.required, single)]) : single
 }
-let administers = invocation.command.isEmpty
+let administers = invocation.command.isEmpty && !invocation.changesPassword
 let backend: (any AuthProvider)?
 if administers {
     backend = stack != nil || invocation.selection.name != nil ? try? makeBackend() : nil
@@ -205,7 +205,7 @@ do throws(AuthError) {
             tool: "gatekeeper-run", terminal: ControllingTerminal.name(),
             requestingUser: ControllingTerminal.invokingUser(),
             place: LoginPlace.current(fromTerminal: terminal != nil), remembersLogins: stdinPassword == nil,
-            maxAttempts: stdinPassword == nil ? nil : 1),
+            maxAttempts: stdinPassword == nil ? nil : 1, changesExpiredPasswords: stdinPassword == nil),
         report: warn)
 } catch {
     fail(.unavailable, error.reason ?? error.description)
@@ -218,7 +218,8 @@ let command = invocation.command
 // SIGTERM and SIGHUP end it the same way (exit 143, 129). Either way every helper the login started —
 // and anything a helper started, even in a session of its own — is stopped before the tool exits.
 ChildProcesses.becomeSubreaper()
-let pendingRun = Locked<(task: Task<Access<Never>, any Error>?, signal: Int32?)>((nil, nil))
+// The run's answer: `nil` for a password changed (--change-password), which runs no command.
+let pendingRun = Locked<(task: Task<Access<Never>?, any Error>?, signal: Int32?)>((nil, nil))
 let interrupts = InterruptMonitor(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
     // The terminal echoed ^C without a line break; end the line before the message that follows.
     if number == SIGINT, isatty(2) == 1 { _ = write(2, "\n", 1) }
@@ -227,8 +228,19 @@ let interrupts = InterruptMonitor(signals: [SIGINT, SIGTERM, SIGHUP]) { number i
         pending.task?.cancel()
     }
 }
-let run = Task {
-    try await RequiresAuthentication<Never>(requirement) { identity in
+let run = Task { () async throws -> Access<Never>? in
+    if invocation.changesPassword {
+        // Signed in through the one admission path, then changed through the stack's two passes.
+        do throws(AuthError) {
+            try await gatekeeper.changePassword(conversation: conversation)
+        } catch {
+            explain()
+            return Access<Never>.dismissed(error)
+        }
+        explain()
+        return nil
+    }
+    return try await RequiresAuthentication<Never>(requirement) { identity in
         explain()
         return try execute(command, as: identity)
     }.run(through: gatekeeper, conversation: conversation)
@@ -244,7 +256,10 @@ if let number = pendingRun.withLock({ $0.signal }), number != SIGINT {
     fail(ExitStatus(code: 128 + number), "stopped by signal \(number)")
 }
 switch result {
-case .success(.dismissed(let reason)):
+case .success(nil):
+    writeStandardError("gatekeeper-run: the password was changed.\n")
+    exit(0)
+case .success(.dismissed(let reason)?):
     explain()
     fail(ExitStatus(dismissal: reason), reason.description)
 case .failure(let error as CommandError):
