@@ -108,17 +108,85 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         // Never an unauthenticated bind.
         guard password.count > 0 else { return .answered(.rejected(.wrongCredentials)) }
         let username = request.username
+        let changes = request.mayChangeExpiredPassword
         guard
             let (answer, messages) = await onThread({ login in
-                login.run { handle, uri, messages in login.attempt(on: handle, uri, username, password, &messages) }
+                login.run { handle, uri, messages in
+                    login.attempt(on: handle, uri, username, password, changesExpired: changes, &messages)
+                }
             })
         else { throw .cancelled }
         // What the password policy said (grace logins left, an expiry near), once the login is decided.
         for message in messages { await request.conversation.show(message, as: .info) }
         switch answer {
+        case .served(.rejected(.passwordChangeRequired, _)) where changes:
+            // Reset by an administrator, or expired with grace logins left: as pam_ldap at a login, the new
+            // password twice, the directory's Password Modify, then the login with the new password.
+            await request.conversation.show(PasswordPrompt.expiredNotice, as: .info)
+            let outcome: PasswordChangeOutcome
+            var new: Secret?
+            switch try await PasswordPrompt.askNewPassword(request.conversation) {
+            case .success(let chosen):
+                new = chosen
+                outcome = try await modify(username, current: password, new: chosen)
+            case .failure(let refusal): outcome = .rejected(refusal)
+            }
+            guard outcome == .changed, let new else {
+                if let error = outcome.error { await request.conversation.show(error.description, as: .error) }
+                return .answered(.rejected(.passwordChangeRequired))
+            }
+            // The login again, with the new password given for its password question.
+            var again = request
+            again.mayChangeExpiredPassword = false
+            again.conversation = AnsweringConversation(request.conversation, prompt: passwordPrompt, answer: new)
+            return try await authenticateOnline(again)
         case .served(let outcome): return .answered(outcome)
         case .unavailable(let reason): return .answered(.unavailable(reason: reason))
         case .unreachable(let reason): return .unreachable(reason: reason)
+        }
+    }
+
+    public var changesPasswords: Bool { true }
+
+    /// A password change through the directory, as `passwd` through pam_ldap makes one: the current
+    /// password binds as the user's entry (the preliminary pass ends there), then RFC 3062's Password
+    /// Modify extended operation, with the password-policy control, changes it on the server, which keeps
+    /// its own rules (slapd's ppolicy: length, age, history, quality) and says why it refuses, in words.
+    /// The server changes the password atomically; a change cancelled before the operation is sent
+    /// changes nothing.
+    public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+        let current = try await request.conversation.askSecret(PasswordPrompt.current)
+        return try await change(request, current: current)
+    }
+
+    /// The change with the current password known: the bind, and in the update pass the new password
+    /// twice and the operation.
+    private func change(_ request: PasswordChangeRequest, current: Secret) async throws(AuthError)
+        -> PasswordChangeOutcome
+    {
+        guard current.count > 0 else { return .rejected(.wrongCurrentPassword) }  // Never an unauthenticated bind.
+        var new: Secret?
+        if request.pass == .update {
+            switch try await PasswordPrompt.askNewPassword(request.conversation) {
+            case .success(let password): new = password
+            case .failure(let refusal): return .rejected(refusal)
+            }
+        }
+        return try await modify(request.username, current: current, new: new)
+    }
+
+    /// On a directory thread: the bind with `current`, and the Password Modify to `new` when given.
+    private func modify(_ username: String, current: Secret, new: Secret?) async throws(AuthError)
+        -> PasswordChangeOutcome
+    {
+        guard
+            let (answer, _) = await onThread({ [new] login in
+                login.run { handle, _, _ in login.change(on: handle, username, current: current, new: new) }
+            })
+        else { throw .cancelled }
+        switch answer {
+        case .served(let outcome): return outcome
+        case .unavailable(let reason), .unreachable(let reason): return .unavailable(reason: reason)
         }
     }
 
@@ -385,11 +453,14 @@ struct LDAPLogin {
     }
 
     /// The login's operations on a connection: service bind, search, user bind, groups.
+    /// - Parameter changesExpired: Whether the person may change an expired password now: a password
+    ///   used on a grace login is then one to change, not a login.
     func attempt(
         on handle: OpaquePointer,
         _ uri: String,
         _ username: String,
         _ password: Secret,
+        changesExpired: Bool = false,
         _ messages: inout [String]
     ) -> Result<AuthOutcome, Failure> {
         let found: LDAPEntry?
@@ -411,6 +482,9 @@ struct LDAPLogin {
             return .success(.rejected(.passwordChangeRequired, canonicalUsername: canonical))
         case (LDAP_SUCCESS, _): break
         default: return .failure(Self.failure(userStatus, "bind"))
+        }
+        if policy.grace >= 0 && changesExpired {
+            return .success(.rejected(.passwordChangeRequired, canonicalUsername: canonical))
         }
         if policy.grace >= 0 {
             messages.append(
@@ -447,6 +521,70 @@ struct LDAPLogin {
         return .success(.authenticated(identity))
     }
 
+    /// A password change on a connection: the user's entry, a bind with the current password, and, when
+    /// `new` is given, RFC 3062's Password Modify of the entry with the password-policy control.
+    func change(on handle: OpaquePointer, _ username: String, current: Secret, new: Secret?) -> Result<
+        PasswordChangeOutcome, Failure
+    > {
+        let found: LDAPEntry?
+        switch find(on: handle, username) {
+        case .success(let entry): found = entry
+        case .failure(let failure): return .failure(failure)
+        }
+        guard let entry = found else { return .success(.notMine) }
+        let (status, policy) = bindWithPolicy(handle, entry.dn, current)
+        switch (status, policy.error) {
+        case (LDAP_SUCCESS, _): break
+        case (LDAP_INVALID_CREDENTIALS, PP_accountLocked?), (LDAP_INVALID_CREDENTIALS, PP_passwordExpired?):
+            // The server takes no bind with this password any more: only an administrator can set another.
+            return .success(.rejected(.refusedByPolicy))
+        case (LDAP_INVALID_CREDENTIALS, _): return .success(.rejected(.wrongCurrentPassword))
+        default: return .failure(Self.failure(status, "bind"))
+        }
+        guard let new else { return .success(.changed) }
+        var request: UnsafeMutablePointer<LDAPControl>?
+        guard gk_ldap_create_passwordpolicy_control(handle, &request) == LDAP_SUCCESS, let request else {
+            return .failure(.unavailable("the password-policy control could not be made"))
+        }
+        defer { gk_ldap_control_free(request) }
+        var controls: [UnsafeMutablePointer<LDAPControl>?] = [request, nil]
+        var messageID: Int32 = 0
+        let sent = entry.dn.withCString { dn in
+            current.withUnsafeBytes { old in
+                new.withUnsafeBytes { replacement in
+                    var user = CLDAPLoader.berval(
+                        bv_len: ber_len_t(strlen(dn)), bv_val: UnsafeMutablePointer(mutating: dn))
+                    var oldValue = Self.value(old)
+                    var newValue = Self.value(replacement)
+                    return controls.withUnsafeMutableBufferPointer {
+                        gk_ldap_passwd(handle, &user, &oldValue, &newValue, $0.baseAddress, nil, &messageID)
+                    }
+                }
+            }
+        }
+        guard sent == LDAP_SUCCESS else { return .failure(Self.failure(sent, "password modify")) }
+        let (result, diagnostic, modifyPolicy) = awaitResult(handle, messageID)
+        if result == LDAP_SUCCESS { return .success(.changed) }
+        if let error = modifyPolicy.error, let text = gk_ldap_passwordpolicy_err2txt(error) {
+            // ppolicy's own words: "Password is too short for policy", "Password has been changed too
+            // recently", "New password is in list of old passwords", "Password fails quality checks".
+            return .success(.rejected(.unacceptable(TextSafety.escaped(String(cString: text)))))
+        }
+        switch result {
+        case LDAP_CONSTRAINT_VIOLATION, LDAP_UNWILLING_TO_PERFORM:
+            let said = diagnostic.map { TextSafety.escaped($0) } ?? ""
+            return .success(.rejected(.unacceptable(said.isEmpty ? "the directory refused it" : said)))
+        case LDAP_INSUFFICIENT_ACCESS: return .success(.rejected(.refusedByPolicy))
+        default: return .failure(Self.failure(result, "password modify"))
+        }
+    }
+
+    private static func value(_ bytes: UnsafeRawBufferPointer) -> berval {
+        CLDAPLoader.berval(
+            bv_len: ber_len_t(bytes.count),
+            bv_val: UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: CChar.self)))
+    }
+
     /// What the password-policy response control said: its error, grace logins left (-1 when none were
     /// used), seconds to expiry (-1 when not said).
     struct Policy {
@@ -473,19 +611,32 @@ struct LDAPLogin {
             }
         }
         guard sent == LDAP_SUCCESS else { return (sent, Policy()) }
+        let (status, _, policy) = awaitResult(handle, messageID)
+        return (status, policy)
+    }
+
+    /// Waits (up to the timeout) for the result of the operation `messageID`: its status, the server's
+    /// diagnostic message, and what its password-policy response control said.
+    private func awaitResult(_ handle: OpaquePointer, _ messageID: Int32) -> (Int32, String?, Policy) {
         var timeout = timeval(tv_sec: Int(configuration.timeout.components.seconds), tv_usec: 0)
         var result: OpaquePointer?
         let kind = gk_ldap_result(handle, messageID, LDAP_MSG_ALL, &timeout, &result)
         guard kind > 0, let result else {
             if let result { gk_ldap_msgfree(result) }
-            return (kind == 0 ? LDAP_TIMEOUT : LDAP_SERVER_DOWN, Policy())
+            return (kind == 0 ? LDAP_TIMEOUT : LDAP_SERVER_DOWN, nil, Policy())
         }
         var status: Int32 = 0
+        var diagnostic: UnsafeMutablePointer<CChar>?
         var responses: UnsafeMutablePointer<UnsafeMutablePointer<LDAPControl>?>?
-        guard gk_ldap_parse_result(handle, result, &status, nil, nil, nil, &responses, 1) == LDAP_SUCCESS else {
-            return (LDAP_SERVER_DOWN, Policy())
+        guard gk_ldap_parse_result(handle, result, &status, nil, &diagnostic, nil, &responses, 1) == LDAP_SUCCESS
+        else {
+            return (LDAP_SERVER_DOWN, nil, Policy())
         }
-        defer { if let responses { gk_ldap_controls_free(responses) } }
+        defer {
+            if let responses { gk_ldap_controls_free(responses) }
+            if let diagnostic { gk_ldap_memfree(diagnostic) }
+        }
+        let said = diagnostic.flatMap { String(validatingCString: $0) }
         var policy = Policy()
         if let responses, let response = gk_ldap_control_find(LDAP_CONTROL_PASSWORDPOLICYRESPONSE, responses, nil) {
             var expire: ber_int_t = -1
@@ -495,7 +646,7 @@ struct LDAPLogin {
                 policy = Policy(error: error == PP_noError ? nil : error, grace: grace, expire: expire)
             }
         }
-        return (status, policy)
+        return (status, said, policy)
     }
 
     private func bind(_ handle: OpaquePointer, _ dn: String?, _ password: Secret?) -> Int32 {
@@ -580,4 +731,27 @@ struct LDAPEntry {
 
     func values(_ name: String) -> [String] { attributes[name] ?? [] }
     func first(_ name: String) -> String? { attributes[name]?.first }
+}
+
+/// The person's conversation after an expired password was changed at the login: the login's password
+/// question, asked once more to bind with the new password, is answered with the password just set, so
+/// the person is not asked it a third time; every other question goes to the person.
+private final class AnsweringConversation: Conversation {
+    private let base: any Conversation
+    private let prompt: String
+    private let answer: Secret
+
+    init(_ base: any Conversation, prompt: String, answer: Secret) {
+        self.base = base
+        self.prompt = prompt
+        self.answer = answer
+    }
+
+    func ask(_ prompt: String) async throws(AuthError) -> String { try await base.ask(prompt) }
+
+    func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
+        prompt == self.prompt ? answer : try await base.askSecret(prompt)
+    }
+
+    func show(_ message: String, as kind: MessageKind) async { await base.show(message, as: kind) }
 }

@@ -18,7 +18,8 @@ const char *const gatekeeper_ldap_library = "libldap_r-2.4.so.2";
     X(ldap_sasl_bind) X(ldap_sasl_bind_s) X(ldap_search_ext_s) X(ldap_result) X(ldap_parse_result)               \
     X(ldap_msgfree) X(ldap_first_entry) X(ldap_next_entry) X(ldap_get_dn) X(ldap_get_values_len)                \
     X(ldap_value_free_len) X(ldap_memfree) X(ldap_err2string) X(ldap_create_passwordpolicy_control)            \
-    X(ldap_parse_passwordpolicy_control) X(ldap_control_find) X(ldap_control_free) X(ldap_controls_free)
+    X(ldap_parse_passwordpolicy_control) X(ldap_control_find) X(ldap_control_free) X(ldap_controls_free)       \
+    X(ldap_passwd) X(ldap_passwordpolicy_err2txt)
 
 static struct {
 #define GATEKEEPER_FIELD(name) __typeof__(&name) name;
@@ -137,4 +138,11 @@ void gk_ldap_control_free(LDAPControl *ctrl) {
 }
 void gk_ldap_controls_free(LDAPControl **ctrls) {
     if (READY()) functions.ldap_controls_free(ctrls);
+}
+int gk_ldap_passwd(LDAP *ld, struct berval *user, struct berval *oldpw, struct berval *newpw, LDAPControl **sctrls,
+                   LDAPControl **cctrls, int *msgidp) {
+    return READY() ? functions.ldap_passwd(ld, user, oldpw, newpw, sctrls, cctrls, msgidp) : LDAP_LOCAL_ERROR;
+}
+const char *gk_ldap_passwordpolicy_err2txt(LDAPPasswordPolicyError error) {
+    return READY() ? functions.ldap_passwordpolicy_err2txt(error) : "libldap is not loaded";
 }

@@ -174,6 +174,27 @@ public final class OfflineCachingProvider: AuthProvider {
         await inner.recheck(identity)
     }
 
+    public var changesPasswords: Bool { inner.changesPasswords }
+
+    /// The backend's change; once it has changed a password, the cached verifier of the old one is
+    /// forgotten, so the old password cannot sign in offline. If the cache cannot be written the change
+    /// still stands, and the entry is refused at its next offline use only by its age: said in the reason.
+    public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+        let outcome = try await inner.changePassword(request)
+        guard request.pass == .update, outcome == .changed else { return outcome }
+        do {
+            try update { entries in
+                entries[request.username] = nil
+                for (key, entry) in entries where Username.same(entry.username, request.username) { entries[key] = nil }
+            }
+        } catch {
+            return .failed(
+                .systemError,
+                reason: "the password was changed, but the offline cache could not forget the old one: \(error)")
+        }
+        return outcome
+    }
+
     // MARK: The file
 
     struct CacheEntry {
@@ -259,9 +280,11 @@ final class CapturingConversation: Conversation, Sendable {
     func askUsername(_ prompt: String) async throws(AuthError) -> String { try await base.askUsername(prompt) }
     func show(_ message: String, as kind: MessageKind) async { await base.show(message, as: kind) }
 
+    /// The first password asked, unless a new one is set during the login (an expired password changed
+    /// at the prompt): then the new one, the one that signs in from now on.
     func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
         let secret = try await base.askSecret(prompt)
-        captured.withLock { if $0 == nil { $0 = secret } }
+        captured.withLock { if $0 == nil || prompt == PasswordPrompt.new { $0 = secret } }
         return secret
     }
 }

@@ -39,6 +39,42 @@ struct OfflineCacheTests {
             case .unreachable(let reason): return .unavailable(reason: reason)
             }
         }
+
+        var changesPasswords: Bool { true }
+
+        /// The current password, then in the update the new one twice.
+        func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+            let current = try await request.conversation.askSecret(PasswordPrompt.current)
+            guard current == Secret(copying: password.withLock({ $0 }).utf8) else {
+                return .rejected(.wrongCurrentPassword)
+            }
+            guard request.pass == .update else { return .changed }
+            guard case .success(let new) = try await PasswordPrompt.askNewPassword(request.conversation) else {
+                return .rejected(.unacceptable("the two entries differ"))
+            }
+            new.withUnsafeBytes { bytes in password.withLock { $0 = String(decoding: bytes, as: UTF8.self) } }
+            return .changed
+        }
+    }
+
+    /// Once the password is changed, the old one cannot sign in offline: its cached verifier is gone.
+    @Test func aChangedPasswordForgetsTheCachedOne() async throws {
+        let backend = Switchable()
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(7 * 86_400))
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        #expect(cache.changesPasswords)
+        let outcome = try await cache.changePassword(
+            of: "alice",
+            conversation: ScriptedConversation(
+                .secret("wonderland"), .secret("looking-glass"), .secret("looking-glass")))
+        #expect(outcome == .changed)
+        backend.reachable.withLock { $0 = false }
+        #expect(try await login(cache, "wonderland").pamResult != .success)
+        // Online again, the new password is cached and serves offline.
+        backend.reachable.withLock { $0 = true }
+        #expect(try await login(cache, "looking-glass").pamResult == .success)
+        backend.reachable.withLock { $0 = false }
+        #expect(try await login(cache, "looking-glass").pamResult == .success)
     }
 
     let directory = temporaryDirectory("gatekeeper-offline") + "/cache"

@@ -38,6 +38,16 @@ final class SlapdFixture: @unchecked Sendable {
 
     static let shared = Result { try SlapdFixture() }
 
+    /// Now, in LDAP's generalized time.
+    static var now: String {
+        var seconds = time(nil)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d%02d%02d%02d%02d%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour,
+            parts.tm_min, parts.tm_sec)
+    }
+
     static let certificates = Result { () throws -> String in
         let directory = temporaryDirectory("gatekeeper-slapd-tls")
         let (status, output) = try shell(
@@ -74,7 +84,7 @@ final class SlapdFixture: @unchecked Sendable {
         overlay ppolicy
         ppolicy_default "cn=default,ou=policies,\(base)"
         ppolicy_use_lockout
-        access to attrs=userPassword by anonymous auth by * none
+        access to attrs=userPassword by self write by anonymous auth by * none
         access to * by * read
 
         """.write(toFile: directory + "/slapd.conf", atomically: true, encoding: .utf8)
@@ -136,11 +146,33 @@ final class SlapdFixture: @unchecked Sendable {
             pwdMaxAge: 60
             pwdGraceAuthNLimit: 3
 
+            dn: cn=strict,ou=policies,\(base)
+            objectClass: device
+            objectClass: pwdPolicy
+            cn: strict
+            pwdAttribute: userPassword
+            pwdMinLength: 8
+            pwdCheckQuality: 2
+            pwdInHistory: 3
+
+            dn: cn=patient,ou=policies,\(base)
+            objectClass: device
+            objectClass: pwdPolicy
+            cn: patient
+            pwdAttribute: userPassword
+            pwdMinAge: 86400
+
             """
         for (user, extra) in [
             ("dave", "pwdAccountLockedTime: 000001010000Z"),
             ("erin", "pwdPolicySubentry: cn=expiring,ou=policies,\(base)\npwdChangedTime: 20200101000000Z"),
             ("fay", "pwdReset: TRUE"),
+            // For the password-change tests, one account each: they change it.
+            ("gwen", "pwdPolicySubentry: cn=strict,ou=policies,\(base)"),
+            ("hal", "pwdReset: TRUE"),
+            ("ike", "pwdPolicySubentry: cn=patient,ou=policies,\(base)\npwdChangedTime: \(Self.now)"),
+            ("jill", "pwdPolicySubentry: cn=expiring,ou=policies,\(base)\npwdChangedTime: 20200101000000Z"),
+            ("kim", ""),
         ] {
             ldif += """
 

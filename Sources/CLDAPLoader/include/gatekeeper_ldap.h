@@ -49,5 +49,9 @@ int gk_ldap_parse_passwordpolicy_control(LDAP *ld, LDAPControl *ctrl, ber_int_t 
 LDAPControl *gk_ldap_control_find(const char *oid, LDAPControl **ctrls, LDAPControl ***nextctrlp);
 void gk_ldap_control_free(LDAPControl *ctrl);
 void gk_ldap_controls_free(LDAPControl **ctrls);
+/* RFC 3062's Password Modify extended operation, and ppolicy's words for its errors. */
+int gk_ldap_passwd(LDAP *ld, struct berval *user, struct berval *oldpw, struct berval *newpw, LDAPControl **sctrls,
+                   LDAPControl **cctrls, int *msgidp);
+const char *gk_ldap_passwordpolicy_err2txt(LDAPPasswordPolicyError error);
 
 #endif
