@@ -95,6 +95,21 @@ public final class FileAuthProvider: AuthProvider {
             let inner = entry.password.lockedHash
             let matches = try await verifyOffPool(password, inner ?? standIn(for: file))
             return inner != nil && matches ? .rejected(.locked(until: nil)) : .rejected(.wrongCredentials)
+        case .expired(let hash):
+            guard try await verifyOffPool(password, hash) else { return .rejected(.wrongCredentials) }
+            guard request.mayChangeExpiredPassword else { return .rejected(.passwordChangeRequired) }
+            // As pam_unix at a login: say so, the new password twice, change it, admit.
+            await request.conversation.show(PasswordPrompt.expiredNotice, as: .info)
+            await request.conversation.show("Changing password for \(entry.username).", as: .info)
+            let outcome = try await replace(entry, hash, current: password, conversation: request.conversation)
+            guard outcome == .changed else {
+                if let error = outcome.error { await request.conversation.show(error.description, as: .error) }
+                return .rejected(.passwordChangeRequired)
+            }
+            return .authenticated(
+                Identity(
+                    username: entry.username, displayName: entry.displayName, groups: Set(entry.groups), provider: name)
+            )
         case .hash(let hash):
             guard try await verifyOffPool(password, hash) else { return .rejected(.wrongCredentials) }
             if hash.scheme.isWeak && configuration.upgradesWeakHashes {
@@ -133,6 +148,7 @@ public final class FileAuthProvider: AuthProvider {
         case .failure(let error): return .unavailable(reason: error.description)
         case .success(let file):
             guard let entry = file[identity.username] else { return .refused(.userNotFound) }
+            if case .expired = entry.password { return .refused(.passwordChangeRequired) }
             guard case .hash(let hash) = entry.password else { return .refused(.accountLocked(until: nil)) }
             return .valid(
                 Identity(
@@ -158,12 +174,24 @@ public final class FileAuthProvider: AuthProvider {
         case .failure(let error): return .unavailable(reason: error.description)
         }
         guard let entry = file[request.username] else { return .notMine }
-        guard case .hash(let hash) = entry.password else { return .rejected(.refusedByPolicy) }
+        let hash: PasswordHash
+        switch entry.password {
+        case .hash(let current), .expired(let current): hash = current
+        case .locked: return .rejected(.refusedByPolicy)
+        }
         let current = try await request.conversation.askSecret(PasswordPrompt.current)
         guard try await verifyOffPool(current, hash) else { return .rejected(.wrongCurrentPassword) }
         guard request.pass == .update else { return .changed }
+        return try await replace(entry, hash, current: current, conversation: request.conversation)
+    }
+
+    /// The new password twice, checked and hashed like `hash`, written over `entry` (and only over it,
+    /// as it was read): the update of a change, and the change an expired password needs at a login.
+    private func replace(
+        _ entry: UsersFile.Entry, _ hash: PasswordHash, current: Secret, conversation: any Conversation
+    ) async throws(AuthError) -> PasswordChangeOutcome {
         let new: Secret
-        switch try await PasswordPrompt.askNewPassword(request.conversation) {
+        switch try await PasswordPrompt.askNewPassword(conversation) {
         case .success(let password): new = password
         case .failure(let refusal): return .rejected(refusal)
         }

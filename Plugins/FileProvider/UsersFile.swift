@@ -28,8 +28,21 @@ public struct UsersFile: Sendable {
     /// What the second field says.
     public enum Password: Hashable, Sendable {
         case hash(PasswordHash)
-        /// `!` or `*` before the hash: the account is locked. The hash is kept for unlocking.
+        /// `+` before the hash: the password has expired and must be changed at the next login (as
+        /// `passwd -e` marks a system account). Apache, which does not know the mark, refuses the entry.
+        case expired(PasswordHash)
+        /// `!` or `*` before the hash (or before an expired one): the account is locked. The text is kept
+        /// for unlocking.
         case locked(String)
+
+        /// The field as written.
+        public var text: String {
+            switch self {
+            case .hash(let hash): hash.text
+            case .expired(let hash): "+" + hash.text
+            case .locked(let text): text
+            }
+        }
     }
 
     /// A line of the file: text kept as it was read (comments, blank lines, and entries not changed since),
@@ -180,6 +193,7 @@ public struct UsersFile: Sendable {
         let hash = rest.prefix { $0 != UInt8(ascii: ":") }
         if let first = hash.first, first == UInt8(ascii: "!") || first == UInt8(ascii: "*") { return (username, nil) }
         do {
+            if hash.first == UInt8(ascii: "+") { return (username, try PasswordHash.check(hash.dropFirst())) }
             return (username, try PasswordHash.check(hash))
         } catch {
             throw UsersFileError(.malformed, line: line, "for \(username): \(error)")
@@ -207,8 +221,9 @@ public struct UsersFile: Sendable {
         return Entry(username: username, password: password, groups: groups, displayName: displayName)
     }
 
-    private static func password(_ field: String) throws(PasswordHash.Problem) -> Password {
+    static func password(_ field: String) throws(PasswordHash.Problem) -> Password {
         if let first = field.first, first == "!" || first == "*" { return .locked(field) }
+        if field.first == "+" { return .expired(try PasswordHash(String(field.dropFirst()))) }
         return .hash(try PasswordHash(field))
     }
 
@@ -228,12 +243,7 @@ public struct UsersFile: Sendable {
     }
 
     static func format(_ entry: Entry) -> String {
-        let password: String =
-            switch entry.password {
-            case .hash(let hash): hash.text
-            case .locked(let text): text
-            }
-        var line = "\(entry.username):\(password)"
+        var line = "\(entry.username):\(entry.password.text)"
         if !entry.groups.isEmpty || entry.displayName != nil { line += ":" + entry.groups.joined(separator: ",") }
         if let displayName = entry.displayName { line += ":" + displayName }
         return line
@@ -252,11 +262,7 @@ public struct UsersFile: Sendable {
         }
         for group in entry.groups { try Self.validateGroup(group) }
         if let displayName = entry.displayName { try Self.validateDisplayName(displayName) }
-        let password =
-            switch entry.password {
-            case .hash(let hash): hash.text
-            case .locked(let text): text
-            }
+        let password = entry.password.text
         guard !password.utf8.contains(where: { $0 <= 0x20 || $0 == UInt8(ascii: ":") || $0 >= 0x7F }) else {
             throw UsersFileError("the password field cannot hold white space, ':' or non-ASCII bytes")
         }

@@ -1,10 +1,16 @@
 public import Authentication
 
 extension UsersFile.Password {
-    /// The hash kept behind a lock (`!` or `*` before it), if it is a usable one.
+    /// The hash kept behind a lock (`!` or `*` before it, and `+` if it had expired), if it is a usable one.
     public var lockedHash: PasswordHash? {
         guard case .locked(let text) = self else { return nil }
-        return try? PasswordHash(String(text.drop { $0 == "!" || $0 == "*" }))
+        return try? PasswordHash(String(text.drop { $0 == "!" || $0 == "*" || $0 == "+" }))
+    }
+
+    /// What unlocking restores: the password behind the lock, expired if it was.
+    var unlocked: UsersFile.Password? {
+        guard case .locked(let text) = self else { return nil }
+        return try? UsersFile.password(String(text.drop { $0 == "!" || $0 == "*" }))
     }
 }
 
@@ -46,6 +52,21 @@ extension UsersFileStore {
         }
     }
 
+    /// Marks the password of `username` expired (`+` before its hash), as `passwd -e` does: the next login
+    /// asks for a new one. Expiring an expired password changes nothing.
+    /// - Throws: when there is no such user, or the account is locked.
+    public func expirePassword(of username: String) throws(UsersFileError) {
+        try update { (file: inout UsersFile) throws(UsersFileError) in
+            guard var entry = file[username] else { throw UsersFileError("there is no user \(username).") }
+            switch entry.password {
+            case .expired: return
+            case .locked: throw UsersFileError("\(username) is locked; unlock it first.")
+            case .hash(let hash): entry.password = .expired(hash)
+            }
+            try file.set(entry)
+        }
+    }
+
     /// Removes `username` (every line for the name).
     /// - Throws: when there is no such user.
     public func deleteUser(_ username: String) throws(UsersFileError) {
@@ -60,8 +81,8 @@ extension UsersFileStore {
     public func lockUser(_ username: String) throws(UsersFileError) {
         try update { (file: inout UsersFile) throws(UsersFileError) in
             guard var entry = file[username] else { throw UsersFileError("there is no user \(username).") }
-            guard case .hash(let hash) = entry.password else { return }
-            entry.password = .locked("!" + hash.text)
+            if case .locked = entry.password { return }
+            entry.password = .locked("!" + entry.password.text)
             try file.set(entry)
         }
     }
@@ -74,10 +95,10 @@ extension UsersFileStore {
         try update { (file: inout UsersFile) throws(UsersFileError) in
             guard var entry = file[username] else { throw UsersFileError("there is no user \(username).") }
             guard case .locked = entry.password else { return }
-            guard let hash = entry.password.lockedHash else {
+            guard let restored = entry.password.unlocked else {
                 throw UsersFileError("\(username) has no password to unlock; use set.")
             }
-            entry.password = .hash(hash)
+            entry.password = restored
             try file.set(entry)
         }
     }

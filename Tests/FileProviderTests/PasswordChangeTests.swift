@@ -147,6 +147,92 @@ struct PasswordChangeTests {
     }
 }
 
+/// An entry marked expired (`gatekeeper-passwd expire`, a `+` before its hash) changes its password at
+/// the next login.
+@Suite(.timeLimit(.minutes(3)))
+struct ExpiredEntryTests {
+    private func bytes(_ path: String) -> [UInt8] { Array(FileManager.default.contents(atPath: path) ?? Data()) }
+
+    private func expiredFile(_ scratch: Scratch) throws -> String {
+        let path = try scratch.write(
+            "users", "bob:\(try sh("htpasswd -nbB bob old-pass-1").split(separator: ":")[1])\n")
+        #expect(try shell("\(gatekeeperPasswd.path) expire \(path) bob").status == 0)
+        return path
+    }
+
+    /// The mark is a `+` before the hash: Apache's htpasswd, which does not know it, refuses the entry;
+    /// locking and unlocking keep it; `list` shows it.
+    @Test func theMarkIsWrittenReadAndKeptThroughALock() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let path = try expiredFile(scratch)
+        let line = String(decoding: bytes(path), as: UTF8.self)
+        #expect(line.hasPrefix("bob:+$2y$"))
+        #expect(try shell("htpasswd -vb \(path) bob old-pass-1").status != 0)
+        #expect(try shell("\(gatekeeperPasswd.path) lock \(path) bob").status == 0)
+        #expect(String(decoding: bytes(path), as: UTF8.self).hasPrefix("bob:!+$2y$"))
+        #expect(try shell("\(gatekeeperPasswd.path) unlock \(path) bob").status == 0)
+        #expect(String(decoding: bytes(path), as: UTF8.self) == line)
+        #expect(try sh("\(gatekeeperPasswd.path) list \(path)") == "bob\tbcrypt (expired)\t-")
+        let file = try UsersFile(parsing: bytes(path))
+        guard case .expired(let hash)? = file["bob"]?.password else {
+            Issue.record("the entry did not read as expired")
+            return
+        }
+        #expect(hash.verify(Secret(copying: "old-pass-1".utf8)))
+    }
+
+    /// At a login that can ask: the notice, the new password twice, admitted; the mark is gone and
+    /// htpasswd takes the new password. Where nothing can be asked: refused as expired, unchanged.
+    /// Cancelled at the new password: refused, unchanged.
+    @Test func anExpiredEntryIsChangedAtTheLogin() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let path = try expiredFile(scratch)
+        let before = bytes(path)
+        let provider = try FileAuthProvider(.init(path: path))
+        let strong = PasswordChangeTests.strong
+        #expect(
+            try await provider.authenticate(
+                AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("old-pass-1"))))
+                == .rejected(.passwordChangeRequired))
+        await #expect(throws: AuthError.cancelled) {
+            try await provider.authenticate(
+                AuthRequest(
+                    username: "bob",
+                    conversation: ScriptedConversation(.secret("old-pass-1"), .secret(strong), .cancel),
+                    mayChangeExpiredPassword: true))
+        }
+        #expect(bytes(path) == before)
+        let conversation = ScriptedConversation(.secret("old-pass-1"), .secret(strong), .secret(strong))
+        let outcome = try await provider.authenticate(
+            AuthRequest(username: "bob", conversation: conversation, mayChangeExpiredPassword: true))
+        #expect(outcome.pamResult == .success, "\(outcome)")
+        #expect(conversation.messages.first == PasswordPrompt.expiredNotice)
+        #expect(String(decoding: bytes(path), as: UTF8.self).hasPrefix("bob:$2y$05$"))
+        #expect(try shell("htpasswd -vb \(path) bob '\(strong)'").status == 0)
+    }
+
+    /// gatekeeper-run: with the password on standard input, status 75; asked line by line, changed and
+    /// the command runs.
+    @Test func gatekeeperRunChangesAnExpiredEntry() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let path = try expiredFile(scratch)
+        let strong = PasswordChangeTests.strong
+        let arguments = [
+            "--provider", "file", "--users", path, "--user", "bob", "--state-dir", scratch.path + "/state",
+        ]
+        let piped = try run(
+            builtExecutable("gatekeeper-run"), arguments + ["--password-stdin", "--", "true"], input: "old-pass-1\n")
+        #expect(piped.status == 75, "\(piped.stderr)")
+        let asked = try run(
+            builtExecutable("gatekeeper-run"), arguments + ["--", "true"], input: "old-pass-1\n\(strong)\n\(strong)\n")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        #expect(try shell("htpasswd -vb \(path) bob '\(strong)'").status == 0)
+    }
+}
+
 /// Answers the change's questions (the current password, then the strong one twice), running `action`
 /// just before answering `prompt`.
 private final class InterceptingConversation: Conversation {

@@ -12,7 +12,7 @@ import ToolSupport
 #endif
 
 let usage = """
-    usage: gatekeeper-passwd add|set|change|delete|lock|unlock|verify|list FILE [USER]
+    usage: gatekeeper-passwd add|set|change|expire|delete|lock|unlock|verify|list FILE [USER]
                              [--scheme yescrypt|bcrypt|sha512] [--groups a,b] [--name "Display Name"]
                              [--password-stdin] [--create]
            gatekeeper-passwd otp-add FILE USER [--totp|--hotp] [--digits 6|7|8] [--algorithm sha1|sha256|sha512]
@@ -25,7 +25,8 @@ let usage = """
 
     change asks USER's current password, then the new one twice, as passwd does: the new one must pass
     libpwquality's checks (/etc/security/pwquality.conf) and keeps the entry's scheme and cost. It needs
-    no root, only a file you may write (yours, not writable by others).
+    no root, only a file you may write (yours, not writable by others). expire marks USER's password
+    expired (as passwd -e): the next login asks for a new one, and Apache refuses the entry until then.
 
     Passwords are read from the terminal (twice, echo off), or from the first line of standard input with
     --password-stdin (not for change); never from the command line.
@@ -101,7 +102,7 @@ if let value = parsed.values["name"] {
 let positional = parsed.positionals + parsed.trailing
 
 let actions = [
-    "add", "set", "change", "delete", "lock", "unlock", "verify", "list", "otp-add", "otp-delete", "otp-list",
+    "add", "set", "change", "expire", "delete", "lock", "unlock", "verify", "list", "otp-add", "otp-delete", "otp-list",
 ]
 guard let action = positional.first, actions.contains(action) else { finish(.usage, usage) }
 command.action = action
@@ -266,6 +267,8 @@ case "change":
     case .unavailable(let reason): finish(.fileProblem, "\(reason); nothing was changed.")
     default: finish(.verificationFailed, "\(outcome.error?.description ?? "refused.") Nothing was changed.")
     }
+case "expire":
+    change { () throws(UsersFileError) in try store.expirePassword(of: user) }
 case "delete":
     change { () throws(UsersFileError) in try store.deleteUser(user) }
 case "lock":
@@ -283,6 +286,9 @@ case "verify":
     guard let entry = file[user] else { finish(.verificationFailed, "password verification failed for \(user).") }
     switch entry.password {
     case .locked: finish(.verificationFailed, "\(user) is locked.")
+    case .expired(let hash):
+        guard hash.verify(secret) else { finish(.verificationFailed, "password verification failed for \(user).") }
+        finish(.ok, "password correct for \(user), but it has expired: the next login changes it.")
     case .hash(let hash):
         if hash.verify(secret) {
             if hash.scheme.isWeak {
@@ -304,6 +310,7 @@ default:  // list
         let state: String =
             switch entry.password {
             case .locked: "locked"
+            case .expired(let hash): "\(hash.scheme.rawValue) (expired)"
             case .hash(let hash): hash.scheme.isWeak ? "\(hash.scheme.rawValue) (weak)" : hash.scheme.rawValue
             }
         let groups = entry.groups.isEmpty ? "-" : entry.groups.joined(separator: ",")
