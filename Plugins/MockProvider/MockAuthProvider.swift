@@ -25,7 +25,7 @@ public final class MockAuthProvider: AuthProvider {
         public enum Status: Sendable, Hashable {
             /// Can sign in.
             case active
-            /// Not activated yet: refused by policy (``Rejection/refusedByPolicy``).
+            /// Not activated yet: ``Rejection/activationRequired``.
             case activationRequired
             /// Locked: ``Rejection/locked(until:)``.
             case locked
@@ -131,7 +131,7 @@ public final class MockAuthProvider: AuthProvider {
             return .authenticated(
                 Identity(username: user.username, displayName: user.displayName, groups: user.groups, provider: name)
             )
-        case .activationRequired: return .rejected(.refusedByPolicy)
+        case .activationRequired: return .rejected(.activationRequired)
         case .locked: return .rejected(.locked(until: nil))
         case .expired: return .rejected(.expiredAccount)
         case .passwordChangeRequired:
@@ -202,7 +202,7 @@ public final class MockAuthProvider: AuthProvider {
         case .active:
             return .valid(
                 Identity(username: user.username, displayName: user.displayName, groups: user.groups, provider: name))
-        case .activationRequired: return .refused(.refusedByPolicy)
+        case .activationRequired: return .refused(.accountNotActivated)
         case .locked: return .refused(.accountLocked(until: nil))
         case .expired: return .refused(.accountExpired)
         case .passwordChangeRequired: return .refused(.passwordChangeRequired)

@@ -35,8 +35,10 @@ public struct AuthError: Error, Hashable, Sendable {
         public static let accountLocked = Code("accountLocked")
         /// The account has expired.
         public static let accountExpired = Code("accountExpired")
-        /// The backend's rules refuse this login (an access list, a time window, an account not activated).
+        /// The backend's rules refuse this login (an access list, a time window).
         public static let refusedByPolicy = Code("refusedByPolicy")
+        /// The account has not been activated yet.
+        public static let accountNotActivated = Code("accountNotActivated")
         /// The password has expired and must be changed first.
         public static let passwordChangeRequired = Code("passwordChangeRequired")
         /// A password change was refused and nothing was changed; ``AuthError/reason`` says why, in words
@@ -98,6 +100,7 @@ public struct AuthError: Error, Hashable, Sendable {
     public static func accountLocked(until: Date?) -> AuthError { AuthError(.accountLocked, lockedUntil: until) }
     public static let accountExpired = AuthError(.accountExpired)
     public static let refusedByPolicy = AuthError(.refusedByPolicy)
+    public static let accountNotActivated = AuthError(.accountNotActivated)
     public static let passwordChangeRequired = AuthError(.passwordChangeRequired)
     public static func passwordNotChanged(reason: String) -> AuthError {
         AuthError(.passwordNotChanged, reason: reason)
@@ -154,6 +157,7 @@ extension AuthError: CustomStringConvertible {
             return "The account is locked until \(lockedUntil.formatted(.iso8601))."
         case .accountExpired: return "The account has expired."
         case .refusedByPolicy: return "This account may not sign in here now."
+        case .accountNotActivated: return "This account has not been activated yet."
         case .passwordChangeRequired: return "The password has expired and must be changed."
         case .passwordNotChanged: return "The password was not changed: \(reason ?? "the change was refused")."
         case .notAuthorized:

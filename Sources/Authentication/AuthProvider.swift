@@ -163,7 +163,7 @@ public struct AuthRequest: Sendable {
 /// | … ``Rejection/expiredAccount`` | `PAM_ACCT_EXPIRED` |
 /// | … ``Rejection/passwordChangeRequired`` | `PAM_NEW_AUTHTOK_REQD` |
 /// | … ``Rejection/tooManyTries`` | `PAM_MAXTRIES` |
-/// | … ``Rejection/refusedByPolicy`` | `PAM_PERM_DENIED` |
+/// | … ``Rejection/refusedByPolicy`` or ``Rejection/activationRequired`` | `PAM_PERM_DENIED` |
 /// | ``notMine`` | `PAM_USER_UNKNOWN` |
 /// | ``unavailable(reason:)`` | `PAM_AUTHINFO_UNAVAIL` |
 /// | ``ignored`` | `PAM_IGNORE` |
@@ -247,8 +247,17 @@ public enum Rejection: Sendable, Hashable {
     case passwordChangeRequired
     /// The backend counted too many failed tries (PAM's `PAM_MAXTRIES`; no time to wait is known).
     case tooManyTries
-    /// The backend's rules refuse this login (an access list, a time window, an account not activated).
+    /// The backend's rules refuse this login (an access list, a time window).
     case refusedByPolicy
+    /// The password is right, but the account has not been activated yet (its owner has not confirmed
+    /// it): refused with a message of its own, and not counted as a failed guess.
+    case activationRequired
+
+    /// Whether the backend says this only once the credential has been checked and found right (an
+    /// expired password, an account not activated): then the attempt is no failed guess to count.
+    public var followsTheRightCredential: Bool {
+        self == .passwordChangeRequired || self == .activationRequired
+    }
 
     /// The PAM return code of this refusal.
     public var pamResult: PAMResult {
@@ -257,7 +266,7 @@ public enum Rejection: Sendable, Hashable {
         case .expiredAccount: .accountExpired
         case .passwordChangeRequired: .newAuthenticationTokenRequired
         case .tooManyTries: .maximumTries
-        case .refusedByPolicy: .permissionDenied
+        case .refusedByPolicy, .activationRequired: .permissionDenied
         }
     }
 
@@ -270,6 +279,7 @@ public enum Rejection: Sendable, Hashable {
         case .passwordChangeRequired: .passwordChangeRequired
         case .tooManyTries: .tooManyAttempts(retryAfter: nil)
         case .refusedByPolicy: .refusedByPolicy
+        case .activationRequired: .accountNotActivated
         }
     }
 }

@@ -232,7 +232,8 @@ private func fill(_ outcome: UnsafeMutablePointer<gk_outcome>, with result: Resu
             case .expiredAccount: GK_REJECT_EXPIRED_ACCOUNT
             case .passwordChangeRequired: GK_REJECT_PASSWORD_CHANGE_REQUIRED
             case .tooManyTries: GK_REJECT_TOO_MANY_TRIES
-            default: GK_REJECT_POLICY
+            case .activationRequired: GK_REJECT_ACTIVATION_REQUIRED
+            case .refusedByPolicy: GK_REJECT_POLICY
             }
         filled.rejection = Int32(code.rawValue)
     case .success(.notMine):

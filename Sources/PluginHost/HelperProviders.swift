@@ -321,6 +321,7 @@ enum HelperProtocol {
             case "expired_account": rejection = .expiredAccount
             case "password_change_required": rejection = .passwordChangeRequired
             case "refused_by_policy": rejection = .refusedByPolicy
+            case "activation_required": rejection = .activationRequired
             case "too_many_tries": rejection = .tooManyTries
             default: return unavailable("answered an unknown rejection")
             }

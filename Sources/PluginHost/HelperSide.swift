@@ -49,8 +49,9 @@ public enum HelperSide {
                 case .expiredAccount: "expired_account"
                 case .passwordChangeRequired: "password_change_required"
                 case .refusedByPolicy: "refused_by_policy"
+                case .activationRequired: "activation_required"
                 case .tooManyTries: "too_many_tries"
-                default: "wrong_credentials"
+                case .wrongCredentials: "wrong_credentials"
                 }
             let user = canonical.map { ",\"user\":\(HelperProtocol.json($0))" } ?? ""
             line = "{\"outcome\":\"rejected\",\"rejection\":\"\(name)\"\(user)}"

@@ -224,6 +224,7 @@ enum PluginOutcome {
             case GK_REJECT_PASSWORD_CHANGE_REQUIRED.rawValue: rejection = .passwordChangeRequired
             case GK_REJECT_POLICY.rawValue: rejection = .refusedByPolicy
             case GK_REJECT_TOO_MANY_TRIES.rawValue: rejection = .tooManyTries
+            case GK_REJECT_ACTIVATION_REQUIRED.rawValue: rejection = .activationRequired
             default: return unavailable("answered an unknown rejection \(outcome.rejection)")
             }
             return .success(.rejected(rejection, canonicalUsername: account == request.username ? nil : account))

@@ -161,6 +161,7 @@ struct AuthOutcomeTests {
             (.rejected(.passwordChangeRequired), .newAuthenticationTokenRequired),
             (.rejected(.tooManyTries), .maximumTries),
             (.rejected(.refusedByPolicy, canonicalUsername: "alice"), .permissionDenied),
+            (.rejected(.activationRequired), .permissionDenied),
             (.notMine, .userUnknown),
             (.unavailable(reason: "down"), .authinfoUnavailable),
             (.ignored, .ignore),
@@ -187,5 +188,15 @@ struct AuthOutcomeTests {
         #expect(Rejection.tooManyTries.error == .tooManyAttempts(retryAfter: nil))
         #expect(Rejection.refusedByPolicy.error == .refusedByPolicy)
         #expect(Rejection.locked(until: nil).error == .accountLocked(until: nil))
+        #expect(Rejection.activationRequired.error == .accountNotActivated)
+        #expect(AuthError.accountNotActivated.description == "This account has not been activated yet.")
+        // Only these two are said after the right credential, and so are not counted as guesses.
+        #expect(
+            [
+                Rejection.wrongCredentials, .locked(until: nil), .expiredAccount, .passwordChangeRequired,
+                .tooManyTries,
+                .refusedByPolicy, .activationRequired,
+            ].filter(\.followsTheRightCredential)
+                == [.passwordChangeRequired, .activationRequired])
     }
 }

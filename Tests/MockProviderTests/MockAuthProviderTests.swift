@@ -24,7 +24,8 @@ struct MockAuthProviderTests {
     }
 
     @Test(arguments: [
-        ("carol", "carol-2026", AuthOutcome.rejected(.refusedByPolicy)),
+        ("carol", "carol-2026", AuthOutcome.rejected(.activationRequired)),
+        ("carol", "wrong", .rejected(.wrongCredentials)),
         ("dave", "dave-2026", .rejected(.locked(until: nil))),
         ("dave", "wrong", .rejected(.wrongCredentials)),
         ("nobody", "wonderland", .notMine),

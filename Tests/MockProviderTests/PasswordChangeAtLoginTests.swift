@@ -60,6 +60,35 @@ struct PasswordChangeAtLoginTests {
         #expect(audit.events.contains { $0.kind == .signInFailed && $0.reason == .passwordChangeRequired })
     }
 
+    /// carol has not activated her account: her right password is refused with a message of its own and
+    /// is not counted; a wrong one is counted, and locks her out.
+    @Test func anAccountNotActivatedIsRefusedWithItsOwnMessageUncounted() async throws {
+        let audit = RecordingAuditSink()
+        let gatekeeper = gatekeeper(provider(), audit: audit)
+        for _ in 0..<3 {
+            await #expect(throws: AuthError.accountNotActivated) {
+                try await gatekeeper.signIn(try credentials("carol", "carol-2026"))
+            }
+        }
+        #expect(try gatekeeper.lockout.status(of: LockoutAccount("carol"), policy: .init(deny: 2)).isLocked == false)
+        for _ in 0..<2 {
+            await #expect(throws: AuthError.invalidCredentials) {
+                try await gatekeeper.signIn(try credentials("carol", "nope"))
+            }
+        }
+        await #expect(throws: AuthError.self) { try await gatekeeper.signIn(try credentials("carol", "carol-2026")) }
+        #expect(audit.events.contains { $0.kind == .lockedOut })
+    }
+
+    /// In a stack, the entry's own refusal reaches the caller: not activated, not "refused by policy".
+    @Test func aStackPassesOnTheRefusalOfTheEntryThatDecided() async throws {
+        let chain = ProviderChain([.init(.required, provider())])
+        let gatekeeper = Gatekeeper(provider: chain, configuration: .init(failDelay: .zero))
+        await #expect(throws: AuthError.accountNotActivated) {
+            try await gatekeeper.signIn(try credentials("carol", "carol-2026"))
+        }
+    }
+
     /// Cancelled at the new password or its repetition, or refused (the two entries differ), the login
     /// ends and the old password is still the one that works.
     @Test(arguments: [

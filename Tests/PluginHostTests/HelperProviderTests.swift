@@ -121,6 +121,23 @@ struct HelperProviderTests {
         #expect(why.contains(reason), "\(name): \(why)")
     }
 
+    /// Every rejection a helper answers is read as the one it is.
+    @Test(arguments: [
+        ("wrong_credentials", Rejection.wrongCredentials), ("locked", .locked(until: nil)),
+        ("expired_account", .expiredAccount), ("password_change_required", .passwordChangeRequired),
+        ("refused_by_policy", .refusedByPolicy), ("activation_required", .activationRequired),
+        ("too_many_tries", .tooManyTries),
+    ])
+    func everyRejectionCrossesTheProtocol(_ name: String, _ rejection: Rejection) async throws {
+        let script =
+            "#!/bin/sh\nread start\necho '{\"prompt\":\"Password: \",\"echo\":false}'\nread answer\n"
+            + "echo '{\"outcome\":\"rejected\",\"rejection\":\"\(name)\"}'\n"
+        let program = try Self.install("rejected-\(name)", script)
+        let outcome = try await Self.helper(program, timeout: "5").authenticate(
+            AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("x"))))
+        #expect(outcome == .rejected(rejection), "\(name): \(outcome)")
+    }
+
     /// A `failed` answer is one of PAM's codes; one that names a code with an answer of its own is that
     /// answer (a wrong password counted as one), and one the helper cannot name is a system error — counted
     /// once the password reached the helper, never taken for the backend being down.

@@ -296,6 +296,11 @@ public final class ProviderChain: AuthProvider {
         case .authinfoUnavailable:
             return .unavailable(reason: reason ?? "every provider of the stack was down")
         default:
+            // The refusal of the entry that decided, as it gave it (an account not activated, not only
+            // "refused by policy").
+            if let (why, canonical) = rejection, why.pamResult == result {
+                return .rejected(why, canonicalUsername: canonical)
+            }
             return AuthOutcome(
                 pamResult: result, reason: reason ?? "the stack answered \(result.rawValue)",
                 canonicalUsername: rejection?.1)

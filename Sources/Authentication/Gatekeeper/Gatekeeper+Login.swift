@@ -281,16 +281,17 @@ extension Gatekeeper {
             }
             remember(identity)
             return identity
-        case .rejected(.passwordChangeRequired, let canonical)
-        where !(trace?.steps.contains { $0.result == .authenticationError || $0.result == .maximumTries } ?? false):
-            // The right password, expired (a backend says so only once it has checked it), and no entry
-            // of the stack refused a credential: no failed guess to count.
+        case .rejected(let rejection, let canonical)
+        where rejection.followsTheRightCredential
+            && !(trace?.steps.contains { $0.result == .authenticationError || $0.result == .maximumTries } ?? false):
+            // The right password, expired or for an account not activated yet (a backend says so only once
+            // it has checked it), and no entry of the stack refused a credential: no failed guess to count.
             withdraw(attempt)
             let name = canonical ?? account.key
             let known = account.known || canonical != nil
             if let trace { record(.stackDecision, name, known: known, detail: trace.description, stackEntry: entry) }
-            record(.signInFailed, name, known: known, .passwordChangeRequired, stackEntry: entry)
-            throw .passwordChangeRequired
+            record(.signInFailed, name, known: known, rejection.error, stackEntry: entry)
+            throw rejection.error
         case .rejected(let rejection, let canonical):
             var status = attempt?.status
             var known = account.known

@@ -86,6 +86,7 @@ enum gk_rejection {
     GK_REJECT_PASSWORD_CHANGE_REQUIRED = 4,
     GK_REJECT_POLICY = 5,
     GK_REJECT_TOO_MANY_TRIES = 6,
+    GK_REJECT_ACTIVATION_REQUIRED = 7, /* the right password, for an account not activated yet */
 };
 
 /*
