@@ -61,6 +61,30 @@ struct ChangePasswordTests {
         #expect(!refused.stderr.contains("Other-Horse") && !refused.stderr.contains(Self.strong))
     }
 
+    /// Ctrl-C or SIGTERM while the new password is asked, at a login that must change an expired one, or
+    /// in `--change-password`: the tool ends (130, 143) and the file is as it was.
+    @Test(arguments: [(SIGINT, Int32(130), true), (SIGTERM, 143, true), (SIGINT, 130, false), (SIGTERM, 143, false)])
+    func aSignalDuringAChangeChangesNothing(_ signal: Int32, _ status: Int32, _ atLogin: Bool) throws {
+        let directory = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hash = try shell("htpasswd -nbB bob old-pass-1").output.split(separator: ":")[1]
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        try write("bob:\(atLogin ? "+" : "")\(hash)\n", to: directory + "/users")
+        let before = try String(contentsOfFile: directory + "/users", encoding: .utf8)
+        let common = [
+            "--provider", "file", "--users", directory + "/users", "--user", "bob", "--state-dir", directory + "/state",
+        ]
+        let process = try Spawned(gatekeeperRun, common + (atLogin ? ["--", "true"] : ["--change-password"]))
+        process.write(atLogin ? "old-pass-1\n" : "old-pass-1\nold-pass-1\n")
+        try process.waitForStderr(containing: "New password: ")
+        process.send(signal)
+        // Its last word, before standard input is closed (an end of input would cancel it too).
+        try process.waitForStderr(containing: signal == SIGTERM ? "stopped by signal 15" : "cancelled")
+        let result = process.finish()
+        #expect(result.status == status, "\(result.stderr)")
+        #expect(try String(contentsOfFile: directory + "/users", encoding: .utf8) == before)
+    }
+
     @Test(arguments: [
         ["--provider", "mock", "--change-password", "--", "true"],
         ["--provider", "mock", "--user", "alice", "--password-stdin", "--change-password"],

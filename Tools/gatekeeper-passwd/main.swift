@@ -26,7 +26,8 @@ let usage = """
     change asks USER's current password, then the new one twice, as passwd does: the new one must pass
     libpwquality's checks (/etc/security/pwquality.conf) and keeps the entry's scheme and cost. It needs
     no root, only a file you may write (yours, not writable by others). expire marks USER's password
-    expired (as passwd -e): the next login asks for a new one, and Apache refuses the entry until then.
+    expired, as passwd does for system accounts: the next login asks for a new one, and Apache refuses
+    the entry until then.
 
     Passwords are read from the terminal (twice, echo off), or from the first line of standard input with
     --password-stdin (not for change); never from the command line.

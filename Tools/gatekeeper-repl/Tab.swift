@@ -69,7 +69,7 @@ enum Tab: String, CaseIterable, Sendable {
         case .admin:
             return """
                 Admin console (signed in as \(identity?.username ?? "?")).
-                  Users: 4   Locked: 1   Awaiting activation: 1
+                  Users: 5   Locked: 1   Awaiting activation: 1   Password expired: 1
                 """
         }
     }

@@ -106,7 +106,7 @@ screen.say(screen.styled("gatekeeper-repl", .heading) + " — protected tabs, ca
 if provider.name == MockProviderPlugin.name {
     screen.say(
         "Provider: mock. Demo accounts: alice / wonderland (admin), bob / builder; "
-            + "carol needs activation, dave is locked."
+            + "carol needs activation, dave is locked, erin (erin-2026) must change her password."
     )
 } else {
     screen.say("Provider: \(provider.name).")
