@@ -100,7 +100,7 @@ let package = Package(
         .target(
             name: "FileProvider",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "ProviderPlugins", "CCrypt", "CAPRUtil", "CPWQuality",
+                "Authentication", "GatekeeperSupport", "ProviderPlugins", "CCrypt", "CAPRUtil", "CPWQualityLoader",
             ],
             path: "Plugins/FileProvider"
         ),
@@ -133,8 +133,9 @@ let package = Package(
         .systemLibrary(name: "CPAM", pkgConfig: "pam", providers: [.apt(["libpam0g-dev"])]),
         .systemLibrary(name: "CCrypt", pkgConfig: "libxcrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CAPRUtil", providers: [.apt(["libaprutil1-dev"])]),
-        // The password quality checks of pam_pwquality, for new passwords of a users file.
-        .systemLibrary(name: "CPWQuality", pkgConfig: "pwquality", providers: [.apt(["libpwquality-dev"])]),
+        // libpwquality (pam_pwquality's checks, for new passwords of a users file), loaded the first time a
+        // password is checked, for the same reason as libldap. Its header comes from libpwquality-dev.
+        .target(name: "CPWQualityLoader", linkerSettings: [.linkedLibrary("dl")]),
         .systemLibrary(name: "COath", pkgConfig: "liboath", providers: [.apt(["liboath-dev"])]),
         .systemLibrary(name: "CLDAP", pkgConfig: "ldap", providers: [.apt(["libldap-dev"])]),
         // libldap loaded when the first LDAP provider is made, not linked: linked, it (and GnuTLS with it)

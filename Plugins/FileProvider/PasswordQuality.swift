@@ -1,5 +1,5 @@
 public import Authentication
-import CPWQuality
+import CPWQualityLoader
 
 #if canImport(Glibc)
     import Glibc
@@ -16,14 +16,19 @@ public enum PasswordQuality {
     public static func problem(with password: Secret, old: Secret?, username: String, configuration: String? = nil)
         -> String?
     {
-        guard let settings = pwquality_default_settings() else { return "libpwquality could not start" }
-        defer { pwquality_free_settings(settings) }
+        var problem: UnsafePointer<CChar>?
+        guard gatekeeper_pwquality_load(&problem) == 0 else {
+            // Without the library nothing can be checked: refused, saying why.
+            return problem.map { String(cString: $0) } ?? "libpwquality cannot be loaded"
+        }
+        guard let settings = gk_pwquality_default_settings() else { return "libpwquality could not start" }
+        defer { gk_pwquality_free_settings(settings) }
         var auxiliary: UnsafeMutableRawPointer?
-        let read = withOptionalCString(configuration) { pwquality_read_config(settings, $0, &auxiliary) }
+        let read = withOptionalCString(configuration) { gk_pwquality_read_config(settings, $0, &auxiliary) }
         guard read == 0 else { return "the password quality settings cannot be read: \(message(read, auxiliary))" }
         let score = password.withCString { new in
             withOptionalSecret(old) { old in
-                username.withCString { pwquality_check(settings, new, old, $0, &auxiliary) }
+                username.withCString { gk_pwquality_check(settings, new, old, $0, &auxiliary) }
             }
         }
         return score < 0 ? message(score, auxiliary) : nil
@@ -32,7 +37,7 @@ public enum PasswordQuality {
     /// libpwquality's words for `code` (it frees what `auxiliary` holds), without its trailing full stop.
     private static func message(_ code: Int32, _ auxiliary: UnsafeMutableRawPointer?) -> String {
         var buffer = [CChar](repeating: 0, count: Int(PWQ_MAX_ERROR_MESSAGE_LEN))
-        guard let text = pwquality_strerror(&buffer, buffer.count, code, auxiliary) else {
+        guard let text = gk_pwquality_strerror(&buffer, buffer.count, code, auxiliary) else {
             return "libpwquality refused it (\(code))"
         }
         // Its own text, from its own catalogue; escaped all the same, as everything a library says is.

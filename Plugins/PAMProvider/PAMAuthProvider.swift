@@ -137,6 +137,8 @@ public final class PAMAuthProvider: AuthProvider {
             guard stat(configuration.serviceFile, &info) == 0 else {
                 return .unavailable(reason: "there is no PAM service file \(configuration.serviceFile).")
             }
+            // A name the system's user database does not have may still be a module's own account
+            // (pam_matrix, pam_userdb): only the stack can tell, in the update.
             return .changed
         }
         let login = AuthRequest(

@@ -60,6 +60,32 @@ struct PasswordChangeAtLoginTests {
         #expect(audit.events.contains { $0.kind == .signInFailed && $0.reason == .passwordChangeRequired })
     }
 
+    /// A wrong current password is a failed guess: counted under the lockout, so a session left open
+    /// cannot be used to guess the password without limit; a locked-out account changes nothing.
+    @Test func wrongCurrentPasswordsAreCountedAndLockTheAccountOut() async throws {
+        let provider = provider()
+        let audit = RecordingAuditSink()
+        let gatekeeper = gatekeeper(provider, audit: audit)
+        try await gatekeeper.signIn(try credentials("bob", "builder"))
+        // Right ones are not counted.
+        for (old, new) in [("builder", "builder-two"), ("builder-two", "builder-three")] {
+            try await gatekeeper.changePassword(
+                conversation: ScriptedConversation(.secret(old), .secret(new), .secret(new)))
+        }
+        for _ in 0..<2 {
+            await #expect(throws: AuthError.passwordNotChanged(reason: "")) {
+                try await gatekeeper.changePassword(
+                    conversation: ScriptedConversation(.secret("guess"), .secret("x-y-z-1"), .secret("x-y-z-1")))
+            }
+        }
+        await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+            try await gatekeeper.changePassword(
+                conversation: ScriptedConversation(.secret("builder-three"), .secret("x-y-z-1"), .secret("x-y-z-1")))
+        }
+        #expect(audit.events.contains { $0.kind == .lockedOut })
+        #expect(try await self.gatekeeper(provider).signIn(try credentials("bob", "builder-three")).username == "bob")
+    }
+
     /// carol has not activated her account: her right password is refused with a message of its own and
     /// is not counted; a wrong one is counted, and locks her out.
     @Test func anAccountNotActivatedIsRefusedWithItsOwnMessageUncounted() async throws {

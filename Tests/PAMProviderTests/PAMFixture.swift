@@ -36,7 +36,9 @@ struct PAMFixture: Sendable {
         let (cancel, casefold, items) = (try passdb("gk-cancel"), try passdb("gk-casefold"), try passdb("gk-items"))
         let known = try passdb("gk-known")
         let services = [
-            "gk-matrix": "auth required \(matrix) passdb=\(plain)\naccount required \(matrix) passdb=\(plain)\n",
+            "gk-matrix":
+                "auth required \(matrix) passdb=\(plain)\naccount required \(matrix) passdb=\(plain)\n"
+                + "password required \(matrix) passdb=\(plain)\n",
             "gk-delay": """
             auth optional pam_faildelay.so delay=\(Self.failDelaySeconds * 1_000_000)
             auth required \(matrix) passdb=\(delayed)

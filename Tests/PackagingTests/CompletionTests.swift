@@ -78,7 +78,8 @@ struct CompletionTests {
         let actions = try Self.complete(["gatekeeper-passwd", ""])
         #expect(
             Set(actions) == [
-                "add", "set", "delete", "lock", "unlock", "verify", "list", "otp-add", "otp-delete", "otp-list",
+                "add", "set", "change", "expire", "delete", "lock", "unlock", "verify", "list", "otp-add", "otp-delete",
+                "otp-list",
             ])
         let command = try Self.complete(["gatekeeper-run", "--provider", "mock", "--", "gatekeeper-pa"])
         #expect(command.contains("gatekeeper-passwd"), "\(command)")

@@ -104,14 +104,15 @@ struct ProviderChainTests {
     }
 
     /// A chain is a provider: the conformance suite passes on one (users in the mock, behind a provider
-    /// that knows nobody).
+    /// that knows nobody, in a login as in a password change).
     @Test(arguments: ProviderConformance.checks)
     func aChainConforms(_ check: ProviderConformance.Check) async {
         let suite = ProviderConformance(fixture: .init(username: "bob", password: "builder")) {
             ProviderChain([
                 .init(
                     ChainControl(actions: [.success: .done, .userUnknown: .ignore, .authinfoUnavailable: .ignore]),
-                    DebugAuthProvider(result: .userUnknown)),
+                    DebugAuthProvider(
+                        result: .userUnknown, preliminaryChangeResult: .userUnknown, changeResult: .userUnknown)),
                 .init(.required, MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .milliseconds(20))),
             ])
         }

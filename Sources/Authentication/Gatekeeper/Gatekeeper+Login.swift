@@ -340,6 +340,51 @@ extension Gatekeeper {
         }
     }
 
+    /// Changes the password of the signed-in person (signing in first, through `conversation`, when
+    /// nobody is), through the provider (a stack: through every entry that keeps passwords, with PAM's
+    /// two passes: ``AuthProvider/changePassword(of:conversation:expiredOnly:terminal:remoteHost:requestingUser:)``).
+    /// A wrong current password is a failed guess like a wrong password at a login: counted against the
+    /// account before the provider checks it, under the same lockout (a locked-out account changes
+    /// nothing), and followed by the fail delay. The session goes on; the change is audited
+    /// (``AuditEvent/Kind/passwordChanged``, or ``AuditEvent/Kind/passwordChangeFailed`` with the reason).
+    /// - Throws: ``AuthError/passwordNotChanged(reason:)`` with the backend's reason, ``AuthError/cancelled``
+    ///   (the old password stays), ``AuthError/tooManyAttempts(retryAfter:)``,
+    ///   ``AuthError/providerUnavailable(reason:)``, or a login error.
+    public func changePassword(conversation: any Conversation) async throws(AuthError) {
+        let identity = try await authorize(.signedIn, conversation: conversation)
+        let account = LockoutAccount(identity.username)
+        let counted: (ticket: LockoutTicket, status: LockoutStatus)?
+        do throws(AuthError) {
+            counted = try beginAttempt(account)
+        } catch {
+            record(.passwordChangeFailed, identity.username, error)
+            throw error
+        }
+        let outcome: PasswordChangeOutcome
+        do throws(AuthError) {
+            outcome = try await provider.changePassword(
+                of: identity.username, conversation: conversation, terminal: configuration.terminal,
+                remoteHost: configuration.remoteHost, requestingUser: configuration.requestingUser)
+        } catch {
+            withdraw(counted)
+            record(.passwordChangeFailed, identity.username, error)
+            throw error
+        }
+        // Only a wrong current password was a guess; anything else takes the attempt back.
+        if outcome != .rejected(.wrongCurrentPassword) { withdraw(counted) }
+        if let error = outcome.error {
+            record(.passwordChangeFailed, identity.username, error)
+            if outcome == .rejected(.wrongCurrentPassword) {
+                if let status = counted?.status, status.isLocked {
+                    _ = lockedOut(status, identity.username, known: true)
+                }
+                try await waitAfterFailure()
+            }
+            throw error
+        }
+        record(.passwordChanged, identity.username)
+    }
+
     /// The lockout policy in force, if any.
     private var activePolicy: LockoutPolicy? {
         guard let policy = configuration.lockout, policy.deny > 0 else { return nil }

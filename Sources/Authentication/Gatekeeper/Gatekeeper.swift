@@ -157,31 +157,6 @@ public final class Gatekeeper: Sendable {
         try await login(conversation: conversation, attempts: configuration.maxAttempts, joinExisting: false)
     }
 
-    /// Changes the password of the signed-in person (signing in first, through `conversation`, when
-    /// nobody is), through the provider (a stack: through every entry that keeps passwords, with PAM's
-    /// two passes: ``AuthProvider/changePassword(of:conversation:expiredOnly:terminal:remoteHost:requestingUser:)``).
-    /// The session goes on; the change is audited (``AuditEvent/Kind/passwordChanged``, or
-    /// ``AuditEvent/Kind/passwordChangeFailed`` with the reason).
-    /// - Throws: ``AuthError/passwordNotChanged(reason:)`` with the backend's reason, ``AuthError/cancelled``
-    ///   (the old password stays), ``AuthError/providerUnavailable(reason:)``, or a login error.
-    public func changePassword(conversation: any Conversation) async throws(AuthError) {
-        let identity = try await authorize(.signedIn, conversation: conversation)
-        let outcome: PasswordChangeOutcome
-        do throws(AuthError) {
-            outcome = try await provider.changePassword(
-                of: identity.username, conversation: conversation, terminal: configuration.terminal,
-                remoteHost: configuration.remoteHost, requestingUser: configuration.requestingUser)
-        } catch {
-            record(.passwordChangeFailed, identity.username, error)
-            throw error
-        }
-        if let error = outcome.error {
-            record(.passwordChangeFailed, identity.username, error)
-            throw error
-        }
-        record(.passwordChanged, identity.username)
-    }
-
     /// Ends the session and cancels any login in progress. Always succeeds locally; the provider is told
     /// on a best-effort basis.
     public func signOut() async {
