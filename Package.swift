@@ -216,7 +216,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MockProviderTests",
-            dependencies: ["Authentication", "AuthenticationTesting", "MockProvider", "TestSupport"]
+            dependencies: ["Authentication", "AuthenticationTesting", "MockProvider", "DebugProvider", "TestSupport"]
         ),
         .testTarget(
             name: "PAMProviderTests",

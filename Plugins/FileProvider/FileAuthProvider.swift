@@ -98,18 +98,11 @@ public final class FileAuthProvider: AuthProvider {
         case .expired(let hash):
             guard try await verifyOffPool(password, hash) else { return .rejected(.wrongCredentials) }
             guard request.mayChangeExpiredPassword else { return .rejected(.passwordChangeRequired) }
-            // As pam_unix at a login: say so, the new password twice, change it, admit.
-            await request.conversation.show(PasswordPrompt.expiredNotice, as: .info)
-            await request.conversation.show("Changing password for \(entry.username).", as: .info)
-            let outcome = try await replace(entry, hash, current: password, conversation: request.conversation)
-            guard outcome == .changed else {
-                if let error = outcome.error { await request.conversation.show(error.description, as: .error) }
-                return .rejected(.passwordChangeRequired)
-            }
-            return .authenticated(
-                Identity(
-                    username: entry.username, displayName: entry.displayName, groups: Set(entry.groups), provider: name)
-            )
+            // Right, but to be changed before anyone is admitted: once the whole stack has said yes.
+            var identity = Identity(
+                username: entry.username, displayName: entry.displayName, groups: Set(entry.groups), provider: name)
+            identity.mustChangePassword = true
+            return .authenticated(identity)
         case .hash(let hash):
             guard try await verifyOffPool(password, hash) else { return .rejected(.wrongCredentials) }
             if hash.scheme.isWeak && configuration.upgradesWeakHashes {
@@ -173,13 +166,25 @@ public final class FileAuthProvider: AuthProvider {
         case .success(let current): file = current
         case .failure(let error): return .unavailable(reason: error.description)
         }
-        guard let entry = file[request.username] else { return .notMine }
+        // The change a login needs concerns only an entry whose password has expired.
+        if request.expiredOnly {
+            guard case .expired? = file[request.username]?.password else { return .ignored }
+        }
+        // Asked, and checked, whether or not the entry exists or may change: the answer tells nothing
+        // to someone who does not know the password.
+        let current = try await request.conversation.askSecret(PasswordPrompt.current)
+        guard let entry = file[request.username] else {
+            _ = try await verifyOffPool(current, standIn(for: file))
+            return .notMine
+        }
         let hash: PasswordHash
         switch entry.password {
-        case .hash(let current), .expired(let current): hash = current
-        case .locked: return .rejected(.refusedByPolicy)
+        case .hash(let known), .expired(let known): hash = known
+        case .locked:
+            let inner = entry.password.lockedHash
+            let matches = try await verifyOffPool(current, inner ?? standIn(for: file))
+            return inner != nil && matches ? .rejected(.refusedByPolicy) : .rejected(.wrongCurrentPassword)
         }
-        let current = try await request.conversation.askSecret(PasswordPrompt.current)
         guard try await verifyOffPool(current, hash) else { return .rejected(.wrongCurrentPassword) }
         guard request.pass == .update else { return .changed }
         return try await replace(entry, hash, current: current, conversation: request.conversation)
@@ -197,6 +202,12 @@ public final class FileAuthProvider: AuthProvider {
         }
         let username = entry.username
         let scheme = configuration.defaultScheme
+        // bcrypt would use only the first 72 bytes: refused, as gatekeeper-passwd add and set refuse it.
+        if hash.scheme == .bcrypt && new.count > PasswordHash.bcryptMaxPasswordBytes {
+            return .rejected(
+                .unacceptable(
+                    "it is longer than the \(PasswordHash.bcryptMaxPasswordBytes) bytes this entry's bcrypt hash uses"))
+        }
         let made = try await hashOffPool { () -> Result<PasswordHash, PasswordChangeRefusal> in
             if let problem = PasswordQuality.problem(with: new, old: current, username: username) {
                 return .failure(.unacceptable(problem))

@@ -106,8 +106,10 @@ public struct UsersFile: Sendable {
     /// unknown user's password is checked against it, so timing does not tell which names exist. `nil`
     /// for a file without usable hashes.
     var representativeHash: PasswordHash? {
-        guard let representative, case .hash(let hash)? = entry(at: representative)?.password else { return nil }
-        return hash
+        switch representative.flatMap({ entry(at: $0)?.password }) {
+        case .hash(let hash)?, .expired(let hash)?: return hash
+        default: return nil
+        }
     }
 
     /// Finds the lines of `buffer` and checks every entry, keeping byte ranges rather than strings.

@@ -119,27 +119,6 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         // What the password policy said (grace logins left, an expiry near), once the login is decided.
         for message in messages { await request.conversation.show(message, as: .info) }
         switch answer {
-        case .served(.rejected(.passwordChangeRequired, _)) where changes:
-            // Reset by an administrator, or expired with grace logins left: as pam_ldap at a login, the new
-            // password twice, the directory's Password Modify, then the login with the new password.
-            await request.conversation.show(PasswordPrompt.expiredNotice, as: .info)
-            let outcome: PasswordChangeOutcome
-            var new: Secret?
-            switch try await PasswordPrompt.askNewPassword(request.conversation) {
-            case .success(let chosen):
-                new = chosen
-                outcome = try await modify(username, current: password, new: chosen)
-            case .failure(let refusal): outcome = .rejected(refusal)
-            }
-            guard outcome == .changed, let new else {
-                if let error = outcome.error { await request.conversation.show(error.description, as: .error) }
-                return .answered(.rejected(.passwordChangeRequired))
-            }
-            // The login again, with the new password given for its password question.
-            var again = request
-            again.mayChangeExpiredPassword = false
-            again.conversation = AnsweringConversation(request.conversation, prompt: passwordPrompt, answer: new)
-            return try await authenticateOnline(again)
         case .served(let outcome): return .answered(outcome)
         case .unavailable(let reason): return .answered(.unavailable(reason: reason))
         case .unreachable(let reason): return .unreachable(reason: reason)
@@ -149,7 +128,8 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     public var changesPasswords: Bool { true }
 
     /// A password change through the directory, as `passwd` through pam_ldap makes one: the current
-    /// password binds as the user's entry (the preliminary pass ends there), then RFC 3062's Password
+    /// password binds as the user's entry (the preliminary pass ends there; the change a login needs,
+    /// `expiredOnly`, is `ignore` for a password the server does not call reset or expired), then RFC 3062's Password
     /// Modify extended operation, with the password-policy control, changes it on the server, which keeps
     /// its own rules (slapd's ppolicy: length, age, history, quality) and says why it refuses, in words.
     /// The server changes the password atomically; a change cancelled before the operation is sent
@@ -172,16 +152,18 @@ public final class LDAPAuthProvider: ReachabilityReporting {
             case .failure(let refusal): return .rejected(refusal)
             }
         }
-        return try await modify(request.username, current: current, new: new)
+        return try await modify(request.username, current: current, new: new, expiredOnly: request.expiredOnly)
     }
 
     /// On a directory thread: the bind with `current`, and the Password Modify to `new` when given.
-    private func modify(_ username: String, current: Secret, new: Secret?) async throws(AuthError)
+    private func modify(_ username: String, current: Secret, new: Secret?, expiredOnly: Bool) async throws(AuthError)
         -> PasswordChangeOutcome
     {
         guard
             let (answer, _) = await onThread({ [new] login in
-                login.run { handle, _, _ in login.change(on: handle, username, current: current, new: new) }
+                login.run { handle, _, _ in
+                    login.change(on: handle, username, current: current, new: new, expiredOnly: expiredOnly)
+                }
             })
         else { throw .cancelled }
         switch answer {
@@ -478,15 +460,18 @@ struct LDAPLogin {
         case (LDAP_INVALID_CREDENTIALS, PP_passwordExpired?):
             return .success(.rejected(.passwordChangeRequired, canonicalUsername: canonical))
         case (LDAP_INVALID_CREDENTIALS, _): return .success(.rejected(.wrongCredentials, canonicalUsername: canonical))
-        case (LDAP_SUCCESS, PP_changeAfterReset?):
+        case (LDAP_SUCCESS, PP_changeAfterReset?) where !changesExpired:
             return .success(.rejected(.passwordChangeRequired, canonicalUsername: canonical))
         case (LDAP_SUCCESS, _): break
         default: return .failure(Self.failure(userStatus, "bind"))
         }
-        if policy.grace >= 0 && changesExpired {
-            return .success(.rejected(.passwordChangeRequired, canonicalUsername: canonical))
-        }
-        if policy.grace >= 0 {
+        // Reset by an administrator, or expired with a grace login left for the change's own bind: to be
+        // changed once the whole stack has admitted the person.
+        let mustChange = changesExpired && (policy.error == PP_changeAfterReset || policy.grace > 0)
+        if policy.grace == 0 {
+            messages.append(
+                "Your password has expired and this was its last grace login: ask an administrator to reset it.")
+        } else if policy.grace > 0 && !mustChange {
             messages.append(
                 "Your password has expired; \(policy.grace) grace login\(policy.grace == 1 ? "" : "s") left.")
         } else if policy.expire > 0 {
@@ -518,14 +503,16 @@ struct LDAPLogin {
             username: account,
             displayName: entry.first("cn").map { TextSafety.escaped($0) }, groups: groups, provider: "ldap",
             attributes: attributes.mapValues { TextSafety.escaped($0) })
-        return .success(.authenticated(identity))
+        var admitted = identity
+        admitted.mustChangePassword = mustChange
+        return .success(.authenticated(admitted))
     }
 
     /// A password change on a connection: the user's entry, a bind with the current password, and, when
     /// `new` is given, RFC 3062's Password Modify of the entry with the password-policy control.
-    func change(on handle: OpaquePointer, _ username: String, current: Secret, new: Secret?) -> Result<
-        PasswordChangeOutcome, Failure
-    > {
+    func change(on handle: OpaquePointer, _ username: String, current: Secret, new: Secret?, expiredOnly: Bool)
+        -> Result<PasswordChangeOutcome, Failure>
+    {
         let found: LDAPEntry?
         switch find(on: handle, username) {
         case .success(let entry): found = entry
@@ -541,6 +528,7 @@ struct LDAPLogin {
         case (LDAP_INVALID_CREDENTIALS, _): return .success(.rejected(.wrongCurrentPassword))
         default: return .failure(Self.failure(status, "bind"))
         }
+        if expiredOnly && policy.error != PP_changeAfterReset && policy.grace < 0 { return .success(.ignored) }
         guard let new else { return .success(.changed) }
         var request: UnsafeMutablePointer<LDAPControl>?
         guard gk_ldap_create_passwordpolicy_control(handle, &request) == LDAP_SUCCESS, let request else {
@@ -731,27 +719,4 @@ struct LDAPEntry {
 
     func values(_ name: String) -> [String] { attributes[name] ?? [] }
     func first(_ name: String) -> String? { attributes[name]?.first }
-}
-
-/// The person's conversation after an expired password was changed at the login: the login's password
-/// question, asked once more to bind with the new password, is answered with the password just set, so
-/// the person is not asked it a third time; every other question goes to the person.
-private final class AnsweringConversation: Conversation {
-    private let base: any Conversation
-    private let prompt: String
-    private let answer: Secret
-
-    init(_ base: any Conversation, prompt: String, answer: Secret) {
-        self.base = base
-        self.prompt = prompt
-        self.answer = answer
-    }
-
-    func ask(_ prompt: String) async throws(AuthError) -> String { try await base.ask(prompt) }
-
-    func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
-        prompt == self.prompt ? answer : try await base.askSecret(prompt)
-    }
-
-    func show(_ message: String, as kind: MessageKind) async { await base.show(message, as: kind) }
 }

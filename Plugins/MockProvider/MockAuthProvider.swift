@@ -136,16 +136,11 @@ public final class MockAuthProvider: AuthProvider {
         case .expired: return .rejected(.expiredAccount)
         case .passwordChangeRequired:
             guard request.mayChangeExpiredPassword else { return .rejected(.passwordChangeRequired) }
-            // As pam_unix at a login: say so, ask the new password twice, change it, admit.
-            await request.conversation.show(PasswordPrompt.expiredNotice, as: .info)
-            await request.conversation.show("Changing password for \(user.username).", as: .info)
-            if let refusal = try await change(user, current: password, conversation: request.conversation) {
-                await request.conversation.show(refusal.error.description, as: .error)
-                return .rejected(.passwordChangeRequired)
-            }
-            return .authenticated(
-                Identity(username: user.username, displayName: user.displayName, groups: user.groups, provider: name)
-            )
+            // Right, but to be changed before anyone is admitted: once the whole stack has said yes.
+            var identity = Identity(
+                username: user.username, displayName: user.displayName, groups: user.groups, provider: name)
+            identity.mustChangePassword = true
+            return .authenticated(identity)
         }
     }
 
@@ -154,9 +149,13 @@ public final class MockAuthProvider: AuthProvider {
     /// Changes a password in the table: the current one in the preliminary pass, the new one twice in
     /// the update (refused when it is the current one). A changed password that had expired no longer has.
     public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
-        guard let user = users.withLock({ $0[request.username] }) else { return .notMine }
+        let found = users.withLock { $0[request.username] }
+        // The change a login needs concerns only a password that has expired.
+        if request.expiredOnly && found?.status != .passwordChangeRequired { return .ignored }
+        // Asked whether or not the user exists, as a login asks.
         let current = try await request.conversation.askSecret(PasswordPrompt.current)
         try await sleep(delay)
+        guard let user = found else { return .notMine }
         guard current == user.password else { return .rejected(.wrongCurrentPassword) }
         guard request.pass == .update else { return .changed }
         if let refusal = try await change(user, current: current, conversation: request.conversation) {

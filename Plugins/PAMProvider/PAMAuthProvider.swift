@@ -124,33 +124,56 @@ public final class PAMAuthProvider: AuthProvider {
 
     public var changesPasswords: Bool { true }
 
-    /// A password change through the service's `password` stack, as `passwd` makes one: libpam runs
-    /// both of its passes in one `pam_chauthtok`, so the preliminary pass here only checks that the
-    /// service file is there, and the update runs the whole change (a user the stack does not know is
-    /// ``PasswordChangeOutcome/notMine``), asking through the conversation what the modules ask (pam_unix's
-    /// "Current password: ", "New password: ", "Retype new password: "; pam_pwquality's reasons are
-    /// shown as they come). The modules write atomically (pam_unix: a new shadow file renamed over the
-    /// old, under `lckpwdf`); a change cancelled at a question changes nothing.
+    /// A password change through the service's `password` stack, as `passwd` makes one. libpam runs both
+    /// of its passes in one `pam_chauthtok`, so here the passes are:
+    /// - On request: the current password, asked as ``PasswordPrompt/current`` and checked in both passes
+    ///   by the service's `auth` lines (`pam_authenticate`), whoever runs the program — as root pam_unix
+    ///   would change a password without asking the current one, and a stack's other entries must not
+    ///   make that unnecessary; then, in the update, `pam_chauthtok`, its questions through the
+    ///   conversation (pam_unix's "Current password: " is answered from the first question).
+    /// - The change a login needs (`expiredOnly`): `pam_chauthtok` with `PAM_CHANGE_EXPIRED_AUTHTOK`,
+    ///   which changes only an expired password and makes pam_unix ask the current one, even of root.
+    ///
+    /// The modules write atomically (pam_unix: a new shadow file renamed over the old, under
+    /// `lckpwdf`); a change cancelled at a question changes nothing.
     public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
-        guard request.pass == .update else {
-            var info = stat()
-            guard stat(configuration.serviceFile, &info) == 0 else {
-                return .unavailable(reason: "there is no PAM service file \(configuration.serviceFile).")
-            }
-            // A name the system's user database does not have may still be a module's own account
-            // (pam_matrix, pam_userdb): only the stack can tell, in the update.
-            return .changed
+        var info = stat()
+        guard stat(configuration.serviceFile, &info) == 0 else {
+            return .unavailable(reason: "there is no PAM service file \(configuration.serviceFile).")
         }
-        let login = AuthRequest(
+        var login = AuthRequest(
             username: request.username, conversation: request.conversation, terminal: request.terminal,
             remoteHost: request.remoteHost, requestingUser: request.requestingUser)
+        if !request.expiredOnly {
+            let current = try await request.conversation.askSecret(PasswordPrompt.current)
+            var check = login
+            check.conversation = CurrentPasswordConversation(current)
+            let checked = await PAMTransaction(
+                request: check, configuration: configuration, sessions: sessions, purpose: .passwordCheck
+            ).run()
+            switch checked {
+            case .failure(let error) where error == .cancelled: throw error
+            case .failure: return .rejected(.wrongCurrentPassword)  // A question only the person could answer.
+            case .success: break
+            }
+            switch try checked.get() {
+            case .authenticated: break
+            case .failed(.authenticationError, _), .failed(.maximumTries, _), .failed(.credentialsInsufficient, _):
+                return .rejected(.wrongCurrentPassword)
+            case .failed(.userUnknown, _): return .notMine
+            case .failed(let code, let reason): return PasswordChangeOutcome(pamResult: code, reason: reason)
+            case let other: return .unavailable(reason: "PAM answered \(other.pamResult.rawValue)")
+            }
+        }
+        guard request.pass == .update else { return .changed }
+        login.conversation = request.conversation
         let transaction = PAMTransaction(
             request: login, configuration: configuration, sessions: sessions,
             purpose: .passwordChange(expiredOnly: request.expiredOnly))
         switch try await transaction.run().get() {
         case .authenticated: return .changed
         case .failed(.authenticationError, _): return .rejected(.wrongCurrentPassword)
-        case .failed(.authenticationTokenError, _):
+        case .failed(.authenticationTokenError, _), .failed(.tryAgain, _):
             // libpam's words are "Authentication token manipulation error"; the modules said why as they refused.
             return .rejected(.unacceptable("the system's password rules refused it"))
         case .failed(let code, let reason): return PasswordChangeOutcome(pamResult: code, reason: reason)
@@ -185,4 +208,17 @@ public struct PAMConfigurationError: Error, Hashable, Sendable, CustomStringConv
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+/// The conversation of a current password's check: the stack's hidden questions are answered with the
+/// password the person gave as the current one; a visible question (a one-time code) cannot be, and fails
+/// the check. Messages are not shown: the check is not the person's login.
+private final class CurrentPasswordConversation: Conversation {
+    private let password: Secret
+
+    init(_ password: Secret) { self.password = password }
+
+    func ask(_ prompt: String) async throws(AuthError) -> String { throw .invalidCredentials }
+    func askSecret(_ prompt: String) async throws(AuthError) -> Secret { password }
+    func show(_ message: String, as kind: MessageKind) async {}
 }

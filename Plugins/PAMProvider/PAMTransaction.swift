@@ -18,6 +18,10 @@ final class PAMTransaction: Sendable {
         /// ``AuthOutcome/authenticated(_:)`` when it changed, else ``AuthOutcome/failed(_:reason:)`` with
         /// libpam's own code, whatever it is, for ``PAMAuthProvider`` to read.
         case passwordChange(expiredOnly: Bool)
+        /// The current password of a change, checked by the stack's `auth` lines alone (`pam_authenticate`,
+        /// no account check: an expired password is still the right one), whoever runs the program: as
+        /// root, pam_unix would change a password without asking the current one. Answered as a change is.
+        case passwordCheck
     }
 
     private let request: AuthRequest
@@ -86,6 +90,16 @@ final class PAMTransaction: Sendable {
             guard status == PAM_SUCCESS else { return outcome(of: status, handle) }
         }
 
+        if case .passwordCheck = purpose {
+            guard !isCancelled else { return .failure(.cancelled) }
+            status = pam_authenticate(handle, 0)
+            if let failure = conversationFailure() { return .failure(failure) }
+            guard status == PAM_SUCCESS else {
+                let code = PAMResult(code: status) ?? .systemError
+                return .success(.failed(code, reason: "PAM: \(String(cString: pam_strerror(handle, status)))."))
+            }
+            return .success(.authenticated(Identity(username: request.username, provider: "pam")))
+        }
         if case .passwordChange(let expiredOnly) = purpose {
             guard !isCancelled else { return .failure(.cancelled) }
             status = pam_chauthtok(handle, expiredOnly ? Int32(PAM_CHANGE_EXPIRED_AUTHTOK) : 0)
@@ -100,12 +114,15 @@ final class PAMTransaction: Sendable {
         // Each phase starts only if the login is still wanted: a cancelled login opens nothing.
         status = pam_authenticate(handle, 0)
         guard status == PAM_SUCCESS, !isCancelled else { return outcome(of: status, handle) }
+        // An expired password that may be changed: the person is admitted only once it has been, after
+        // the whole stack has said yes (the gatekeeper asks for it then), so no credentials or session yet.
+        var mustChange = false
         if configuration.checksAccount {
             status = pam_acct_mgmt(handle, 0)
-            if status == PAM_NEW_AUTHTOK_REQD && configuration.allowsPasswordChange
-                && request.mayChangeExpiredPassword && !isCancelled
+            if status == PAM_NEW_AUTHTOK_REQD && configuration.allowsPasswordChange && request.mayChangeExpiredPassword
             {
-                status = pam_chauthtok(handle, Int32(PAM_CHANGE_EXPIRED_AUTHTOK))
+                mustChange = true
+                status = PAM_SUCCESS
             }
             guard status == PAM_SUCCESS, !isCancelled else { return outcome(of: status, handle) }
         }
@@ -113,7 +130,8 @@ final class PAMTransaction: Sendable {
             return .success(.unavailable(reason: "a PAM module set a user name that cannot be used."))
         }
         var identity = SystemAccount.identity(of: user, provider: "pam")
-        guard configuration.establishesCredentials || configuration.opensSession else {
+        identity.mustChangePassword = mustChange
+        guard (configuration.establishesCredentials || configuration.opensSession) && !mustChange else {
             return .success(.authenticated(identity))
         }
 

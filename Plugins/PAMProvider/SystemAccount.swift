@@ -13,19 +13,31 @@ enum SystemAccount {
     static let initialBufferBytes = 16 * 1024
 
     /// Whether `user` is still an account that may sign in: present in the user database, and, when the
-    /// shadow entry can be read, its password not locked (`!`) and the account not expired.
+    /// shadow entry can be read, its password not locked (`!`), the account not expired, and the password
+    /// neither to be changed at the next login (`chage -d 0`) nor past its maximum age — a remembered
+    /// login is not taken for a password that must be changed first.
     static func recheck(_ user: String, provider: String) -> Recheck {
         guard SystemAccounts.uid(of: user) != nil else { return .refused(.userNotFound) }
         var entry = spwd()
         let shadow = withGrowingBuffer { buffer, result in
             getspnam_r(user, &entry, buffer.baseAddress!, buffer.count, &result)
         } read: { (_: UnsafeMutablePointer<spwd>) in
-            (locked: entry.sp_pwdp.map { $0.pointee == CChar(UInt8(ascii: "!")) } ?? false, expires: entry.sp_expire)
+            (
+                locked: entry.sp_pwdp.map { $0.pointee == CChar(UInt8(ascii: "!")) } ?? false,
+                expires: entry.sp_expire, changed: entry.sp_lstchg, maximum: entry.sp_max
+            )
         }
         if let shadow {
             if shadow.locked { return .refused(.accountLocked(until: nil)) }
             let today = Int(time(nil) / 86_400)
             if shadow.expires > 0 && today >= shadow.expires { return .refused(.accountExpired) }
+            // As pam_unix: a last change of 0 means "change at the next login"; -1 fields are unset.
+            if shadow.changed == 0 { return .refused(.passwordChangeRequired) }
+            if shadow.changed > 0 && shadow.maximum >= 0 && shadow.maximum < 99_999
+                && today > shadow.changed + shadow.maximum
+            {
+                return .refused(.passwordChangeRequired)
+            }
         }
         return .valid(identity(of: user, provider: provider))
     }

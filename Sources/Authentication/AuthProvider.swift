@@ -128,10 +128,11 @@ public struct AuthRequest: Sendable {
     /// `PAM_RUSER`, as `sudo` sets it).
     public var requestingUser: String?
     /// Whether the person may be asked for a new password when theirs has expired (PAM's
-    /// `pam_chauthtok` with `PAM_CHANGE_EXPIRED_AUTHTOK`, as `login` and `sudo` call it): the provider
-    /// then says so (*"You are required to change your password immediately"*), asks the new password
-    /// twice (``PasswordPrompt``), changes it and admits. When it is `false` (a password read from a
-    /// pipe, fixed credentials), an expired password is
+    /// `pam_chauthtok` with `PAM_CHANGE_EXPIRED_AUTHTOK`, as `login` and `sudo` call it). A provider that
+    /// finds the password right but expired then answers ``AuthOutcome/authenticated(_:)`` with
+    /// ``Identity/mustChangePassword`` set, and changes nothing: only once the whole stack has admitted
+    /// the person does the ``Gatekeeper`` change the password, through the stack, before it admits. When
+    /// it is `false` (a password read from a pipe, fixed credentials), an expired password is
     /// ``Rejection/passwordChangeRequired``. The ``Gatekeeper`` sets it from
     /// ``Gatekeeper/Configuration/changesExpiredPasswords``.
     public var mayChangeExpiredPassword: Bool

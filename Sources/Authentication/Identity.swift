@@ -54,6 +54,19 @@ public struct Identity: Hashable, Sendable {
     /// Whether the user belongs to `group`.
     public func isMember(of group: String) -> Bool { storage.groups.contains(group) }
 
+    /// The attribute that marks a password found right but expired (``mustChangePassword``).
+    public static let passwordExpiredAttribute = "password_expired"
+
+    /// Whether the password was right but has expired, and must be changed before the login admits
+    /// anyone: set by a provider answering a login that may change it
+    /// (``AuthRequest/mayChangeExpiredPassword``), kept by a stack whichever entry's identity it keeps, and
+    /// acted on by the ``Gatekeeper`` once the whole stack has admitted the person, as `login` calls
+    /// `pam_chauthtok` only after `pam_authenticate` and `pam_acct_mgmt`.
+    public var mustChangePassword: Bool {
+        get { storage.attributes[Self.passwordExpiredAttribute] == "yes" }
+        set { uniqueStorage().attributes[Self.passwordExpiredAttribute] = newValue ? "yes" : nil }
+    }
+
     public static func == (lhs: Identity, rhs: Identity) -> Bool {
         lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
     }

@@ -221,8 +221,7 @@ public struct ProviderConformance: Sendable {
                 // A wrong current password: refused as such.
                 let wrong = try await provider.changePassword(
                     of: fixture.username,
-                    conversation: ScriptedConversation(
-                        .secret(fixture.wrongPassword), .secret(new), .secret(new)))
+                    conversation: ChangeConversation(current: fixture.wrongPassword, new: new, cancelsAtRetype: false))
                 if wrong != .rejected(.wrongCurrentPassword) {
                     problems.append("a wrong current password answered \(wrong)")
                 }
@@ -230,7 +229,7 @@ public struct ProviderConformance: Sendable {
                 do throws(AuthError) {
                     let outcome = try await provider.changePassword(
                         of: fixture.username,
-                        conversation: ScriptedConversation(.secret(fixture.password), .secret(new), .cancel))
+                        conversation: ChangeConversation(current: fixture.password, new: new, cancelsAtRetype: true))
                     problems.append("a change cancelled at its last question answered \(outcome)")
                 } catch {
                     if error != .cancelled { problems.append("a cancelled change threw \(error)") }
@@ -278,4 +277,33 @@ public struct ProviderConformance: Sendable {
             "a password appears in \(text)"
         }
     }
+}
+
+/// The answers of a password change, by what each question asks rather than by its place, so that a
+/// backend asking with prompts of its own (pam_matrix's "Old password: ", "Verify New Password :") is
+/// answered as one asking with ``PasswordPrompt``'s: the current password, the new one, and its
+/// repetition, which is cancelled when asked to.
+private final class ChangeConversation: Conversation {
+    private let current: Secret
+    private let new: Secret
+    private let cancelsAtRetype: Bool
+
+    init(current: String, new: String, cancelsAtRetype: Bool) {
+        self.current = Secret(copying: current.utf8)
+        self.new = Secret(copying: new.utf8)
+        self.cancelsAtRetype = cancelsAtRetype
+    }
+
+    func ask(_ prompt: String) async throws(AuthError) -> String { throw .cancelled }
+
+    func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
+        let asked = prompt.lowercased()
+        if asked.contains("retype") || asked.contains("verify") || asked.contains("again") {
+            if cancelsAtRetype { throw .cancelled }
+            return new
+        }
+        return asked.contains("new") ? new : current
+    }
+
+    func show(_ message: String, as kind: MessageKind) async {}
 }

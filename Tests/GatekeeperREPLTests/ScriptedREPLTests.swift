@@ -22,17 +22,18 @@ struct ScriptedREPLTests {
         #expect(!result.stdout.contains("\u{1B}["))
     }
 
-    /// erin's password has expired: opening a protected tab, she is told so, gives the new password twice,
-    /// and the tab opens; `passwd` then changes it again, asking the current one first.
+    /// erin's password has expired: opening a protected tab, she is told so, gives the current password
+    /// and the new one twice, and the tab opens; `passwd` then changes it again, asking the current one first.
     @Test func anExpiredPasswordIsChangedAtTheLoginAndPasswdChangesItOnRequest() throws {
         let result = try session(
-            "courses\nerin\nerin-2026\nfresh-erin-1\nfresh-erin-1\npasswd\nfresh-erin-1\nfresh-erin-2\nfresh-erin-2\n"
+            "courses\nerin\nerin-2026\nerin-2026\nfresh-erin-1\nfresh-erin-1\npasswd\nfresh-erin-1\nfresh-erin-2\nfresh-erin-2\n"
                 + "logout\nerin\nfresh-erin-2\n")
         #expect(result.status == 0)
         #expect(
             result.stdout.contains(
                 "Password: \nYou are required to change your password immediately (administrator enforced).\n"
-                    + "Changing password for erin.\nNew password: \nRetype new password: \nCourses for Erin:"),
+                    + "Changing password for erin.\nCurrent password: \nNew password: \nRetype new password: \n"
+                    + "Courses for Erin:"),
             "\(result.stdout)")
         #expect(
             result.stdout.contains(

@@ -75,7 +75,7 @@ struct ChangePasswordTests {
             "--provider", "file", "--users", directory + "/users", "--user", "bob", "--state-dir", directory + "/state",
         ]
         let process = try Spawned(gatekeeperRun, common + (atLogin ? ["--", "true"] : ["--change-password"]))
-        process.write(atLogin ? "old-pass-1\n" : "old-pass-1\nold-pass-1\n")
+        process.write("old-pass-1\nold-pass-1\n")  // The login's password, then the current one.
         try process.waitForStderr(containing: "New password: ")
         process.send(signal)
         // Its last word, before standard input is closed (an end of input would cancel it too).

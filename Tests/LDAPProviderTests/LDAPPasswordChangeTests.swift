@@ -49,35 +49,51 @@ struct LDAPPasswordChangeTests {
         #expect(try binds("ike", "ike-2026"))
     }
 
-    /// A password reset by an administrator (pwdReset) is changed during the login that finds it: the
-    /// notice, the new password twice, and the login goes on with it; ldapwhoami agrees.
+    /// A password reset by an administrator (pwdReset) is admitted marked to be changed, and changed by
+    /// the gatekeeper once the login is admitted: the notice, the current password and the new one twice,
+    /// and the login goes on with it; ldapwhoami agrees.
     @Test func aResetPasswordIsChangedAtTheLogin() async throws {
         let provider = try LDAPProviderTests.provider()
         let new = "Hal-Fresh-Pass-1"
-        let conversation = ScriptedConversation(.secret("hal-2026"), .secret(new), .secret(new))
-        let outcome = try await provider.authenticate(
-            AuthRequest(username: "hal", conversation: conversation, mayChangeExpiredPassword: true))
-        guard case .authenticated(let identity) = outcome else {
-            Issue.record("hal was not admitted: \(outcome); \(conversation.events)")
+        let marked = try await provider.authenticate(
+            AuthRequest(
+                username: "hal", conversation: ScriptedConversation(.secret("hal-2026")), mayChangeExpiredPassword: true
+            ))
+        guard case .authenticated(let found) = marked, found.mustChangePassword else {
+            Issue.record("hal was not admitted marked: \(marked)")
             return
         }
-        #expect(identity.username == "hal")
+        #expect(try binds("hal", "hal-2026"))  // Nothing changed yet.
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
+        let conversation = ScriptedConversation(
+            .text("hal"), .secret("hal-2026"), .secret("hal-2026"), .secret(new), .secret(new))
+        let identity = try await gatekeeper.signIn(conversation: conversation)
+        #expect(identity.username == "hal" && !identity.mustChangePassword)
         #expect(conversation.messages.contains(PasswordPrompt.expiredNotice))
-        #expect(conversation.questionCount == 3)
         #expect(try binds("hal", new))
         #expect(try await LDAPProviderTests().login(provider, "hal", new).pamResult == .success)
     }
 
-    /// An expired password with grace logins left is changed at the login too; where the login cannot
-    /// change it, the grace login admits, as before, and says how many are left.
+    /// An expired password with grace logins left is changed at the login too; with its last grace login
+    /// used by the login itself, there is no bind left for a change: the login admits and says so.
     @Test func anExpiredPasswordWithGraceLoginsIsChangedAtTheLogin() async throws {
         let provider = try LDAPProviderTests.provider()
         let new = "Jill-Fresh-Pass-1"
-        let conversation = ScriptedConversation(.secret("jill-2026"), .secret(new), .secret(new))
-        let outcome = try await provider.authenticate(
-            AuthRequest(username: "jill", conversation: conversation, mayChangeExpiredPassword: true))
-        #expect(outcome.pamResult == .success, "\(outcome); \(conversation.events)")
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
+        let conversation = ScriptedConversation(
+            .text("jill"), .secret("jill-2026"), .secret("jill-2026"), .secret(new), .secret(new))
+        let identity = try await gatekeeper.signIn(conversation: conversation)
+        #expect(identity.username == "jill", "\(conversation.events)")
         #expect(try binds("jill", new))
+        let last = ScriptedConversation(.secret("lou-2026"))
+        let outcome = try await provider.authenticate(
+            AuthRequest(username: "lou", conversation: last, mayChangeExpiredPassword: true))
+        guard case .authenticated(let lou) = outcome else {
+            Issue.record("lou's last grace login was refused: \(outcome)")
+            return
+        }
+        #expect(!lou.mustChangePassword)
+        #expect(last.messages.contains { $0.contains("last grace login") })
     }
 
     /// Cancelled at the repeated new password, or with the two entries different, the change sends
@@ -92,11 +108,10 @@ struct LDAPPasswordChangeTests {
         #expect(try binds("kim", "kim-2026") && !binds("kim", "Kim-Fresh-Pass-1"))
         // At the login: cancelled at the new password, the login ends and the reset password is unchanged.
         let provider = try LDAPProviderTests.provider()
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         await #expect(throws: AuthError.cancelled) {
-            try await provider.authenticate(
-                AuthRequest(
-                    username: "fay", conversation: ScriptedConversation(.secret("fay-2026"), .cancel),
-                    mayChangeExpiredPassword: true))
+            try await gatekeeper.signIn(
+                conversation: ScriptedConversation(.text("fay"), .secret("fay-2026"), .secret("fay-2026"), .cancel))
         }
         #expect(
             try await LDAPProviderTests().login(provider, "fay", "fay-2026")

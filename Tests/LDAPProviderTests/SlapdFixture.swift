@@ -155,6 +155,14 @@ final class SlapdFixture: @unchecked Sendable {
             pwdCheckQuality: 2
             pwdInHistory: 3
 
+            dn: cn=lastgrace,ou=policies,\(base)
+            objectClass: device
+            objectClass: pwdPolicy
+            cn: lastgrace
+            pwdAttribute: userPassword
+            pwdMaxAge: 60
+            pwdGraceAuthNLimit: 1
+
             dn: cn=patient,ou=policies,\(base)
             objectClass: device
             objectClass: pwdPolicy
@@ -173,6 +181,7 @@ final class SlapdFixture: @unchecked Sendable {
             ("ike", "pwdPolicySubentry: cn=patient,ou=policies,\(base)\npwdChangedTime: \(Self.now)"),
             ("jill", "pwdPolicySubentry: cn=expiring,ou=policies,\(base)\npwdChangedTime: 20200101000000Z"),
             ("kim", ""),
+            ("lou", "pwdPolicySubentry: cn=lastgrace,ou=policies,\(base)\npwdChangedTime: 20200101000000Z"),
         ] {
             ldif += """
 

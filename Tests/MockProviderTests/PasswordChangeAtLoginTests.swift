@@ -1,5 +1,6 @@
 import Authentication
 import AuthenticationTesting
+import DebugProvider
 import MockProvider
 import TestSupport
 import Testing
@@ -20,19 +21,26 @@ struct PasswordChangeAtLoginTests {
 
     private func provider() -> MockAuthProvider { MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero) }
 
-    /// erin's password has expired: she is told so, asks nothing but the new password twice, is signed in,
-    /// and from then on only the new password works.
+    /// erin's password has expired: once the stack has admitted her she is told so, asked the current
+    /// password and the new one twice (as pam_unix asks at a login), signed in, and from then on only the
+    /// new password works; the change is audited.
     @Test func anExpiredPasswordIsChangedAtTheLoginAndAdmits() async throws {
         let provider = provider()
         let audit = RecordingAuditSink()
         let conversation = ScriptedConversation(
-            .text("erin"), .secret("erin-2026"), .secret("new-erin-pass"), .secret("new-erin-pass"))
+            .text("erin"), .secret("erin-2026"), .secret("erin-2026"), .secret("new-erin-pass"),
+            .secret("new-erin-pass"))
         let identity = try await gatekeeper(provider, audit: audit).signIn(conversation: conversation)
         #expect(identity.username == "erin")
         #expect(conversation.messages.first == PasswordPrompt.expiredNotice)
         #expect(
             conversation.events.filter { if case .askedSecret = $0 { true } else { false } }
-                == [.askedSecret("Password: "), .askedSecret(PasswordPrompt.new), .askedSecret(PasswordPrompt.retype)])
+                == [
+                    .askedSecret("Password: "), .askedSecret(PasswordPrompt.current), .askedSecret(PasswordPrompt.new),
+                    .askedSecret(PasswordPrompt.retype),
+                ])
+        #expect(audit.events.contains { $0.kind == .passwordChanged && $0.username == "erin" })
+        #expect(!identity.mustChangePassword)
         let again = gatekeeper(provider)
         #expect(try await again.signIn(try credentials("erin", "new-erin-pass")).username == "erin")
         await #expect(throws: AuthError.invalidCredentials) {
@@ -58,6 +66,48 @@ struct PasswordChangeAtLoginTests {
         #expect(try gatekeeper.lockout.status(of: LockoutAccount("erin"), policy: .init(deny: 2)).isLocked == false)
         #expect(!audit.events.contains { $0.kind == .lockedOut })
         #expect(audit.events.contains { $0.kind == .signInFailed && $0.reason == .passwordChangeRequired })
+    }
+
+    /// A second factor that fails keeps the stack from admitting anyone, and so from changing the
+    /// expired password: nothing is asked beyond the login's own questions, and the old password still
+    /// has to be changed.
+    @Test func anExpiredPasswordIsNotChangedWhenAnotherFactorFails() async throws {
+        let provider = provider()
+        for order in [false, true] {
+            let factor = ProviderChain.Entry(.required, DebugAuthProvider(result: .authenticationError))
+            let entry = ProviderChain.Entry(.required, provider)
+            let gatekeeper = Gatekeeper(
+                provider: ProviderChain(order ? [factor, entry] : [entry, factor]),
+                configuration: .init(maxAttempts: 1, failDelay: .zero))
+            let conversation = ScriptedConversation(
+                .text("erin"), .secret("erin-2026"), .secret("erin-2026"), .secret("taken-over"), .secret("taken-over"))
+            await #expect(throws: AuthError.invalidCredentials) {
+                try await gatekeeper.signIn(conversation: conversation)
+            }
+            #expect(conversation.questionCount == 2, "\(conversation.events)")
+        }
+        await #expect(throws: AuthError.passwordChangeRequired) {
+            try await gatekeeper(provider).signIn(try credentials("erin", "erin-2026"))
+        }
+    }
+
+    /// An expired password is not "the right password, uncounted" when an entry of a stack — of a stack
+    /// nested as an entry too — refused a credential: the attempt counts.
+    @Test func aRefusedCredentialInANestedStackIsCounted() async throws {
+        // `[success=ok default=bad]`: the expired password fails the inner stack first (`required` would
+        // take new_authtok_reqd for ok, and the second factor's auth_err would decide).
+        let inner = ProviderChain([
+            .init(ChainControl(actions: [.success: .ok], default: .bad), provider()),
+            .init(.required, DebugAuthProvider(result: .authenticationError)),
+        ])
+        let gatekeeper = Gatekeeper(
+            provider: ProviderChain([.init(.required, inner)]),
+            configuration: .init(
+                maxAttempts: 1, lockout: .init(deny: 1), failDelay: .zero, changesExpiredPasswords: false))
+        await #expect(throws: AuthError.passwordChangeRequired) {
+            try await gatekeeper.signIn(try credentials("erin", "erin-2026"))
+        }
+        #expect(try gatekeeper.lockout.status(of: LockoutAccount("erin"), policy: .init(deny: 1)).isLocked)
     }
 
     /// A wrong current password is a failed guess: counted under the lockout, so a session left open
@@ -124,7 +174,8 @@ struct PasswordChangeAtLoginTests {
     ])
     func aCancelledOrRefusedChangeAtLoginKeepsTheOldPassword(_ answers: [ScriptedConversation.Answer]) async throws {
         let provider = provider()
-        let conversation = ScriptedConversation(answers: [.text("erin"), .secret("erin-2026")] + answers)
+        let conversation = ScriptedConversation(
+            answers: [.text("erin"), .secret("erin-2026"), .secret("erin-2026")] + answers)
         await #expect(throws: AuthError.self) { try await gatekeeper(provider).signIn(conversation: conversation) }
         await #expect(throws: AuthError.passwordChangeRequired) {
             try await gatekeeper(provider).signIn(try credentials("erin", "erin-2026"))

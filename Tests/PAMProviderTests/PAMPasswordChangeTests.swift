@@ -101,9 +101,11 @@ struct PAMPasswordChangeTests {
                 status = try shell("pamtester \(account.service) \(account.user) chauthtok", input: "\(new)\n\(new)\n")
                     .status
             } else {
+                // The login's password, the current one (checked by the service's auth lines even as
+                // root), then the new one twice.
                 let result = try gatekeeperRun(
                     ["--provider", "pam", "--service", account.service, "--user", account.user, "--change-password"],
-                    input: "\(account.password)\n\(new)\n\(new)\n")
+                    input: "\(account.password)\n\(account.password)\n\(new)\n\(new)\n")
                 status = result.status
                 #expect(changes ? result.status == 0 : result.status == 77, "\(result.output)")
                 #expect(!result.output.contains(new) && !result.output.contains(account.password))
@@ -114,14 +116,48 @@ struct PAMPasswordChangeTests {
         }
     }
 
-    /// The provider's own change (as the REPL's passwd makes it): changed, and pamtester agrees.
-    @Test func theProviderChangesAPasswordOnRequest() async throws {
+    /// The provider's own change (as the REPL's passwd makes it): the current password is asked and
+    /// checked even though root runs it (pam_unix alone would not ask root for it), so a wrong one changes
+    /// nothing; the right one, and the change is made, and pamtester agrees.
+    @Test func theProviderChangesAPasswordOnRequestOnlyWithTheCurrentOne() async throws {
         let account = try ThrowawayAccount()
         defer { account.remove() }
         let provider = try PAMAuthProvider(.init(service: account.service))
-        let conversation = ScriptedConversation(.secret(Self.newPassword), .secret(Self.newPassword))
+        let new = Self.newPassword
+        let wrong = try await provider.changePassword(
+            of: account.user, conversation: ScriptedConversation(.secret("not-it"), .secret(new), .secret(new)))
+        #expect(wrong == .rejected(.wrongCurrentPassword))
+        #expect(try account.pamtester(account.user, account.password))
+        let conversation = ScriptedConversation(.secret(account.password), .secret(new), .secret(new))
         let outcome = try await provider.changePassword(of: account.user, conversation: conversation)
         #expect(outcome == .changed, "\(conversation.events)")
-        #expect(try account.pamtester(account.user, Self.newPassword))
+        #expect(try account.pamtester(account.user, new))
+    }
+
+    /// A stack of a users file and PAM: the PAM entry's password is changed only with its own current
+    /// password, not the file's (the stack's answer for the file's password is no answer for PAM's).
+    @Test func aStackChangesPAMsPasswordOnlyWithItsOwnCurrentOne() throws {
+        let account = try ThrowawayAccount()
+        defer { account.remove() }
+        let directory = "/run/gatekeeper-pam-change-\(UUID())"
+        try shell("mkdir -m 700 \(directory)")
+        defer { _ = try? shell("rm -rf \(directory)") }
+        try
+            "\(account.user):\(try shell("htpasswd -nbB x file-pass-1").output.split(separator: ":")[1].trimmingCharacters(in: .whitespacesAndNewlines))\n"
+            .write(toFile: directory + "/users", atomically: true, encoding: .utf8)
+        try shell("chmod 600 \(directory)/users")
+        try
+            "delay 0\nlockout dir=\(directory)/faillock\nrequired file users=\(directory)/users\noptional pam service=\(account.service)\n"
+            .write(toFile: directory + "/stack.conf", atomically: true, encoding: .utf8)
+        try shell("chmod 600 \(directory)/stack.conf")
+        let new = Self.newPassword
+        let result = try gatekeeperRun(
+            ["--config", directory + "/stack.conf", "--user", account.user, "--change-password"],
+            input: "file-pass-1\nfile-pass-1\n\(new)\n\(new)\n")
+        #expect(result.status == 0, "\(result.output)")
+        // The file's password changed; the system's did not.
+        #expect(try shell("htpasswd -vb \(directory)/users \(account.user) '\(new)'").status == 0)
+        #expect(try account.pamtester(account.user, account.password))
+        #expect(try !authenticates(account, new))
     }
 }

@@ -108,16 +108,24 @@ struct SystemAccountTests {
         defer { account.remove() }
         try shell("chage -d 0 \(account.user)")
         let newPassword = "Quartz-Lantern-\(UInt32.random(in: 1000...9999))"
-        let conversation = ScriptedConversation(
-            answers: [.secret(account.password), .secret(account.password), .secret(newPassword), .secret(newPassword)]
-        )
+        let answers: [ScriptedConversation.Answer] = [
+            .secret(account.password), .secret(account.password), .secret(newPassword), .secret(newPassword),
+        ]
         let provider = try PAMAuthProvider(.init(service: account.service))
-        let outcome = try await provider.authenticate(
-            AuthRequest(username: account.user, conversation: conversation, mayChangeExpiredPassword: true))
-        guard case .authenticated = outcome else {
-            Issue.record("expected authenticated, got \(outcome); conversation: \(conversation.events)")
+        // The provider alone admits the password marked to be changed, and changes nothing.
+        let marked = try await provider.authenticate(
+            AuthRequest(
+                username: account.user, conversation: ScriptedConversation(.secret(account.password)),
+                mayChangeExpiredPassword: true))
+        guard case .authenticated(let identity) = marked, identity.mustChangePassword else {
+            Issue.record("expected authenticated and marked, got \(marked)")
             return
         }
+        #expect(await provider.recheck(identity) == .refused(.passwordChangeRequired))
+        // Through a gatekeeper, the change is made once the login is admitted.
+        let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
+        _ = try await gatekeeper.signIn(
+            conversation: ScriptedConversation(answers: [.text(account.user)] + answers))
         #expect(try account.pamtester(account.user, newPassword))
     }
 

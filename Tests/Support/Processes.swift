@@ -131,16 +131,27 @@ public final class Spawned {
     public var stdout: String { (try? String(contentsOfFile: path("stdout"), encoding: .utf8)) ?? "" }
     public var stderr: String { (try? String(contentsOfFile: path("stderr"), encoding: .utf8)) ?? "" }
 
-    /// Waits until standard error contains `text`, 20 seconds at most.
+    /// Waits until standard error contains `text`, 20 seconds at most. A process that ends meanwhile has
+    /// had its last word: its error output is read once more, and its status kept for ``finish()``.
     public func waitForStderr(containing text: String) throws {
         let deadline = ContinuousClock.now + .seconds(20)
         while !stderr.contains(text) {
             guard ContinuousClock.now < deadline else { throw WaitTimedOut(text: text, output: stderr) }
             var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid { throw POSIXError(.ECHILD) }
+            if exitStatus == nil, waitpid(pid, &status, WNOHANG) == pid {
+                let signal = status & 0x7F
+                exitStatus = signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+            }
+            if exitStatus != nil {
+                if stderr.contains(text) { return }
+                throw POSIXError(.ECHILD)
+            }
             usleep(10_000)
         }
     }
+
+    /// The status of a process that ended while ``waitForStderr(containing:)`` waited.
+    private var exitStatus: Int32?
 
     /// How many bytes written to the process's standard input it has not read yet.
     public var unreadInput: Int { unreadBytes(input) }
@@ -149,7 +160,7 @@ public final class Spawned {
     public func finish() -> RunResult {
         close(input)
         input = -1
-        let status = waitForExit(pid)
+        let status = exitStatus ?? waitForExit(pid)
         let result = RunResult(status: status, stdout: stdout, stderr: stderr)
         try? FileManager.default.removeItem(at: directory)
         return result

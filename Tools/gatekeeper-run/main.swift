@@ -252,13 +252,17 @@ pendingRun.withLock { pending in
 
 let result = await run.result
 interrupts.stop()
+if case .success(nil) = result {
+    // Changed, even if a signal came while it was written: a change once begun is finished and said so.
+    writeStandardError("gatekeeper-run: the password was changed.\n")
+    exit(0)
+}
 if let number = pendingRun.withLock({ $0.signal }), number != SIGINT {
     fail(ExitStatus(code: 128 + number), "stopped by signal \(number)")
 }
 switch result {
 case .success(nil):
-    writeStandardError("gatekeeper-run: the password was changed.\n")
-    exit(0)
+    exit(0)  // Said above.
 case .success(.dismissed(let reason)?):
     explain()
     fail(ExitStatus(dismissal: reason), reason.description)

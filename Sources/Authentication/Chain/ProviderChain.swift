@@ -159,6 +159,8 @@ public final class ProviderChain: AuthProvider {
         var identity: (who: Identity, index: Int, establishes: Bool)?
         var rejection: (Rejection, String?)?
         var reason: String?
+        // Any entry whose password was right but expired: the identity kept, whichever it is, says so.
+        var mustChangePassword = false
         // The person answers each question once per login, as PAM modules share PAM_AUTHTOK
         // (`use_first_pass`): a later entry asking the same question gets the same answer.
         var shared = request
@@ -176,6 +178,7 @@ public final class ProviderChain: AuthProvider {
         } counted: { index, entry in
             switch outcome {
             case .authenticated(let who):
+                if who.mustChangePassword { mustChangePassword = true }
                 let establishes = entry.provider.establishesIdentity
                 if identity == nil || (establishes && identity?.establishes == false) {
                     identity = (who, index, establishes)
@@ -189,7 +192,9 @@ public final class ProviderChain: AuthProvider {
             trace.identityEntry = "\(identity.index + 1):\(labels[identity.index].provider)"
         }
         record(trace)
-        return self.outcome(trace.result, identity: identity?.who, rejection: rejection, reason: reason)
+        var admitted = identity?.who
+        if mustChangePassword { admitted?.mustChangePassword = true }
+        return self.outcome(trace.result, identity: admitted, rejection: rejection, reason: reason)
     }
 
     /// Whether any entry keeps passwords it can change.
@@ -480,13 +485,23 @@ extension ProviderChain {
     @TaskLocal static var collector: TraceCollector?
 }
 
-/// Receives the trace of one login.
+/// Receives the trace of one login: the outermost stack's, which comes last, and whether any stack of
+/// it, nested ones included, had an entry refuse a credential.
 final class TraceCollector: Sendable {
-    private let storage = Locked<ProviderChain.Trace?>(nil)
+    private let storage = Locked<(trace: ProviderChain.Trace?, refusedCredential: Bool)>((nil, false))
 
-    var trace: ProviderChain.Trace? { storage.withLock { $0 } }
+    var trace: ProviderChain.Trace? { storage.withLock { $0.trace } }
 
-    func record(_ trace: ProviderChain.Trace) { storage.withLock { $0 = trace } }
+    /// Whether an entry of any stack of the login answered a wrong credential (`auth_err`, `maxtries`).
+    var refusedCredential: Bool { storage.withLock { $0.refusedCredential } }
+
+    func record(_ trace: ProviderChain.Trace) {
+        let refused = trace.steps.contains { $0.result == .authenticationError || $0.result == .maximumTries }
+        storage.withLock {
+            $0.trace = trace
+            $0.refusedCredential = $0.refusedCredential || refused
+        }
+    }
 }
 
 /// A conversation that asks each hidden question once: the answer is kept for this login only (a

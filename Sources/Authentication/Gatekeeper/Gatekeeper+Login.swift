@@ -279,11 +279,13 @@ extension Gatekeeper {
                 }
                 recordSuccess(of: identity.username)
             }
-            remember(identity)
-            return identity
+            guard identity.mustChangePassword else {
+                remember(identity)
+                return identity
+            }
+            return try await changeExpiredPassword(of: identity, conversation: conversation)
         case .rejected(let rejection, let canonical)
-        where rejection.followsTheRightCredential
-            && !(trace?.steps.contains { $0.result == .authenticationError || $0.result == .maximumTries } ?? false):
+        where rejection.followsTheRightCredential && !collector.refusedCredential:
             // The right password, expired or for an account not activated yet (a backend says so only once
             // it has checked it), and no entry of the stack refused a credential: no failed guess to count.
             withdraw(attempt)
@@ -383,6 +385,38 @@ extension Gatekeeper {
             throw error
         }
         record(.passwordChanged, identity.username)
+    }
+
+    /// The change an expired password needs before the login admits anyone, once the whole stack has
+    /// admitted the person (as `login` calls `pam_chauthtok` after `pam_authenticate` and `pam_acct_mgmt`):
+    /// through the stack, each entry changing only a password of its own that has expired
+    /// (`expiredOnly`). Refused or cancelled, the login is not admitted and whatever the backend holds
+    /// for the identity is let go; the password that was right was no failed guess.
+    private func changeExpiredPassword(of identity: Identity, conversation: any Conversation) async throws(AuthError)
+        -> Identity
+    {
+        await conversation.show(PasswordPrompt.expiredNotice, as: .info)
+        await conversation.show("Changing password for \(identity.username).", as: .info)
+        let outcome: PasswordChangeOutcome
+        do throws(AuthError) {
+            outcome = try await provider.changePassword(
+                of: identity.username, conversation: conversation, expiredOnly: true, terminal: configuration.terminal,
+                remoteHost: configuration.remoteHost, requestingUser: configuration.requestingUser)
+        } catch {
+            record(.passwordChangeFailed, identity.username, error)
+            await provider.signOut(identity)
+            throw error
+        }
+        if let error = outcome.error {
+            record(.passwordChangeFailed, identity.username, error)
+            await provider.signOut(identity)
+            throw error
+        }
+        record(.passwordChanged, identity.username, detail: "the password had expired; changed at the login")
+        var admitted = identity
+        admitted.mustChangePassword = false
+        remember(admitted)
+        return admitted
     }
 
     /// The lockout policy in force, if any.
