@@ -23,7 +23,7 @@ struct LDAPPasswordChangeTests {
     }
 
     /// The change binds with the new password and not the old; the strict policy then refuses the old
-    /// one back (its history) and a short one, in ppolicy's words, and a wrong current password is
+    /// one back (its history), a short one and one it cannot check the quality of, in ppolicy's words, and a wrong current password is
     /// refused as such; none of them changes anything.
     @Test func aChangeTakesAndThePolicyRefusesInItsOwnWords() async throws {
         let first = "Gwen-Fresh-Pass-1"
@@ -35,6 +35,11 @@ struct LDAPPasswordChangeTests {
         #expect(
             try await change("gwen", .secret(first), .secret("Short-1"), .secret("Short-1"))
                 == .rejected(.unacceptable("Password is too short for policy")))
+        // A password the server cannot check (it looks hashed), under pwdCheckQuality 2.
+        let hashed = "{SSHA}R3dlbi1Gb3JnZWQtSGFzaA=="
+        #expect(
+            try await change("gwen", .secret(first), .secret(hashed), .secret(hashed))
+                == .rejected(.unacceptable("Password fails quality checks")))
         #expect(
             try await change("gwen", .secret("not-it"), .secret("Gwen-Other-Pass-2"), .secret("Gwen-Other-Pass-2"))
                 == .rejected(.wrongCurrentPassword))
