@@ -78,7 +78,10 @@ public final class OfflineCachingProvider: AuthProvider {
         }
         switch outcome {
         case .authenticated(let identity):
-            if let password = capturing.password {
+            // A password that must be changed first is no password to sign in with offline.
+            if identity.mustChangePassword {
+                _ = try? update { $0[identity.username] = nil }
+            } else if let password = capturing.password {
                 let (username, displayName, groups) = (identity.username, identity.displayName, identity.groups)
                 let entry = await Self.hashing.run { () -> CacheEntry? in
                     guard let verifier = try? PasswordHash.make(password, scheme: .yescrypt) else { return nil }

@@ -303,9 +303,11 @@ enum HelperProtocol {
         switch outcome {
         case "authenticated":
             let groups = (message.groups ?? []).map { TextSafety.escaped($0) }
-            let attributes = (message.attributes ?? [:]).reduce(into: [String: String]()) {
+            var attributes = (message.attributes ?? [:]).reduce(into: [String: String]()) {
                 $0[TextSafety.escaped($1.key)] = TextSafety.escaped($1.value)
             }
+            // Whether a password must be changed is the host's to ask of its own backends, not a helper's to say.
+            attributes[Identity.passwordExpiredAttribute] = nil
             guard groups.count <= 1024, attributes.count <= 1024 else { return unavailable("answered too many groups") }
             return .success(
                 .authenticated(

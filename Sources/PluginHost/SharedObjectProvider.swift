@@ -214,7 +214,9 @@ enum PluginOutcome {
                         username: account ?? request.username,
                         displayName: outcome.display_name.flatMap { SharedObjectPlugin.text($0) },
                         groups: Set(groups), provider: provider,
-                        attributes: Dictionary(zip(keys, values), uniquingKeysWith: { first, _ in first }))))
+                        attributes: Dictionary(zip(keys, values), uniquingKeysWith: { first, _ in first })
+                            // Whether a password must be changed is not a plugin's to say.
+                            .filter { $0.key != Identity.passwordExpiredAttribute })))
         case GK_OUTCOME_REJECTED.rawValue:
             let rejection: Rejection
             switch UInt32(bitPattern: outcome.rejection) {

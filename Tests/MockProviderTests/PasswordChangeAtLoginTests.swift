@@ -92,22 +92,76 @@ struct PasswordChangeAtLoginTests {
     }
 
     /// An expired password is not "the right password, uncounted" when an entry of a stack — of a stack
-    /// nested as an entry too — refused a credential: the attempt counts.
+    /// nested as an entry too — refused a credential: the attempt counts. (A backend that can only say
+    /// new_authtok_reqd, as a helper or an isolated PAM stack does.)
     @Test func aRefusedCredentialInANestedStackIsCounted() async throws {
         // `[success=ok default=bad]`: the expired password fails the inner stack first (`required` would
         // take new_authtok_reqd for ok, and the second factor's auth_err would decide).
         let inner = ProviderChain([
-            .init(ChainControl(actions: [.success: .ok], default: .bad), provider()),
+            .init(
+                ChainControl(actions: [.success: .ok], default: .bad),
+                DebugAuthProvider(result: .newAuthenticationTokenRequired)),
             .init(.required, DebugAuthProvider(result: .authenticationError)),
         ])
         let gatekeeper = Gatekeeper(
             provider: ProviderChain([.init(.required, inner)]),
-            configuration: .init(
-                maxAttempts: 1, lockout: .init(deny: 1), failDelay: .zero, changesExpiredPasswords: false))
+            configuration: .init(maxAttempts: 1, lockout: .init(deny: 1), failDelay: .zero))
         await #expect(throws: AuthError.passwordChangeRequired) {
             try await gatekeeper.signIn(try credentials("erin", "erin-2026"))
         }
-        #expect(try gatekeeper.lockout.status(of: LockoutAccount("erin"), policy: .init(deny: 1)).isLocked)
+        // Counted: the next attempt finds the name locked out.
+        await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+            try await gatekeeper.signIn(try credentials("erin", "erin-2026"))
+        }
+    }
+
+    /// Debian's common-auth shape — the password entry jumps over a `requisite pam_deny` on success, so its
+    /// success counts nothing — still changes an expired password before it admits, and, where nothing
+    /// can be asked, refuses with its own error, uncounted.
+    @Test func aJumpOnSuccessStillChangesAnExpiredPassword() async throws {
+        func stack(_ provider: MockAuthProvider) -> ProviderChain {
+            ProviderChain([
+                .init(ChainControl(actions: [.success: .jump(1)], default: .ignore), provider),
+                .init(.requisite, DebugAuthProvider(result: .authenticationError)),
+                .init(.required, DebugAuthProvider()),
+            ])
+        }
+        let provider = provider()
+        let refusing = Gatekeeper(
+            provider: stack(provider),
+            configuration: .init(
+                maxAttempts: 1, lockout: .init(deny: 1), failDelay: .zero, changesExpiredPasswords: false))
+        await #expect(throws: AuthError.passwordChangeRequired) {
+            try await refusing.signIn(conversation: ScriptedConversation(.text("erin"), .secret("erin-2026")))
+        }
+        #expect(try refusing.lockout.status(of: LockoutAccount("erin"), policy: .init(deny: 1)).isLocked == false)
+        let gatekeeper = Gatekeeper(provider: stack(provider), configuration: .init(maxAttempts: 1, failDelay: .zero))
+        let conversation = ScriptedConversation(
+            .text("erin"), .secret("erin-2026"), .secret("erin-2026"), .secret("jumped-erin"), .secret("jumped-erin"))
+        #expect(try await gatekeeper.signIn(conversation: conversation).username == "erin")
+        #expect(conversation.messages.first == PasswordPrompt.expiredNotice)
+        #expect(try await self.gatekeeper(provider).signIn(try credentials("erin", "jumped-erin")).username == "erin")
+    }
+
+    /// A remembered login is refused when any entry of the stack that keeps passwords has the account
+    /// locked or its password to be changed, not only the entry that signed the person in.
+    @Test func aRecheckAsksEveryEntryThatKeepsPasswords() async throws {
+        let first = MockAuthProvider(
+            users: [.init(username: "alice", password: Secret(copying: "a-1".utf8))], delay: .zero, name: "first")
+        let second = MockAuthProvider(
+            users: [.init(username: "alice", password: Secret(copying: "a-2".utf8), status: .locked)], delay: .zero,
+            name: "second")
+        let identity = Identity(username: "alice", provider: "first")
+        let chain = ProviderChain([.init(.required, first), .init(.required, second)])
+        #expect(await chain.recheck(identity) == .refused(.accountLocked(until: nil)))
+        // An entry that does not know the account says nothing against it.
+        let alone = ProviderChain([
+            .init(.required, first), .init(.optional, MockAuthProvider(users: [], delay: .zero, name: "third")),
+        ])
+        guard case .valid = await alone.recheck(identity) else {
+            Issue.record("an entry that does not know alice refused her")
+            return
+        }
     }
 
     /// A wrong current password is a failed guess: counted under the lockout, so a session left open

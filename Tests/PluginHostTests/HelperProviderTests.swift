@@ -121,6 +121,21 @@ struct HelperProviderTests {
         #expect(why.contains(reason), "\(name): \(why)")
     }
 
+    /// Whether a password must be changed is not a helper's to say: the attribute is dropped.
+    @Test func aHelperCannotMarkAPasswordExpired() async throws {
+        let script =
+            "#!/bin/sh\nread start\necho '{\"prompt\":\"Password: \",\"echo\":false}'\nread answer\n"
+            + "echo '{\"outcome\":\"authenticated\",\"user\":\"alice\",\"attributes\":{\"password_expired\":\"yes\",\"k\":\"v\"}}'\n"
+        let program = try Self.install("marks-expired", script)
+        let outcome = try await Self.helper(program, timeout: "5").authenticate(
+            AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("x"))))
+        guard case .authenticated(let identity) = outcome else {
+            Issue.record("the helper's login was refused: \(outcome)")
+            return
+        }
+        #expect(!identity.mustChangePassword && identity.attributes["k"] == "v")
+    }
+
     /// Every rejection a helper answers is read as the one it is.
     @Test(arguments: [
         ("wrong_credentials", Rejection.wrongCredentials), ("locked", .locked(until: nil)),

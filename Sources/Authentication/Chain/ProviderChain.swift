@@ -143,16 +143,36 @@ public final class ProviderChain: AuthProvider {
     /// The trace of the last login that ended (for `explain` and `--explain`).
     public var lastTrace: Trace? { traces.last }
 
-    /// Asks the entry that signed `identity` in (by its provider's name), searching nested stacks.
+    /// Asks the entry that signed `identity` in (by its provider's name), searching nested stacks — and
+    /// every other entry that keeps passwords (``AuthProvider/changesPasswords``: an account of its own,
+    /// that can be locked or expire), any of which refuses a remembered login for an account it has
+    /// locked, expired, not activated, or whose password must be changed first. An entry that does not
+    /// know the account says nothing against it.
     public func recheck(_ identity: Identity) async -> Recheck {
+        var answer = Recheck.unverifiable
+        var asked = false
         for entry in entries {
-            if let chain = entry.provider as? ProviderChain, chain.providerNames.contains(identity.provider) {
-                return await chain.recheck(identity)
+            let owns =
+                (entry.provider as? ProviderChain)?.providerNames.contains(identity.provider)
+                ?? (entry.provider.name == identity.provider)
+            if owns && !asked {
+                asked = true
+                answer = await entry.provider.recheck(identity)
+                if case .valid = answer { continue }
+                return answer
             }
-            if entry.provider.name == identity.provider { return await entry.provider.recheck(identity) }
+            guard entry.provider.changesPasswords else { continue }
+            if case .refused(let why) = await entry.provider.recheck(identity), Self.vetoes.contains(why.code) {
+                return .refused(why)
+            }
         }
-        return .unverifiable
+        return answer
     }
+
+    /// What an entry other than the one that signed a person in may say against a remembered login.
+    private static let vetoes: Set<AuthError.Code> = [
+        .accountLocked, .accountExpired, .passwordChangeRequired, .accountNotActivated,
+    ]
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
         // The identity so far, the entry that gave it, and whether that entry establishes identities.
@@ -174,11 +194,13 @@ public final class ProviderChain: AuthProvider {
             {
                 outcome = .rejected(.wrongCredentials, canonicalUsername: current.who.username)
             }
+            // Any entry that found its password right but expired, whatever its control made of the success
+            // (a jump over `pam_deny` counts nothing): the admitted identity says so.
+            if case .authenticated(let who) = outcome, who.mustChangePassword { mustChangePassword = true }
             return outcome.pamResult
         } counted: { index, entry in
             switch outcome {
             case .authenticated(let who):
-                if who.mustChangePassword { mustChangePassword = true }
                 let establishes = entry.provider.establishesIdentity
                 if identity == nil || (establishes && identity?.establishes == false) {
                     identity = (who, index, establishes)

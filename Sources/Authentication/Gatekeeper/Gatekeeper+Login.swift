@@ -233,8 +233,9 @@ extension Gatekeeper {
             terminal: configuration.terminal,
             remoteHost: configuration.remoteHost,
             requestingUser: configuration.requestingUser,
-            mayChangeExpiredPassword: configuration.changesExpiredPasswords
-                && !(conversation is CredentialsConversation)
+            // The gatekeeper acts on a password found right but expired (changes it, or refuses the login),
+            // so providers admit it marked and a stack decides it as the success it is.
+            mayChangeExpiredPassword: true
         )
         let collector = TraceCollector()
         let answer = await ProviderChain.$collector.withValue(collector) { () async -> Result<AuthOutcome, AuthError> in
@@ -282,6 +283,12 @@ extension Gatekeeper {
             guard identity.mustChangePassword else {
                 remember(identity)
                 return identity
+            }
+            guard configuration.changesExpiredPasswords && !(conversation is CredentialsConversation) else {
+                // Nobody here can answer a new password's questions: refused, its own error, uncounted.
+                record(.signInFailed, identity.username, .passwordChangeRequired, stackEntry: entry)
+                await provider.signOut(identity)
+                throw .passwordChangeRequired
             }
             return try await changeExpiredPassword(of: identity, conversation: conversation)
         case .rejected(let rejection, let canonical)
