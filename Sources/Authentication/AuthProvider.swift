@@ -132,9 +132,9 @@ public struct AuthRequest: Sendable {
     /// finds the password right but expired then answers ``AuthOutcome/authenticated(_:)`` with
     /// ``Identity/mustChangePassword`` set, and changes nothing: only once the whole stack has admitted
     /// the person does the ``Gatekeeper`` change the password, through the stack, before it admits. When
-    /// it is `false` (a password read from a pipe, fixed credentials), an expired password is
-    /// ``Rejection/passwordChangeRequired``. The ``Gatekeeper`` sets it from
-    /// ``Gatekeeper/Configuration/changesExpiredPasswords``.
+    /// it is `false` (the default, for a caller that would not act on the mark), an expired password is
+    /// ``Rejection/passwordChangeRequired``. The ``Gatekeeper`` always sets it, and changes the password or
+    /// refuses the login as ``Gatekeeper/Configuration/changesExpiredPasswords`` says.
     public var mayChangeExpiredPassword: Bool
 
     public init(
