@@ -147,7 +147,7 @@ else
     [[ $(man -w gatekeeper-run) == /usr/share/man/man1/gatekeeper-run.1.gz ]] || fail "man -w gatekeeper-run"
     [[ $(man -w 5 gatekeeper.conf) == /usr/share/man/man5/gatekeeper.conf.5.gz ]] || fail "man -w 5 gatekeeper.conf"
     page=$(MANWIDTH=80 man gatekeeper-passwd 2>/dev/null) || fail "man gatekeeper-passwd failed"
-    [[ $page == *"SYNOPSIS"*"gatekeeper-passwd add|set|delete"* ]] || fail "man gatekeeper-passwd: $page"
+    [[ $page == *"SYNOPSIS"*"gatekeeper-passwd add|set|change|expire|delete"* ]] || fail "man gatekeeper-passwd: $page"
     pass "man finds and renders the installed pages"
 fi
 completions=$(bash -c 'source /usr/share/bash-completion/bash_completion 2>/dev/null || true
