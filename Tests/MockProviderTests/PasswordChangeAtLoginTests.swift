@@ -164,6 +164,20 @@ struct PasswordChangeAtLoginTests {
         }
     }
 
+    /// The answers of a change are checked as a login's are: a password holding a NUL byte (which C would
+    /// cut short) never reaches a provider.
+    @Test func aChangesAnswersAreValidated() async throws {
+        let provider = provider()
+        let gatekeeper = gatekeeper(provider)
+        try await gatekeeper.signIn(try credentials("alice", "wonderland"))
+        await #expect(throws: AuthError.invalidPassword(.nulByte)) {
+            try await gatekeeper.changePassword(
+                conversation: ScriptedConversation(
+                    .bytes(Array("wonderland".utf8) + [0, 0x78]), .secret("looking-glass"), .secret("looking-glass")))
+        }
+        #expect(try await self.gatekeeper(provider).signIn(try credentials("alice", "wonderland")).username == "alice")
+    }
+
     /// A wrong current password is a failed guess: counted under the lockout, so a session left open
     /// cannot be used to guess the password without limit; a locked-out account changes nothing.
     @Test func wrongCurrentPasswordsAreCountedAndLockTheAccountOut() async throws {

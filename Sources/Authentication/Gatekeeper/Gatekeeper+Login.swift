@@ -371,9 +371,11 @@ extension Gatekeeper {
         }
         let outcome: PasswordChangeOutcome
         do throws(AuthError) {
+            // Every answer checked as a login's are, so providers may rely on it here too.
             outcome = try await provider.changePassword(
-                of: identity.username, conversation: conversation, terminal: configuration.terminal,
-                remoteHost: configuration.remoteHost, requestingUser: configuration.requestingUser)
+                of: identity.username, conversation: ValidatingConversation(conversation),
+                terminal: configuration.terminal, remoteHost: configuration.remoteHost,
+                requestingUser: configuration.requestingUser)
         } catch {
             withdraw(counted)
             record(.passwordChangeFailed, identity.username, error)
@@ -407,8 +409,9 @@ extension Gatekeeper {
         let outcome: PasswordChangeOutcome
         do throws(AuthError) {
             outcome = try await provider.changePassword(
-                of: identity.username, conversation: conversation, expiredOnly: true, terminal: configuration.terminal,
-                remoteHost: configuration.remoteHost, requestingUser: configuration.requestingUser)
+                of: identity.username, conversation: ValidatingConversation(conversation), expiredOnly: true,
+                terminal: configuration.terminal, remoteHost: configuration.remoteHost,
+                requestingUser: configuration.requestingUser)
         } catch {
             record(.passwordChangeFailed, identity.username, error)
             await provider.signOut(identity)
