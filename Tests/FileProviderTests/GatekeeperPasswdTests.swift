@@ -50,7 +50,7 @@ struct GatekeeperPasswdTests {
         let before = try String(contentsOfFile: file, encoding: .utf8)
         for (input, status) in [
             ("wrong-pass\n\(strong)\n\(strong)\n", Int32(1)), ("old-pass-1\nabc\nabc\n", 1),
-            ("old-pass-1\n\(strong)\n", 130),
+            ("old-pass-1\n\(strong)\n", 130), ("old-pass-1\u{0}x\n\(strong)\n\(strong)\n", 2),
         ] {
             let result = try passwd(["change", file, "bob"], input: input)
             #expect(result.status == status, "\(result.stderr)")

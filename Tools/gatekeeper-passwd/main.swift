@@ -253,14 +253,18 @@ case "change":
     } catch {
         finish(.fileProblem, error.description)
     }
-    // The terminal, or standard input line by line when there is none (a script).
-    let conversation = TerminalConversation.controllingTerminal() ?? TerminalConversation(input: 0, output: 2)
+    // The terminal, or standard input line by line when there is none (a script); every password
+    // checked as a login's is (a NUL byte, which C would cut short, is refused).
+    let conversation = CheckedConversation(
+        TerminalConversation.controllingTerminal() ?? TerminalConversation(input: 0, output: 2))
     await conversation.show("Changing password for \(TextSafety.escaped(user)).", as: .info)
     let outcome: PasswordChangeOutcome
     do throws(AuthError) {
         outcome = try await provider.changePassword(of: user, conversation: conversation)
-    } catch {
+    } catch  where error.code == .cancelled {
         finish(.cancelled, "cancelled; nothing was changed.")
+    } catch {
+        finish(.usage, "\(error.description) Nothing was changed.")
     }
     switch outcome {
     case .changed: finish(.ok, "the password of \(TextSafety.escaped(user)) was changed.")
@@ -322,3 +326,20 @@ default:  // list
     }
 }
 finish(.ok)
+
+/// The terminal's answers, each password refused as a login refuses it before a provider sees it.
+struct CheckedConversation: Conversation {
+    let base: TerminalConversation
+
+    init(_ base: TerminalConversation) { self.base = base }
+
+    func ask(_ prompt: String) async throws(AuthError) -> String { try await base.ask(prompt) }
+
+    func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
+        let secret = try await base.askSecret(prompt)
+        try Credentials.validatePassword(secret)
+        return secret
+    }
+
+    func show(_ message: String, as kind: MessageKind) async { await base.show(message, as: kind) }
+}
