@@ -39,11 +39,12 @@ depends=$(cd "$work" && dpkg-shlibdeps -O -e"$stage/usr/bin/gatekeeper-run" -e"$
     echo "deb.sh: dpkg-shlibdeps found no dependencies" >&2
     exit 1
 }
-# libldap, libcurl, libcrypto and libpwquality are loaded when an LDAP or OpenID Connect provider is made
-# or a new password checked, not linked (see Sources/CLDAPLoader, Sources/COIDCLoader and
-# Sources/CPWQualityLoader), so dpkg-shlibdeps cannot see them: the package that has each soname the
-# tools load is added by hand.
-for pattern in 'libldap[-_.a-z0-9]*\.so\.[0-9]+' 'libcurl\.so\.[0-9]+' 'libcrypto\.so\.[0-9]+' 'libpwquality\.so\.[0-9]+'; do
+# Every library a backend calls is loaded the first time it is called, not linked (Sources/CLibraryLoader
+# and the C*Loader modules beside it), so dpkg-shlibdeps cannot see them: the package that has each soname
+# the tools load is added by hand.
+for pattern in 'libldap[-_.a-z0-9]*\.so\.[0-9]+' 'libcurl\.so\.[0-9]+' 'libcrypto\.so\.[0-9]+' 'libpwquality\.so\.[0-9]+' \
+    'libpam\.so\.[0-9]+' 'libcrypt\.so\.[0-9]+' 'libaprutil-1\.so\.[0-9]+' 'liboath\.so\.[0-9]+' 'libqrencode\.so\.[0-9]+' \
+    'libunistring\.so\.[0-9]+'; do
     soname=$(grep -aoE "$pattern" "$stage/usr/bin/gatekeeper-run" | sort -u)
     [[ $(wc -l <<<"$soname") == 1 && -n $soname ]] || {
         echo "deb.sh: expected one soname like $pattern in gatekeeper-run, found: $soname" >&2

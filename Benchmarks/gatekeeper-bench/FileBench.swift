@@ -1,6 +1,6 @@
 import Authentication
 import AuthenticationTesting
-import CCrypt
+import CCryptLoader
 import FileProvider
 import Foundation
 

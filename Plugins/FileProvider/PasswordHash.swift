@@ -1,6 +1,6 @@
 public import Authentication
-import CAPRUtil
-import CCrypt
+import CAPRUtilLoader
+import CCryptLoader
 import GatekeeperSupport
 
 #if canImport(Glibc)
@@ -243,7 +243,7 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
         password.withCString { candidate in
             switch scheme {
             case .apr1, .sha1:
-                return text.withCString { apr_password_validate(candidate, $0) } == 0
+                return text.withCString { gk_apr_password_validate(candidate, $0) } == 0
             default:
                 // Compared as secrets: in constant time.
                 return Self.crypt(candidate, setting: text).map {
@@ -259,7 +259,7 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
     public static func make(_ password: Secret, scheme: Scheme = .yescrypt) throws(Problem) -> PasswordHash {
         guard Scheme.writable.contains(scheme) else { throw .unknownScheme }
         var setting = [CChar](repeating: 0, count: Int(CRYPT_GENSALT_OUTPUT_SIZE))
-        guard scheme.prefix.withCString({ crypt_gensalt_rn($0, 0, nil, 0, &setting, Int32(setting.count)) }) != nil
+        guard scheme.prefix.withCString({ gk_crypt_gensalt_rn($0, 0, nil, 0, &setting, Int32(setting.count)) }) != nil
         else { throw .malformed }
         let settingText = string(fromCBuffer: setting)
         guard let hashed = password.withCString({ crypt($0, setting: settingText) }) else { throw .malformed }
@@ -296,7 +296,7 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
             parameters = fields[2]
         }
         var setting = [CChar](repeating: 0, count: Int(CRYPT_GENSALT_OUTPUT_SIZE))
-        guard prefix.withCString({ crypt_gensalt_rn($0, count, nil, 0, &setting, Int32(setting.count)) }) != nil
+        guard prefix.withCString({ gk_crypt_gensalt_rn($0, count, nil, 0, &setting, Int32(setting.count)) }) != nil
         else { throw .malformed }
         var settingText = string(fromCBuffer: setting)
         if let parameters {
@@ -319,7 +319,7 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
             Secret.wipe(raw)
             data.deallocate()
         }
-        guard let output = setting.withCString({ crypt_r(password, $0, data) }) else { return nil }
+        guard let output = setting.withCString({ gk_crypt_r(password, $0, data) }) else { return nil }
         let result = String(cString: output)
         // libxcrypt signals failure with a string starting with '*'.
         return result.hasPrefix("*") ? nil : result

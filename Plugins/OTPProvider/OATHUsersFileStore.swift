@@ -1,5 +1,5 @@
 public import Authentication
-import COath
+import COathLoader
 import GatekeeperSupport
 
 #if canImport(Glibc)
@@ -126,7 +126,7 @@ public struct OATHUsersFileStore: Sendable {
             defer { secret.withUnsafeMutableBytes { Secret.wipe($0) } }
             let decoded = String(decoding: fields[3], as: UTF8.self).withCString { hex in
                 secret.withUnsafeMutableBufferPointer { buffer in
-                    buffer.withMemoryRebound(to: CChar.self) { oath_hex2bin(hex, $0.baseAddress, &length) }
+                    buffer.withMemoryRebound(to: CChar.self) { gk_oath_hex2bin(hex, $0.baseAddress, &length) }
                 }
             }
             guard decoded == OATH_OK.rawValue else {
@@ -136,7 +136,7 @@ public struct OATHUsersFileStore: Sendable {
             var counter: UInt64 = 0
             let status = secret.withUnsafeBufferPointer { key in
                 key.withMemoryRebound(to: CChar.self) {
-                    oath_totp_validate4(
+                    gk_oath_totp_validate4(
                         $0.baseAddress, length, time(nil), UInt32(step), 0, window, &position, &counter,
                         algorithm.flags, code)
                 }

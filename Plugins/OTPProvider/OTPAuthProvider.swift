@@ -1,5 +1,5 @@
 public import Authentication
-import COath
+import COathLoader
 import GatekeeperSupport
 public import ProviderPlugins
 
@@ -79,7 +79,7 @@ public final class OTPAuthProvider: AuthProvider {
                     var last: time_t = 0
                     // Another process (pam_oath, an enrolment) holding liboath's lock: try again for a second.
                     for _ in 0..<100 {
-                        let status = oath_authenticate_usersfile(path, user, answer, window, "", &last)
+                        let status = gk_oath_authenticate_usersfile(path, user, answer, window, "", &last)
                         guard status == OATH_FILE_LOCK_ERROR.rawValue else { return status }
                         usleep(10_000)
                     }

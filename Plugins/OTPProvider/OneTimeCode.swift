@@ -1,4 +1,4 @@
-import COath
+import COathLoader
 import GatekeeperSupport
 
 /// HOTP (RFC 4226) and TOTP (RFC 6238) codes, computed by OATH Toolkit's liboath — the library pam_oath
@@ -18,7 +18,7 @@ public enum OneTimeCode {
     }
 
     /// liboath is initialised once for the process.
-    static let initialised: Bool = oath_init() == OATH_OK.rawValue
+    static let initialised: Bool = gk_oath_init() == OATH_OK.rawValue
 
     /// The HOTP code for `counter`.
     public static func hotp(secret: [UInt8], counter: UInt64, digits: Int) -> String? {
@@ -26,7 +26,7 @@ public enum OneTimeCode {
         var output = [CChar](repeating: 0, count: 16)
         let status = secret.withUnsafeBufferPointer { key in
             key.withMemoryRebound(to: CChar.self) { chars in
-                oath_hotp_generate(
+                gk_oath_hotp_generate(
                     chars.baseAddress, chars.count, counter, UInt32(digits), false,
                     Int(bitPattern: UInt(OATH_HOTP_DYNAMIC_TRUNCATION)), &output)
             }
@@ -42,7 +42,7 @@ public enum OneTimeCode {
         var output = [CChar](repeating: 0, count: 16)
         let status = secret.withUnsafeBufferPointer { key in
             key.withMemoryRebound(to: CChar.self) { chars in
-                oath_totp_generate2(
+                gk_oath_totp_generate2(
                     chars.baseAddress, chars.count, time_t(time), UInt32(step), 0, UInt32(digits), algorithm.flags,
                     &output)
             }
@@ -52,6 +52,6 @@ public enum OneTimeCode {
 
     /// liboath's message for a status.
     static func message(_ status: Int32) -> String {
-        oath_strerror(status).map { String(cString: $0) } ?? "liboath error \(status)"
+        gk_oath_strerror(status).map { String(cString: $0) } ?? "liboath error \(status)"
     }
 }

@@ -1,5 +1,5 @@
 public import Authentication
-import CPAM
+import CPAMLoader
 import GatekeeperSupport
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import Authentication
-import CPAM
+import CPAMLoader
 import GatekeeperSupport
 
 #if canImport(Glibc)
@@ -73,52 +73,56 @@ final class PAMTransaction: Sendable {
         let started = configuration.service.withCString { service in
             request.username.withCString { user in
                 withOptionalCString(configuration.configurationDirectory) { directory in
-                    pam_start_confdir(service, user, &conversation, directory, &handle)
+                    gk_pam_start_confdir(service, user, &conversation, directory, &handle)
                 }
             }
         }
         guard started == PAM_SUCCESS, let handle else {
+            var why: UnsafePointer<CChar>?
+            if gatekeeper_pam_load(&why) != 0, let why {
+                return .success(.unavailable(reason: "PAM could not start: \(String(cString: why))."))
+            }
             return .success(.unavailable(reason: "PAM could not start the \(configuration.service) service."))
         }
         var status = PAM_SUCCESS
-        defer { pam_end(handle, status) }
+        defer { gk_pam_end(handle, status) }
 
         let remoteUser = configuration.remoteUser ?? request.requestingUser
         for (item, value) in [(PAM_TTY, request.terminal), (PAM_RHOST, request.remoteHost), (PAM_RUSER, remoteUser)] {
             guard let value else { continue }
-            status = value.withCString { pam_set_item(handle, item, $0) }
+            status = value.withCString { gk_pam_set_item(handle, item, $0) }
             guard status == PAM_SUCCESS else { return outcome(of: status, handle) }
         }
 
         if case .passwordCheck = purpose {
             guard !isCancelled else { return .failure(.cancelled) }
-            status = pam_authenticate(handle, 0)
+            status = gk_pam_authenticate(handle, 0)
             if let failure = conversationFailure() { return .failure(failure) }
             guard status == PAM_SUCCESS else {
                 let code = PAMResult(code: status) ?? .systemError
-                return .success(.failed(code, reason: "PAM: \(String(cString: pam_strerror(handle, status)))."))
+                return .success(.failed(code, reason: "PAM: \(String(cString: gk_pam_strerror(handle, status)))."))
             }
             return .success(.authenticated(Identity(username: request.username, provider: "pam")))
         }
         if case .passwordChange(let expiredOnly) = purpose {
             guard !isCancelled else { return .failure(.cancelled) }
-            status = pam_chauthtok(handle, expiredOnly ? Int32(PAM_CHANGE_EXPIRED_AUTHTOK) : 0)
+            status = gk_pam_chauthtok(handle, expiredOnly ? Int32(PAM_CHANGE_EXPIRED_AUTHTOK) : 0)
             if let failure = conversationFailure() { return .failure(failure) }
             guard status == PAM_SUCCESS else {
                 let code = PAMResult(code: status) ?? .systemError
-                return .success(.failed(code, reason: "PAM: \(String(cString: pam_strerror(handle, status)))."))
+                return .success(.failed(code, reason: "PAM: \(String(cString: gk_pam_strerror(handle, status)))."))
             }
             return .success(.authenticated(Identity(username: request.username, provider: "pam")))
         }
 
         // Each phase starts only if the login is still wanted: a cancelled login opens nothing.
-        status = pam_authenticate(handle, 0)
+        status = gk_pam_authenticate(handle, 0)
         guard status == PAM_SUCCESS, !isCancelled else { return outcome(of: status, handle) }
         // An expired password that may be changed: the person is admitted only once it has been, after
         // the whole stack has said yes (the gatekeeper asks for it then), so no credentials or session yet.
         var mustChange = false
         if configuration.checksAccount {
-            status = pam_acct_mgmt(handle, 0)
+            status = gk_pam_acct_mgmt(handle, 0)
             if status == PAM_NEW_AUTHTOK_REQD && configuration.allowsPasswordChange && request.mayChangeExpiredPassword
             {
                 mustChange = true
@@ -136,15 +140,15 @@ final class PAMTransaction: Sendable {
         }
 
         // Credentials and a session live until sign-out, on this handle and this thread.
-        status = pam_setcred(handle, Int32(PAM_ESTABLISH_CRED))
+        status = gk_pam_setcred(handle, Int32(PAM_ESTABLISH_CRED))
         guard status == PAM_SUCCESS, !isCancelled else {
-            if status == PAM_SUCCESS { status = pam_setcred(handle, Int32(PAM_DELETE_CRED)) }
+            if status == PAM_SUCCESS { status = gk_pam_setcred(handle, Int32(PAM_DELETE_CRED)) }
             return outcome(of: status, handle)
         }
         if configuration.opensSession {
-            status = pam_open_session(handle, 0)
+            status = gk_pam_open_session(handle, 0)
             guard status == PAM_SUCCESS else {
-                pam_setcred(handle, Int32(PAM_DELETE_CRED))
+                gk_pam_setcred(handle, Int32(PAM_DELETE_CRED))
                 return outcome(of: status, handle)
             }
         }
@@ -157,8 +161,8 @@ final class PAMTransaction: Sendable {
         } else {
             sessions.discard(session)
         }
-        if configuration.opensSession { status = pam_close_session(handle, 0) }
-        let deleted = pam_setcred(handle, Int32(PAM_DELETE_CRED))
+        if configuration.opensSession { status = gk_pam_close_session(handle, 0) }
+        let deleted = gk_pam_setcred(handle, Int32(PAM_DELETE_CRED))
         if status == PAM_SUCCESS { status = deleted }
         session.finish()
         return .success(.authenticated(identity))  // Already delivered, or nobody waits; nobody reads it.
@@ -167,7 +171,7 @@ final class PAMTransaction: Sendable {
     /// The user name PAM holds now: a module may have changed it (canonical case, an alias).
     private func pamUser(_ handle: OpaquePointer) -> String? {
         var item: UnsafeRawPointer?
-        guard pam_get_item(handle, PAM_USER, &item) == PAM_SUCCESS, let item else { return nil }
+        guard gk_pam_get_item(handle, PAM_USER, &item) == PAM_SUCCESS, let item else { return nil }
         let bytes = UnsafeBufferPointer(start: item.assumingMemoryBound(to: UInt8.self), count: strlen(item))
         return try? Username.validate(utf8: bytes)
     }
@@ -175,7 +179,7 @@ final class PAMTransaction: Sendable {
     /// Maps a PAM result code to an answer, in one place.
     private func outcome(of status: Int32, _ handle: OpaquePointer) -> Result<AuthOutcome, AuthError> {
         if let failure = conversationFailure() { return .failure(failure) }
-        let message = String(cString: pam_strerror(handle, status))
+        let message = String(cString: gk_pam_strerror(handle, status))
         // Failures count against the name PAM settled on, so spellings of one account share a lockout.
         let user = pamUser(handle)
         let canonical = user == request.username ? nil : user

@@ -1,5 +1,5 @@
 import Authentication
-import CPAM
+import CPAMLoader
 import GatekeeperSupport
 
 #if canImport(Glibc)

@@ -1,5 +1,7 @@
 #include "gatekeeper_oidc.h"
 
+#include "gatekeeper_library.h"
+
 #define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
 #include <openssl/bn.h>
@@ -11,7 +13,6 @@
 #include <openssl/rsa.h>
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -27,8 +28,8 @@
 #error "OpenSSL 3 or later is needed (EVP_PKEY_fromdata)"
 #endif
 
-static const char *const curl_library = "libcurl.so.4";
-static const char *const crypto_library = "libcrypto.so.3";
+static const char *const curl_soname = "libcurl.so.4";
+static const char *const crypto_soname = "libcrypto.so.3";
 
 /* Every function used, typed from the libraries' own declarations. */
 #define GATEKEEPER_CURL_FUNCTIONS(X)                                                                           \
@@ -46,45 +47,20 @@ static const char *const crypto_library = "libcrypto.so.3";
     X(ECDSA_SIG_set0) X(ECDSA_SIG_free) X(i2d_ECDSA_SIG) X(EVP_Digest) X(EVP_get_digestbyname)                \
     X(ERR_clear_error)
 
-static struct {
-#define GATEKEEPER_FIELD(name) __typeof__(&name) name;
-    GATEKEEPER_CURL_FUNCTIONS(GATEKEEPER_FIELD)
-    GATEKEEPER_CRYPTO_FUNCTIONS(GATEKEEPER_FIELD)
-#undef GATEKEEPER_FIELD
-} functions;
+/* Never unloaded: TLS state and libcrypto's tables live as long as the process. */
+GATEKEEPER_LIBRARY(crypto, crypto_soname, "OpenSSL's crypto library", GATEKEEPER_CRYPTO_FUNCTIONS)
+GATEKEEPER_LIBRARY(curl, curl_soname, "the HTTP client library", GATEKEEPER_CURL_FUNCTIONS)
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int loaded = 0;
 static char failure[512];
 
 static void load(void) {
-    /* Never unloaded: TLS state and libcrypto's tables live as long as the process. */
-    void *crypto = dlopen(crypto_library, RTLD_NOW | RTLD_LOCAL);
-    if (crypto == NULL) {
-        const char *why = dlerror();
-        snprintf(failure, sizeof failure, "%s, OpenSSL's crypto library, cannot be loaded: %s", crypto_library,
-                 why ? why : "no reason given");
+    const char *why = NULL;
+    if (gatekeeper_crypto_load(&why) != 0 || gatekeeper_curl_load(&why) != 0) {
+        snprintf(failure, sizeof failure, "%s", why);
         return;
     }
-    void *curl = dlopen(curl_library, RTLD_NOW | RTLD_LOCAL);
-    if (curl == NULL) {
-        const char *why = dlerror();
-        snprintf(failure, sizeof failure, "%s cannot be loaded: %s", curl_library, why ? why : "no reason given");
-        return;
-    }
-#define GATEKEEPER_LOOKUP(library, file, name)                                                                  \
-    functions.name = (__typeof__(&name))dlsym(library, #name);                                                  \
-    if (functions.name == NULL) {                                                                               \
-        snprintf(failure, sizeof failure, "%s has no %s", file, #name);                                         \
-        return;                                                                                                 \
-    }
-#define GATEKEEPER_CURL(name) GATEKEEPER_LOOKUP(curl, curl_library, name)
-#define GATEKEEPER_CRYPTO(name) GATEKEEPER_LOOKUP(crypto, crypto_library, name)
-    GATEKEEPER_CURL_FUNCTIONS(GATEKEEPER_CURL)
-    GATEKEEPER_CRYPTO_FUNCTIONS(GATEKEEPER_CRYPTO)
-#undef GATEKEEPER_CURL
-#undef GATEKEEPER_CRYPTO
-#undef GATEKEEPER_LOOKUP
     /* Thread-safe in libcurl 7.84 and later; SSL and the socket layer only (no signal handlers). libcurl
      * opens SSLKEYLOGFILE here, and would write every TLS session's keys to it (that is, the passwords and
      * tokens of every login to whoever can read the file): it is hidden from libcurl while it starts, and
@@ -92,13 +68,13 @@ static void load(void) {
     char *keylog = getenv("SSLKEYLOGFILE");
     char *saved = keylog != NULL ? strdup(keylog) : NULL;
     if (keylog != NULL) unsetenv("SSLKEYLOGFILE");
-    CURLcode code = functions.curl_global_init(CURL_GLOBAL_DEFAULT);
+    CURLcode code = curl_library.call.curl_global_init(CURL_GLOBAL_DEFAULT);
     if (saved != NULL) {
         setenv("SSLKEYLOGFILE", saved, 1);
         free(saved);
     }
     if (code != CURLE_OK) {
-        snprintf(failure, sizeof failure, "libcurl did not start: %s", functions.curl_easy_strerror(code));
+        snprintf(failure, sizeof failure, "libcurl did not start: %s", curl_library.call.curl_easy_strerror(code));
         return;
     }
     __atomic_store_n(&loaded, 1, __ATOMIC_RELEASE);
@@ -124,7 +100,7 @@ gk_http_transfer *gk_http_transfer_new(void) {
     if (!READY()) return NULL;
     gk_http_transfer *transfer = calloc(1, sizeof *transfer);
     if (transfer == NULL) return NULL;
-    transfer->multi = functions.curl_multi_init();
+    transfer->multi = curl_library.call.curl_multi_init();
     if (transfer->multi == NULL) {
         free(transfer);
         return NULL;
@@ -135,12 +111,12 @@ gk_http_transfer *gk_http_transfer_new(void) {
 void gk_http_transfer_cancel(gk_http_transfer *transfer) {
     if (transfer == NULL) return;
     __atomic_store_n(&transfer->cancelled, 1, __ATOMIC_RELEASE);
-    functions.curl_multi_wakeup(transfer->multi);
+    curl_library.call.curl_multi_wakeup(transfer->multi);
 }
 
 void gk_http_transfer_free(gk_http_transfer *transfer) {
     if (transfer == NULL) return;
-    functions.curl_multi_cleanup(transfer->multi);
+    curl_library.call.curl_multi_cleanup(transfer->multi);
     free(transfer);
 }
 
@@ -252,7 +228,7 @@ gk_http_status gk_http_transfer_perform(gk_http_transfer *transfer, const gk_htt
         return GK_HTTP_FAILED;
     }
     if (__atomic_load_n(&transfer->cancelled, __ATOMIC_ACQUIRE)) return GK_HTTP_CANCELLED;
-    CURL *easy = functions.curl_easy_init();
+    CURL *easy = curl_library.call.curl_easy_init();
     if (easy == NULL) {
         snprintf(response->message, sizeof response->message, "libcurl could not make a request");
         return GK_HTTP_FAILED;
@@ -262,7 +238,7 @@ gk_http_status gk_http_transfer_perform(gk_http_transfer *transfer, const gk_htt
     if (request->header_count > 0) {
         lines = calloc(request->header_count, sizeof *lines);
         if (lines == NULL) {
-            functions.curl_easy_cleanup(easy);
+            curl_library.call.curl_easy_cleanup(easy);
             snprintf(response->message, sizeof response->message, "out of memory");
             return GK_HTTP_FAILED;
         }
@@ -273,39 +249,39 @@ gk_http_status gk_http_transfer_perform(gk_http_transfer *transfer, const gk_htt
     }
     struct sink sink = {.max = request->max_body};
     char reason[CURL_ERROR_SIZE] = "";
-    functions.curl_easy_setopt(easy, CURLOPT_URL, request->url);
-    functions.curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    functions.curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, request->allow_plain_http ? "http,https" : "https");
-    functions.curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-    functions.curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
-    functions.curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
-    functions.curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (request->ca_file != NULL) functions.curl_easy_setopt(easy, CURLOPT_CAINFO, request->ca_file);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_URL, request->url);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, request->allow_plain_http ? "http,https" : "https");
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (request->ca_file != NULL) curl_library.call.curl_easy_setopt(easy, CURLOPT_CAINFO, request->ca_file);
     /* Plain http:// goes to loopback only, and never through a proxy the environment names (http_proxy,
      * ALL_PROXY), which would see the password in clear; https:// may (the tunnel is verified end to end). */
     if (strncmp(request->url, "https://", 8) != 0) {
-        functions.curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
-        functions.curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, open_loopback_only);
+        curl_library.call.curl_easy_setopt(easy, CURLOPT_NOPROXY, "*");
+        curl_library.call.curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, open_loopback_only);
     }
-    functions.curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, request->timeout_ms);
-    functions.curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, request->timeout_ms);
-    functions.curl_easy_setopt(easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)request->max_body);
-    functions.curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, receive);
-    functions.curl_easy_setopt(easy, CURLOPT_WRITEDATA, &sink);
-    functions.curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, reason);
-    functions.curl_easy_setopt(easy, CURLOPT_USERAGENT, "swift-gatekeeper");
-    functions.curl_easy_setopt(easy, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
-    if (lines != NULL) functions.curl_easy_setopt(easy, CURLOPT_HTTPHEADER, lines);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, request->timeout_ms);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, request->timeout_ms);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)request->max_body);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, receive);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_WRITEDATA, &sink);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, reason);
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_USERAGENT, "swift-gatekeeper");
+    curl_library.call.curl_easy_setopt(easy, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
+    if (lines != NULL) curl_library.call.curl_easy_setopt(easy, CURLOPT_HTTPHEADER, lines);
     if (request->body != NULL) {
-        functions.curl_easy_setopt(easy, CURLOPT_POST, 1L);
-        functions.curl_easy_setopt(easy, CURLOPT_POSTFIELDS, (const char *)request->body);
-        functions.curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)request->body_length);
+        curl_library.call.curl_easy_setopt(easy, CURLOPT_POST, 1L);
+        curl_library.call.curl_easy_setopt(easy, CURLOPT_POSTFIELDS, (const char *)request->body);
+        curl_library.call.curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)request->body_length);
     }
 
     gk_http_status status = GK_HTTP_FAILED;
     CURLcode result = CURLE_OK;
     int finished = 0;
-    if (functions.curl_multi_add_handle(transfer->multi, easy) != CURLM_OK) {
+    if (curl_library.call.curl_multi_add_handle(transfer->multi, easy) != CURLM_OK) {
         snprintf(response->message, sizeof response->message, "libcurl could not start the request");
     } else {
         for (;;) {
@@ -314,10 +290,10 @@ gk_http_status gk_http_transfer_perform(gk_http_transfer *transfer, const gk_htt
                 break;
             }
             int running = 0;
-            if (functions.curl_multi_perform(transfer->multi, &running) != CURLM_OK) break;
+            if (curl_library.call.curl_multi_perform(transfer->multi, &running) != CURLM_OK) break;
             int left = 0;
             CURLMsg *message;
-            while ((message = functions.curl_multi_info_read(transfer->multi, &left)) != NULL) {
+            while ((message = curl_library.call.curl_multi_info_read(transfer->multi, &left)) != NULL) {
                 if (message->msg == CURLMSG_DONE && message->easy_handle == easy) {
                     result = message->data.result;
                     finished = 1;
@@ -325,24 +301,24 @@ gk_http_status gk_http_transfer_perform(gk_http_transfer *transfer, const gk_htt
             }
             if (finished || running == 0) break;
             /* A cancellation wakes this at once; the bound is for the time-out's sake only. */
-            functions.curl_multi_poll(transfer->multi, NULL, 0, 1000, NULL);
+            curl_library.call.curl_multi_poll(transfer->multi, NULL, 0, 1000, NULL);
         }
-        functions.curl_multi_remove_handle(transfer->multi, easy);
+        curl_library.call.curl_multi_remove_handle(transfer->multi, easy);
     }
     if (status != GK_HTTP_CANCELLED && finished) {
         status = classify(result);
         if (result == CURLE_WRITE_ERROR && sink.too_large) status = GK_HTTP_TOO_LARGE;
         if (status == GK_HTTP_OK) {
-            functions.curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &response->status_code);
+            curl_library.call.curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &response->status_code);
             char *type = NULL;
-            if (functions.curl_easy_getinfo(easy, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK && type != NULL)
+            if (curl_library.call.curl_easy_getinfo(easy, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK && type != NULL)
                 snprintf(response->content_type, sizeof response->content_type, "%s", type);
         } else {
             snprintf(response->message, sizeof response->message, "%s",
-                     reason[0] ? reason : functions.curl_easy_strerror(result));
+                     reason[0] ? reason : curl_library.call.curl_easy_strerror(result));
         }
     }
-    functions.curl_easy_cleanup(easy);
+    curl_library.call.curl_easy_cleanup(easy);
     free(lines);
     if (status == GK_HTTP_OK && !sink.out_of_memory) {
         if (sink.data == NULL) sink.data = calloc(1, 1);
@@ -367,26 +343,26 @@ gk_http_status gk_http_transfer_perform(gk_http_transfer *transfer, const gk_htt
 static const EVP_MD *named_digest(const char *digest) {
     if (strcmp(digest, "SHA256") != 0 && strcmp(digest, "SHA384") != 0 && strcmp(digest, "SHA512") != 0)
         return NULL;
-    return functions.EVP_get_digestbyname(digest);
+    return crypto_library.call.EVP_get_digestbyname(digest);
 }
 
 /* 1 good, 0 not: a verification that errs is a signature that is not good. */
 static int verify_with(EVP_PKEY *key, const char *digest, int pss, const uint8_t *data, size_t data_length,
                        const uint8_t *signature, size_t signature_length) {
-    EVP_MD_CTX *context = functions.EVP_MD_CTX_new();
+    EVP_MD_CTX *context = crypto_library.call.EVP_MD_CTX_new();
     if (context == NULL) return 0;
     EVP_PKEY_CTX *key_context = NULL;
     int good = 0;
-    if (functions.EVP_DigestVerifyInit_ex(context, &key_context, digest, NULL, NULL, key, NULL) == 1) {
+    if (crypto_library.call.EVP_DigestVerifyInit_ex(context, &key_context, digest, NULL, NULL, key, NULL) == 1) {
         int ready = 1;
         if (pss) {
-            ready = functions.EVP_PKEY_CTX_set_rsa_padding(key_context, RSA_PKCS1_PSS_PADDING) == 1 &&
-                    functions.EVP_PKEY_CTX_set_rsa_pss_saltlen(key_context, RSA_PSS_SALTLEN_DIGEST) == 1;
+            ready = crypto_library.call.EVP_PKEY_CTX_set_rsa_padding(key_context, RSA_PKCS1_PSS_PADDING) == 1 &&
+                    crypto_library.call.EVP_PKEY_CTX_set_rsa_pss_saltlen(key_context, RSA_PSS_SALTLEN_DIGEST) == 1;
         }
-        if (ready) good = functions.EVP_DigestVerify(context, signature, signature_length, data, data_length) == 1;
+        if (ready) good = crypto_library.call.EVP_DigestVerify(context, signature, signature_length, data, data_length) == 1;
     }
-    functions.EVP_MD_CTX_free(context);
-    functions.ERR_clear_error();
+    crypto_library.call.EVP_MD_CTX_free(context);
+    crypto_library.call.ERR_clear_error();
     return good;
 }
 
@@ -395,23 +371,23 @@ static int verify_with(EVP_PKEY *key, const char *digest, int pss, const uint8_t
  * login, and a modulus that is not one a key has only makes every signature fail). */
 static EVP_PKEY *key_from(const char *type, OSSL_PARAM_BLD *builder, int check) {
     EVP_PKEY *key = NULL;
-    OSSL_PARAM *parameters = functions.OSSL_PARAM_BLD_to_param(builder);
-    EVP_PKEY_CTX *context = functions.EVP_PKEY_CTX_new_from_name(NULL, type, NULL);
-    if (parameters == NULL || context == NULL || functions.EVP_PKEY_fromdata_init(context) != 1 ||
-        functions.EVP_PKEY_fromdata(context, &key, EVP_PKEY_PUBLIC_KEY, parameters) != 1)
+    OSSL_PARAM *parameters = crypto_library.call.OSSL_PARAM_BLD_to_param(builder);
+    EVP_PKEY_CTX *context = crypto_library.call.EVP_PKEY_CTX_new_from_name(NULL, type, NULL);
+    if (parameters == NULL || context == NULL || crypto_library.call.EVP_PKEY_fromdata_init(context) != 1 ||
+        crypto_library.call.EVP_PKEY_fromdata(context, &key, EVP_PKEY_PUBLIC_KEY, parameters) != 1)
         key = NULL;
-    functions.EVP_PKEY_CTX_free(context);
-    functions.OSSL_PARAM_free(parameters);
+    crypto_library.call.EVP_PKEY_CTX_free(context);
+    crypto_library.call.OSSL_PARAM_free(parameters);
     if (key != NULL && check) {
-        EVP_PKEY_CTX *check = functions.EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL);
-        int sound = check != NULL && functions.EVP_PKEY_public_check(check) == 1;
-        functions.EVP_PKEY_CTX_free(check);
+        EVP_PKEY_CTX *check = crypto_library.call.EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL);
+        int sound = check != NULL && crypto_library.call.EVP_PKEY_public_check(check) == 1;
+        crypto_library.call.EVP_PKEY_CTX_free(check);
         if (!sound) {
-            functions.EVP_PKEY_free(key);
+            crypto_library.call.EVP_PKEY_free(key);
             key = NULL;
         }
     }
-    functions.ERR_clear_error();
+    crypto_library.call.ERR_clear_error();
     return key;
 }
 
@@ -422,21 +398,21 @@ int gk_verify_rsa(const char *digest, int pss, const uint8_t *n, size_t n_length
     if (!READY() || named_digest(digest) == NULL || n_length < 256 || n_length > 1024 || e_length == 0 ||
         e_length > 8)
         return -1;
-    BIGNUM *modulus = functions.BN_bin2bn(n, (int)n_length, NULL);
-    BIGNUM *exponent = functions.BN_bin2bn(e, (int)e_length, NULL);
-    OSSL_PARAM_BLD *builder = functions.OSSL_PARAM_BLD_new();
+    BIGNUM *modulus = crypto_library.call.BN_bin2bn(n, (int)n_length, NULL);
+    BIGNUM *exponent = crypto_library.call.BN_bin2bn(e, (int)e_length, NULL);
+    OSSL_PARAM_BLD *builder = crypto_library.call.OSSL_PARAM_BLD_new();
     EVP_PKEY *key = NULL;
     if (modulus != NULL && exponent != NULL && builder != NULL &&
-        functions.OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_N, modulus) == 1 &&
-        functions.OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_E, exponent) == 1)
+        crypto_library.call.OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_N, modulus) == 1 &&
+        crypto_library.call.OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_RSA_E, exponent) == 1)
         key = key_from("RSA", builder, 0);
-    functions.OSSL_PARAM_BLD_free(builder);
-    functions.BN_free(modulus);
-    functions.BN_free(exponent);
+    crypto_library.call.OSSL_PARAM_BLD_free(builder);
+    crypto_library.call.BN_free(modulus);
+    crypto_library.call.BN_free(exponent);
     if (key == NULL) return -1;
-    if (bits != NULL) *bits = functions.EVP_PKEY_get_bits(key);
+    if (bits != NULL) *bits = crypto_library.call.EVP_PKEY_get_bits(key);
     int good = verify_with(key, digest, pss, data, data_length, signature, signature_length);
-    functions.EVP_PKEY_free(key);
+    crypto_library.call.EVP_PKEY_free(key);
     return good;
 }
 
@@ -454,34 +430,34 @@ int gk_verify_ec(const char *digest, const char *group, const uint8_t *x, size_t
     point[0] = 0x04; /* uncompressed */
     memcpy(point + 1, x, size);
     memcpy(point + 1 + size, y, size);
-    OSSL_PARAM_BLD *builder = functions.OSSL_PARAM_BLD_new();
+    OSSL_PARAM_BLD *builder = crypto_library.call.OSSL_PARAM_BLD_new();
     EVP_PKEY *key = NULL;
     if (builder != NULL &&
-        functions.OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, group, 0) == 1 &&
-        functions.OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, point, 1 + 2 * size) == 1)
+        crypto_library.call.OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, group, 0) == 1 &&
+        crypto_library.call.OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, point, 1 + 2 * size) == 1)
         key = key_from("EC", builder, 1);
-    functions.OSSL_PARAM_BLD_free(builder);
+    crypto_library.call.OSSL_PARAM_BLD_free(builder);
     if (key == NULL) return -1;
     /* JWS's r || s as the DER ECDSA-Sig-Value libcrypto checks. */
     int good = 0;
-    ECDSA_SIG *value = functions.ECDSA_SIG_new();
-    BIGNUM *r = functions.BN_bin2bn(signature, (int)size, NULL);
-    BIGNUM *s = functions.BN_bin2bn(signature + size, (int)size, NULL);
-    if (value != NULL && r != NULL && s != NULL && functions.ECDSA_SIG_set0(value, r, s) == 1) {
+    ECDSA_SIG *value = crypto_library.call.ECDSA_SIG_new();
+    BIGNUM *r = crypto_library.call.BN_bin2bn(signature, (int)size, NULL);
+    BIGNUM *s = crypto_library.call.BN_bin2bn(signature + size, (int)size, NULL);
+    if (value != NULL && r != NULL && s != NULL && crypto_library.call.ECDSA_SIG_set0(value, r, s) == 1) {
         r = s = NULL; /* the signature value owns them now */
         uint8_t der[2 * 66 + 16];
-        int length = functions.i2d_ECDSA_SIG(value, NULL);
+        int length = crypto_library.call.i2d_ECDSA_SIG(value, NULL);
         if (length > 0 && (size_t)length <= sizeof der) {
             uint8_t *end = der;
-            functions.i2d_ECDSA_SIG(value, &end);
+            crypto_library.call.i2d_ECDSA_SIG(value, &end);
             good = verify_with(key, digest, 0, data, data_length, der, (size_t)length);
         }
     }
-    functions.BN_free(r);
-    functions.BN_free(s);
-    functions.ECDSA_SIG_free(value);
-    functions.EVP_PKEY_free(key);
-    functions.ERR_clear_error();
+    crypto_library.call.BN_free(r);
+    crypto_library.call.BN_free(s);
+    crypto_library.call.ECDSA_SIG_free(value);
+    crypto_library.call.EVP_PKEY_free(key);
+    crypto_library.call.ERR_clear_error();
     return good;
 }
 
@@ -489,13 +465,13 @@ int gk_verify_ed25519(const uint8_t *x, size_t x_length, const uint8_t *data, si
                       const uint8_t *signature, size_t signature_length) {
     if (!READY() || x_length != 32) return -1;
     if (signature_length != 64) return 0;
-    EVP_PKEY *key = functions.EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, x, x_length);
+    EVP_PKEY *key = crypto_library.call.EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, x, x_length);
     if (key == NULL) {
-        functions.ERR_clear_error();
+        crypto_library.call.ERR_clear_error();
         return -1;
     }
     int good = verify_with(key, NULL, 0, data, data_length, signature, signature_length);
-    functions.EVP_PKEY_free(key);
+    crypto_library.call.EVP_PKEY_free(key);
     return good;
 }
 
@@ -503,8 +479,8 @@ int gk_digest(const char *digest, const uint8_t *data, size_t data_length, uint8
     if (!READY()) return -1;
     const EVP_MD *md = named_digest(digest);
     unsigned int length = 0;
-    if (md == NULL || functions.EVP_Digest(data, data_length, out, &length, md, NULL) != 1) {
-        functions.ERR_clear_error();
+    if (md == NULL || crypto_library.call.EVP_Digest(data, data_length, out, &length, md, NULL) != 1) {
+        crypto_library.call.ERR_clear_error();
         return -1;
     }
     return (int)length;

@@ -1,6 +1,6 @@
 public import Authentication
 import CUnicodeFold
-import GatekeeperSupport
+package import GatekeeperSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -247,7 +247,12 @@ public final class FaillockStore: LockoutStore {
     /// What a name is counted under in the buckets: Unicode's NFKC case fold of it (libunistring's), so
     /// that a backend matching names loosely — case, fullwidth and mathematical letters, ligatures, as an
     /// NFKC-and-casefold comparison does — still gets `deny` guesses per account, not per spelling.
-    package static func folded(_ account: LockoutAccount) -> String {
+    /// Without libunistring nothing is counted (the lockout fails closed) rather than counted per spelling.
+    package static func folded(_ account: LockoutAccount) throws(StateFileError) -> String {
+        var why: UnsafePointer<CChar>?
+        guard gatekeeper_unistring_load(&why) == 0 else {
+            throw StateFileError("names cannot be folded: \(why.map { String(cString: $0) } ?? "libunistring")")
+        }
         var length = 0
         let bytes = Array(account.key.utf8)
         guard let folded = bytes.withUnsafeBufferPointer({ gk_fold($0.baseAddress, $0.count, &length) }) else {

@@ -1,4 +1,4 @@
-import CQREncode
+import CQREncodeLoader
 
 /// A QR code drawn with text, for a terminal: what an authenticator app scans at enrolment, or a phone
 /// opens to approve a device login.
@@ -7,8 +7,8 @@ public enum TerminalQRCode {
     /// are drawn, dark ones left blank, with a quiet zone of 2 — as `qrencode -t UTF8 -m 2 -l M` draws it, for
     /// a dark terminal background. `nil` when the text does not fit a QR code.
     public static func lines(_ text: String) -> [String]? {
-        guard let code = QRcode_encodeString(text, 0, QR_ECLEVEL_M, QR_MODE_8, 1) else { return nil }
-        defer { QRcode_free(code) }
+        guard let code = gk_QRcode_encodeString(text, 0, QR_ECLEVEL_M, QR_MODE_8, 1) else { return nil }
+        defer { gk_QRcode_free(code) }
         let width = Int(code.pointee.width)
         let margin = 2
         let size = width + 2 * margin

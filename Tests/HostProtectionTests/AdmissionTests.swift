@@ -232,7 +232,7 @@ struct AdmissionTests {
         let gatekeeper = try gatekeeper(loose)
         for spelling in spellings { _ = try? await gatekeeper.signIn(credentials(spelling, "guess")) }
         #expect(calls.withLock { $0 } == 3, "\(calls.withLock { $0 }) guesses checked with deny=3")
-        #expect(Set(spellings.map { FaillockStore.folded(LockoutAccount($0, known: false)) }) == ["alice"])
+        #expect(Set(try spellings.map { try FaillockStore.folded(LockoutAccount($0, known: false)) }) == ["alice"])
     }
 
     /// From attacking the fix: a bucket held 64 records, so a `deny` above 64 never locked a name counted

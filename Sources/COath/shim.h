@@ -1,1 +1,0 @@
-#include <liboath/oath.h>
