@@ -28,16 +28,23 @@ public final class InterruptMonitor: @unchecked Sendable {
     /// handler is (ignoring the signal in between lost the ones sent then), waits for the registration,
     /// and, for a signal watched before, puts that handler back at once where `stop()` had restored the
     /// default.
+    ///
+    /// The sources are all resumed before any registration is awaited, so the manager thread registers
+    /// them in one wake-up rather than one round trip each (0.3 ms of a tool's start on a 2-core VM).
     public init(signals: [Int32], onSignal: @escaping @Sendable (Int32) -> Void) {
-        sources = signals.map { number in
+        let started = signals.map { number in
             if var installed = Self.handlers.withLock({ $0[number] }) { sigaction(number, &installed, nil) }
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { onSignal(number) }
             let registered = DispatchSemaphore(value: 0)
             source.setRegistrationHandler { registered.signal() }
             source.resume()
-            // Bounded, so that a starved Dispatch cannot keep a tool from starting.
-            let inTime = registered.wait(timeout: .now() + .seconds(5)) == .success
+            return (number, source, registered)
+        }
+        // Bounded, so that a starved Dispatch cannot keep a tool from starting.
+        let deadline = DispatchTime.now() + .seconds(5)
+        sources = started.map { number, source, registered in
+            let inTime = registered.wait(timeout: deadline) == .success
             Self.handlers.withLock { handlers in
                 var current = sigaction()
                 sigaction(number, nil, &current)

@@ -127,7 +127,7 @@ if action == "list" || action == "otp-list" {
 func readPassword(confirm: Bool) async -> Secret {
     let secret: Secret
     if command.passwordFromStdin {
-        secret = await TerminalConversation.passwordFromStandardInput()
+        secret = TerminalConversation.passwordFromStandardInput()
     } else {
         guard let terminal = TerminalConversation.controllingTerminal() else {
             finish(.usage, "no terminal to ask for the password; use --password-stdin.")

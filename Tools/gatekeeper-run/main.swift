@@ -183,7 +183,7 @@ if invocation.passwordFromStdin {
     if invocation.user == nil && terminal == nil {
         fail(.usage, "--password-stdin needs --user when there is no terminal to ask for the user name.")
     }
-    stdinPassword = await TerminalConversation.passwordFromStandardInput()
+    stdinPassword = TerminalConversation.passwordFromStandardInput()
 }
 let conversation = RunConversation(
     user: invocation.user,
