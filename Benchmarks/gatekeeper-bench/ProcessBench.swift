@@ -1,13 +1,18 @@
+import CPAMBaseline
 import Foundation
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Whole processes, as an admin meets them: `gatekeeper-run --provider pam` against `pamtester` on the
-/// same pam_matrix service in /etc/pam.d (wall time and peak resident memory, medians of interleaved
-/// runs), and `gatekeeper-run --help` against `/bin/true`, a C program that does nothing. Peak memory
-/// is GNU time's `%M` (the child's own maximum resident set).
+/// Whole processes, as an admin meets them, each pair run alternately (medians of wall time and of peak
+/// resident memory):
+/// - `gatekeeper-run --provider pam` against `sudo -S -k true` on the same throwaway PAM service
+///   (pam_unix in process for both, a throwaway user's yescrypt password): what an admin would use instead;
+/// - `gatekeeper-run --provider pam` against `pamtester` on a pam_matrix service (the fixed cost of a login);
+/// - `gatekeeper-run --help` against a Swift program that prints one line, linked the same way (the floor
+///   of any Swift tool), and `/bin/true` (the floor of any process).
+/// Peak memory is GNU time's `%M` (the child's own maximum resident set).
 struct ProcessBench {
     struct Run {
         var seconds: Double
@@ -15,21 +20,25 @@ struct ProcessBench {
     }
 
     struct Figures {
+        var sudo: Run
+        var gatekeeperSudo: Run
         var pamtester: Run
         var gatekeeperLogin: Run
         var nothing: Run
+        var hello: Run
         var help: Run
         var runs: Int
     }
 
     /// Why the figures could not be taken, when they could not.
     enum Skipped: Error, CustomStringConvertible {
-        case notRoot, missing(String)
+        case notRoot, missing(String), failed(String)
 
         var description: String {
             switch self {
-            case .notRoot: "needs root, to place a pam_matrix service in /etc/pam.d for pamtester"
+            case .notRoot: "needs root, to place PAM services in /etc/pam.d and a throwaway user for sudo"
             case .missing(let what): "\(what) is not installed"
+            case .failed(let what): what
             }
         }
     }
@@ -42,17 +51,26 @@ struct ProcessBench {
         guard let matrix = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
             throw Skipped.missing("pam_matrix.so (libpam-wrapper)")
         }
-        guard FileManager.default.fileExists(atPath: "/usr/bin/pamtester") else { throw Skipped.missing("pamtester") }
-        guard FileManager.default.fileExists(atPath: "/usr/bin/time") else { throw Skipped.missing("GNU time") }
-        // The tool as it is installed (`make bench` builds it with the Swift runtime linked in statically,
-        // as `make` does for the tools), or the one beside this benchmark.
-        let gatekeeperRun =
-            ProcessInfo.processInfo.environment["GATEKEEPER_RUN"]
-            ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent("gatekeeper-run").path
-        guard FileManager.default.fileExists(atPath: gatekeeperRun) else {
-            throw Skipped.missing("gatekeeper-run beside gatekeeper-bench (make bench builds it)")
+        for (tool, package) in [
+            ("/usr/bin/pamtester", "pamtester"), ("/usr/bin/time", "GNU time"), ("/usr/bin/sudo", "sudo"),
+            ("/usr/sbin/useradd", "useradd (passwd)"), ("/usr/sbin/chpasswd", "chpasswd (passwd)"),
+        ] where !FileManager.default.fileExists(atPath: tool) {
+            throw Skipped.missing(package)
         }
+        // The tools as they are installed (`make bench` builds them with the Swift runtime linked in
+        // statically, as `make` does), or the ones beside this benchmark.
+        func tool(_ variable: String, _ name: String) throws -> String {
+            let path =
+                ProcessInfo.processInfo.environment[variable]
+                ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+                .deletingLastPathComponent().appendingPathComponent(name).path
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw Skipped.missing("\(name) beside gatekeeper-bench (make bench builds it)")
+            }
+            return path
+        }
+        let gatekeeperRun = try tool("GATEKEEPER_RUN", "gatekeeper-run")
+        let hello = try tool("GATEKEEPER_HELLO", "gatekeeper-bench-hello")
 
         let service = "gatekeeper-bench-\(getpid())"
         let passdb = privateTemporaryDirectory.appendingPathComponent("\(service).passdb").path
@@ -64,25 +82,39 @@ struct ProcessBench {
             unlink(serviceFile)
             unlink(passdb)
         }
+        let peer = try SudoPeer()
+        defer { peer.remove() }
 
-        let pamtester = ["/usr/bin/pamtester", service, "root", "authenticate", "acct_mgmt"]
-        let login = [
+        let sudo = Command([peer.sudo, "-S", "-k", "/bin/true"], input: peer.password + "\n", as: peer.user)
+        let gatekeeperSudo = Command(
+            [
+                gatekeeperRun, "--provider", "pam", "--service", peer.service, "--user", peer.name,
+                "--password-stdin", "--", "/bin/true",
+            ], input: peer.password + "\n")
+        let pamtester = Command(["/usr/bin/pamtester", service, "root", "authenticate", "acct_mgmt"])
+        let login = Command([
             gatekeeperRun, "--provider", "pam", "--service", service, "--user", "root", "--password-stdin", "--",
             "/bin/true",
+        ])
+        let commands = [
+            sudo, gatekeeperSudo, pamtester, login, Command(["/bin/true"]), Command([hello]),
+            Command([gatekeeperRun, "--help"]),
         ]
-        let nothing = ["/bin/true"]
-        let help = [gatekeeperRun, "--help"]
         // A first run of each loads the files into the page cache.
-        for command in [pamtester, login, nothing, help] { _ = try measure(command, input: "secret\n") }
-        var samples: [[Run]] = [[], [], [], []]
+        for command in commands { _ = try measure(command) }
+        var samples = Array(repeating: [Run](), count: commands.count)
         let report = privateTemporaryDirectory.appendingPathComponent("\(service).peak").path
         defer { unlink(report) }
         for _ in 0..<runs {
-            for (slot, command) in [pamtester, login, nothing, help].enumerated() {
-                var run = try measure(command, input: "secret\n")
+            for (slot, command) in commands.enumerated() {
+                var run = try measure(command)
                 // A child's ru_maxrss counts the memory of the process that spawned it (this one holds a
                 // million-user file by now): the peak is taken by GNU time, a small process, instead.
-                _ = try measure(["/usr/bin/time", "-f", "%M", "-o", report] + command, input: "secret\n")
+                // GNU time runs as the command's user, and must be able to write its report.
+                let descriptor = open(report, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+                if let user = command.user { _ = fchown(descriptor, user.uid, user.gid) }
+                close(descriptor)
+                _ = try measure(command.timed(into: report))
                 run.peakKiB =
                     Int(
                         try String(contentsOfFile: report, encoding: .utf8).trimmingCharacters(
@@ -90,13 +122,28 @@ struct ProcessBench {
                 samples[slot].append(run)
             }
         }
+        let medians = samples.map(median)
         return Figures(
-            pamtester: median(samples[0]),
-            gatekeeperLogin: median(samples[1]),
-            nothing: median(samples[2]),
-            help: median(samples[3]),
-            runs: runs
-        )
+            sudo: medians[0], gatekeeperSudo: medians[1], pamtester: medians[2], gatekeeperLogin: medians[3],
+            nothing: medians[4], hello: medians[5], help: medians[6], runs: runs)
+    }
+
+    /// A command line, its standard input, and the user it runs as (the invoker's when `nil`).
+    struct Command {
+        var arguments: [String]
+        var input = "secret\n"
+        var user: (uid: uid_t, gid: gid_t)?
+
+        init(_ arguments: [String], input: String = "secret\n", as user: (uid: uid_t, gid: gid_t)? = nil) {
+            self.arguments = arguments
+            self.input = input
+            self.user = user
+        }
+
+        /// The same under GNU time, which writes the command's peak memory (KiB) to `report`.
+        func timed(into report: String) -> Command {
+            Command(["/usr/bin/time", "-f", "%M", "-o", report] + arguments, input: input, as: user)
+        }
     }
 
     /// Medians of wall time and of peak memory, each on its own.
@@ -106,40 +153,106 @@ struct ProcessBench {
         return Run(seconds: seconds[seconds.count / 2], peakKiB: peaks[peaks.count / 2])
     }
 
-    /// `spawnTimed`, stopping the benchmark when the command fails.
-    private static func measure(_ command: [String], input: String) throws -> Run {
-        let run = try spawnTimed(command, input: input)
-        guard run.status == 0 else { fatalError("\(command.joined(separator: " ")) failed with status \(run.status)") }
+    /// Runs `command` and times it; a command that fails stops the measurement (and what it set up is removed).
+    private static func measure(_ command: Command) throws -> Run {
+        let run = try spawnTimed(command.arguments, input: command.input, as: command.user)
+        guard run.status == 0 else {
+            throw Skipped.failed("\(command.arguments.joined(separator: " ")) failed with status \(run.status)")
+        }
         return Run(seconds: run.seconds, peakKiB: run.peakKiB)
     }
 }
 
+/// What sudo is measured with, made for one run and removed after it: a user of its own with a random
+/// yescrypt password (chpasswd, as passwd would set it), a PAM service of pam_unix lines only, and a sudoers
+/// rule that lets that user run /bin/true, asking the password through that service (sudo's `pam_service`).
+/// Whatever an earlier run killed before removing left behind is removed first.
+struct SudoPeer {
+    let name: String
+    let service: String
+    let password: String
+    let user: (uid: uid_t, gid: gid_t)
+    let sudo = "/usr/bin/sudo"
+    private let sudoers: String
+
+    private static let prefix = "gatekeeper-bench-sudo-"
+    private static let userPrefix = "gkbench"
+
+    init() throws {
+        Self.removeLeftovers()
+        let id = getpid()
+        name = "\(Self.userPrefix)\(id)"
+        service = "\(Self.prefix)\(id)"
+        sudoers = "/etc/sudoers.d/\(Self.prefix)\(id)"
+        // SystemRandomNumberGenerator: the kernel's (getrandom).
+        password = (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
+        guard Self.runs(["/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
+        else { throw ProcessBench.Skipped.failed("useradd \(name) failed") }
+        do {
+            guard Self.runs(["/usr/sbin/chpasswd"], input: "\(name):\(password)\n"),
+                let entry = getpwnam(name)
+            else { throw ProcessBench.Skipped.failed("chpasswd for \(name) failed") }
+            user = (entry.pointee.pw_uid, entry.pointee.pw_gid)
+            try "auth required pam_unix.so\naccount required pam_unix.so\nsession required pam_unix.so\n"
+                .write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
+            let rule = "Defaults:\(name) pam_service=\(service), !lecture\n\(name) ALL=(root) /bin/true\n"
+            let descriptor = open(sudoers, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o440)
+            guard descriptor >= 0 else { throw ProcessBench.Skipped.failed("\(sudoers) cannot be made") }
+            let written = rule.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
+            close(descriptor)
+            guard written == rule.utf8.count, Self.runs(["/usr/sbin/visudo", "-c", "-q", "-f", sudoers]) else {
+                throw ProcessBench.Skipped.failed("the sudoers rule \(sudoers) was not accepted")
+            }
+        } catch {
+            Self.remove(name: name, service: service, sudoers: sudoers)
+            throw error
+        }
+    }
+
+    func remove() { Self.remove(name: name, service: service, sudoers: sudoers) }
+
+    private static func remove(name: String, service: String, sudoers: String) {
+        unlink(sudoers)
+        unlink("/etc/pam.d/\(service)")
+        // What sudo and gatekeeper-run may have kept of the user: sudo's timestamp, a failed login's tally.
+        unlink("/run/sudo/ts/\(name)")
+        unlink("/var/lib/gatekeeper/faillock/\(name)")
+        _ = runs(["/usr/sbin/userdel", name])
+    }
+
+    /// Removes what runs no longer alive left (their process ids end the names).
+    private static func removeLeftovers() {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: "/etc/sudoers.d")) ?? []
+        for file in files where file.hasPrefix(prefix) {
+            guard let id = Int32(file.dropFirst(prefix.count)), kill(id, 0) != 0, errno == ESRCH else { continue }
+            remove(name: "\(userPrefix)\(id)", service: file, sudoers: "/etc/sudoers.d/\(file)")
+        }
+    }
+
+    @discardableResult
+    private static func runs(_ command: [String], input: String = "") -> Bool {
+        (try? spawnTimed(command, input: input).status) == 0
+    }
+}
+
 /// Starts `command` with `input` on its standard input, its output discarded and no controlling terminal
-/// (so programs read a password from standard input), and waits for it; returns its wall time, its wait
-/// status and `ru_maxrss` (which includes this process's own memory).
-func spawnTimed(_ command: [String], input: String) throws -> (seconds: Double, status: Int32, peakKiB: Int) {
+/// (so programs read a password from standard input), as `user` when given, and waits for it; returns its
+/// wall time, its wait status and `ru_maxrss` (which includes this process's own memory).
+func spawnTimed(_ command: [String], input: String, as user: (uid: uid_t, gid: gid_t)? = nil) throws -> (
+    seconds: Double, status: Int32, peakKiB: Int
+) {
     var ends: [Int32] = [-1, -1]
     guard pipe(&ends) == 0 else { throw POSIXError(.EMFILE) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_adddup2(&actions, ends[0], 0)
-    posix_spawn_file_actions_addclose(&actions, ends[1])
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    posix_spawnattr_setflags(&attributes, 0x80)  // POSIX_SPAWN_SETSID
+    // Neither end reaches the command but as its standard input (dup2 clears the flag on descriptor 0).
+    for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
     let argv = command.map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
     let start = ContinuousClock.now
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, command[0], &actions, &attributes, argv, environ)
+    let pid = gatekeeper_spawn_as(user.map { Int($0.uid) } ?? -1, user.map { Int($0.gid) } ?? -1, argv, ends[0])
     close(ends[0])
-    guard spawned == 0 else {
+    guard pid > 0 else {
         close(ends[1])
-        throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .ENOENT)
+        throw POSIXError(.EAGAIN)
     }
     _ = input.withCString { write(ends[1], $0, strlen($0)) }
     close(ends[1])
@@ -154,27 +267,47 @@ func processTable(_ result: Result<ProcessBench.Figures, any Error>) -> String {
         if case .failure(let reason) = result { return "whole processes: skipped, \(reason)\n" }
         return ""
     }
+    let (sudo, ours) = (figures.sudo, figures.gatekeeperSudo)
     let (tester, login) = (figures.pamtester, figures.gatekeeperLogin)
+    let (hello, help) = (figures.hello, figures.help)
+    func ratio(_ a: ProcessBench.Run, _ b: ProcessBench.Run) -> (wall: Double, peak: Double) {
+        (a.seconds / b.seconds, Double(a.peakKiB) / Double(b.peakKiB))
+    }
+    let (sudoWall, sudoPeak) = ratio(ours, sudo)
+    let (testerWall, testerPeak) = ratio(login, tester)
+    let (helpWall, helpPeak) = ratio(help, hello)
     return """
-        pamtester login, wall / peak memory             \(fixed(tester.seconds * 1000)) ms / \(tester.peakKiB) KiB
+        sudo -S -k /bin/true (pam_unix), wall / peak    \(fixed(sudo.seconds * 1000)) ms / \(sudo.peakKiB) KiB
+        gatekeeper-run, same service, wall / peak       \(fixed(ours.seconds * 1000)) ms / \(ours.peakKiB) KiB
+        ratio gatekeeper-run / sudo, wall               \(fixed(sudoWall))         \(Goals.atMost("gatekeeper-run / sudo, same PAM service, wall", sudoWall, 1.00))
+        ratio gatekeeper-run / sudo, peak memory        \(fixed(sudoPeak))         \(Goals.atMost("gatekeeper-run / sudo, same PAM service, peak memory", sudoPeak, 1.00))
+        pamtester login (pam_matrix), wall / peak       \(fixed(tester.seconds * 1000)) ms / \(tester.peakKiB) KiB
         gatekeeper-run --provider pam, wall / peak      \(fixed(login.seconds * 1000)) ms / \(login.peakKiB) KiB
-        ratio gatekeeper-run / pamtester, wall          \(fixed(login.seconds / tester.seconds))         \(Goals.atMost("gatekeeper-run --provider pam / pamtester, wall", login.seconds / tester.seconds, 1.10))
-        ratio gatekeeper-run / pamtester, peak memory   \(fixed(Double(login.peakKiB) / Double(tester.peakKiB)))         \(Goals.atMost("gatekeeper-run --provider pam / pamtester, peak memory", Double(login.peakKiB) / Double(tester.peakKiB), 1.30))
+        ratio gatekeeper-run / pamtester, wall          \(fixed(testerWall))         \(Goals.atMost("gatekeeper-run --provider pam / pamtester, wall", testerWall, 2.00))
+        ratio gatekeeper-run / pamtester, peak memory   \(fixed(testerPeak))         \(Goals.atMost("gatekeeper-run --provider pam / pamtester, peak memory", testerPeak, 2.00))
         /bin/true, wall / peak memory                   \(fixed(figures.nothing.seconds * 1000)) ms / \(figures.nothing.peakKiB) KiB
-        gatekeeper-run --help, wall / peak memory       \(fixed(figures.help.seconds * 1000)) ms / \(figures.help.peakKiB) KiB
+        a Swift program printing a line, wall / peak    \(fixed(hello.seconds * 1000)) ms / \(hello.peakKiB) KiB
+        gatekeeper-run --help, wall / peak memory       \(fixed(help.seconds * 1000)) ms / \(help.peakKiB) KiB
+        ratio --help / that program, wall               \(fixed(helpWall))         \(Goals.atMost("gatekeeper-run --help / a Swift program printing a line, wall", helpWall, 1.20))
+        ratio --help / that program, peak memory        \(fixed(helpPeak))         \(Goals.atMost("gatekeeper-run --help / a Swift program printing a line, peak memory", helpPeak, 1.20))
 
         """
 }
 
 func processJSON(_ result: Result<ProcessBench.Figures, any Error>) -> String {
     guard case .success(let figures) = result else { return "null" }
-    let (tester, login) = (figures.pamtester, figures.gatekeeperLogin)
+    func run(_ name: String, _ run: ProcessBench.Run) -> String {
+        "\"\(name)_ms\":\(fixed(run.seconds * 1000)),\"\(name)_peak_kib\":\(run.peakKiB)"
+    }
     return """
-        {"runs":\(figures.runs),"pamtester_ms":\(fixed(tester.seconds * 1000)),"pamtester_peak_kib":\(tester.peakKiB),\
-        "gatekeeper_run_ms":\(fixed(login.seconds * 1000)),"gatekeeper_run_peak_kib":\(login.peakKiB),\
-        "wall_ratio":\(fixed(login.seconds / tester.seconds)),"goal_wall_ratio":1.10,\
-        "peak_ratio":\(fixed(Double(login.peakKiB) / Double(tester.peakKiB))),"goal_peak_ratio":1.30,\
-        "true_ms":\(fixed(figures.nothing.seconds * 1000)),"true_peak_kib":\(figures.nothing.peakKiB),\
-        "help_ms":\(fixed(figures.help.seconds * 1000)),"help_peak_kib":\(figures.help.peakKiB)}
+        {"runs":\(figures.runs),\(run("sudo", figures.sudo)),\(run("gatekeeper_run_sudo_service", figures.gatekeeperSudo)),\
+        "sudo_wall_ratio":\(fixed(figures.gatekeeperSudo.seconds / figures.sudo.seconds)),"goal_sudo_wall_ratio":1.00,\
+        "sudo_peak_ratio":\(fixed(Double(figures.gatekeeperSudo.peakKiB) / Double(figures.sudo.peakKiB))),"goal_sudo_peak_ratio":1.00,\
+        \(run("pamtester", figures.pamtester)),\(run("gatekeeper_run", figures.gatekeeperLogin)),\
+        "wall_ratio":\(fixed(figures.gatekeeperLogin.seconds / figures.pamtester.seconds)),"goal_wall_ratio":2.00,\
+        "peak_ratio":\(fixed(Double(figures.gatekeeperLogin.peakKiB) / Double(figures.pamtester.peakKiB))),"goal_peak_ratio":2.00,\
+        \(run("true", figures.nothing)),\(run("swift_hello", figures.hello)),\(run("help", figures.help)),\
+        "help_wall_ratio":\(fixed(figures.help.seconds / figures.hello.seconds)),"goal_help_ratio":1.20,\
+        "help_peak_ratio":\(fixed(Double(figures.help.peakKiB) / Double(figures.hello.peakKiB)))}
         """
 }
