@@ -137,10 +137,12 @@ bench: deps
 	$(STATIC_BUILD) --product gatekeeper-run
 	$(STATIC_BUILD) --product gatekeeper-passwd
 	$(STATIC_BUILD) --product gatekeeper-bench-hello
+	$(STATIC_BUILD) --product gatekeeper-bench-floor
 	mkdir -p .build/bench
 	set -o pipefail; GATEKEEPER_RUN=.build/static/release/gatekeeper-run \
 		GATEKEEPER_PASSWD=.build/static/release/gatekeeper-passwd \
 		GATEKEEPER_HELLO=.build/static/release/gatekeeper-bench-hello \
+		GATEKEEPER_FLOOR=.build/static/release/gatekeeper-bench-floor \
 		$(SWIFT) run -c release --skip-build gatekeeper-bench --json-file .build/bench/report.json \
 		| tee .build/bench/table.txt
 	# BENCHMARKS.md keeps the latest full run, with the machine it came from.
@@ -156,6 +158,7 @@ bench-smoke: deps
 	$(SWIFT) build --product gatekeeper-passwd
 	$(SWIFT) build --product gatekeeper-pam-helper
 	$(SWIFT) build --product gatekeeper-bench-hello
+	$(SWIFT) build --product gatekeeper-bench-floor
 	mkdir -p .build/bench
 	$$($(SWIFT) build --show-bin-path)/gatekeeper-bench --smoke --json-file .build/bench/smoke.json > .build/bench/smoke.txt
 	python3 Benchmarks/check-report.py < .build/bench/smoke.json

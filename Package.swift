@@ -200,6 +200,9 @@ let package = Package(
         ),
         // The floor of a Swift tool's start-up that gatekeeper-run --help is measured against: one line printed.
         .executableTarget(name: "gatekeeper-bench-hello", path: "Benchmarks/gatekeeper-bench-hello"),
+        // The floor of a whole-process PAM login: raw libpam calls and exec, in Swift, nothing else.
+        .executableTarget(
+            name: "gatekeeper-bench-floor", dependencies: ["CPAMBaseline"], path: "Benchmarks/gatekeeper-bench-floor"),
         // The fuzz targets (make fuzz), and in ordinary builds the replayer of their corpus.
         .executableTarget(
             name: "gatekeeper-fuzz",

@@ -11,7 +11,10 @@ import Foundation
 ///   (pam_unix in process for both, a throwaway user's yescrypt password): what an admin would use instead;
 /// - `gatekeeper-run --provider pam` against `pamtester` on a pam_matrix service (the fixed cost of a login);
 /// - `gatekeeper-run --help` against a Swift program that prints one line, linked the same way (the floor
-///   of any Swift tool), and `/bin/true` (the floor of any process).
+///   of any Swift tool), and `/bin/true` (the floor of any process);
+/// - on both PAM services, the floor of any Swift tool that guards a command with PAM: a Swift program
+///   making pamtester's libpam calls in process and executing the command, nothing else
+///   (Benchmarks/gatekeeper-bench-floor).
 /// Peak memory is GNU time's `%M` (the child's own maximum resident set).
 struct ProcessBench {
     struct Run {
@@ -22,8 +25,10 @@ struct ProcessBench {
     struct Figures {
         var sudo: Run
         var gatekeeperSudo: Run
+        var floorSudo: Run
         var pamtester: Run
         var gatekeeperLogin: Run
+        var floorLogin: Run
         var nothing: Run
         var hello: Run
         var help: Run
@@ -71,6 +76,7 @@ struct ProcessBench {
         }
         let gatekeeperRun = try tool("GATEKEEPER_RUN", "gatekeeper-run")
         let hello = try tool("GATEKEEPER_HELLO", "gatekeeper-bench-hello")
+        let floor = try tool("GATEKEEPER_FLOOR", "gatekeeper-bench-floor")
 
         let service = "gatekeeper-bench-\(getpid())"
         let passdb = privateTemporaryDirectory.appendingPathComponent("\(service).passdb").path
@@ -91,13 +97,15 @@ struct ProcessBench {
                 gatekeeperRun, "--provider", "pam", "--service", peer.service, "--user", peer.name,
                 "--password-stdin", "--", "/bin/true",
             ], input: peer.password + "\n")
+        let floorSudo = Command([floor, peer.service, peer.name, "/bin/true"], input: peer.password + "\n")
         let pamtester = Command(["/usr/bin/pamtester", service, "root", "authenticate", "acct_mgmt"])
+        let floorLogin = Command([floor, service, "root", "/bin/true"])
         let login = Command([
             gatekeeperRun, "--provider", "pam", "--service", service, "--user", "root", "--password-stdin", "--",
             "/bin/true",
         ])
         let commands = [
-            sudo, gatekeeperSudo, pamtester, login, Command(["/bin/true"]), Command([hello]),
+            sudo, gatekeeperSudo, floorSudo, pamtester, login, floorLogin, Command(["/bin/true"]), Command([hello]),
             Command([gatekeeperRun, "--help"]),
         ]
         // A first run of each loads the files into the page cache.
@@ -124,8 +132,9 @@ struct ProcessBench {
         }
         let medians = samples.map(median)
         return Figures(
-            sudo: medians[0], gatekeeperSudo: medians[1], pamtester: medians[2], gatekeeperLogin: medians[3],
-            nothing: medians[4], hello: medians[5], help: medians[6], runs: runs)
+            sudo: medians[0], gatekeeperSudo: medians[1], floorSudo: medians[2], pamtester: medians[3],
+            gatekeeperLogin: medians[4], floorLogin: medians[5], nothing: medians[6], hello: medians[7],
+            help: medians[8], runs: runs)
     }
 
     /// A command line, its standard input, and the user it runs as (the invoker's when `nil`).
@@ -270,6 +279,7 @@ func processTable(_ result: Result<ProcessBench.Figures, any Error>) -> String {
     let (sudo, ours) = (figures.sudo, figures.gatekeeperSudo)
     let (tester, login) = (figures.pamtester, figures.gatekeeperLogin)
     let (hello, help) = (figures.hello, figures.help)
+    let (floorSudo, floorLogin) = (figures.floorSudo, figures.floorLogin)
     func ratio(_ a: ProcessBench.Run, _ b: ProcessBench.Run) -> (wall: Double, peak: Double) {
         (a.seconds / b.seconds, Double(a.peakKiB) / Double(b.peakKiB))
     }
@@ -281,10 +291,12 @@ func processTable(_ result: Result<ProcessBench.Figures, any Error>) -> String {
         gatekeeper-run, same service, wall / peak       \(fixed(ours.seconds * 1000)) ms / \(ours.peakKiB) KiB
         ratio gatekeeper-run / sudo, wall               \(fixed(sudoWall))         \(Goals.atMost("gatekeeper-run / sudo, same PAM service, wall", sudoWall, 1.00))
         ratio gatekeeper-run / sudo, peak memory        \(fixed(sudoPeak))         \(Goals.atMost("gatekeeper-run / sudo, same PAM service, peak memory", sudoPeak, 1.00))
+          the floor: Swift, libpam's calls and exec     \(fixed(floorSudo.seconds * 1000)) ms / \(floorSudo.peakKiB) KiB, \(fixed(floorSudo.seconds / sudo.seconds)) / \(fixed(Double(floorSudo.peakKiB) / Double(sudo.peakKiB))) × sudo
         pamtester login (pam_matrix), wall / peak       \(fixed(tester.seconds * 1000)) ms / \(tester.peakKiB) KiB
         gatekeeper-run --provider pam, wall / peak      \(fixed(login.seconds * 1000)) ms / \(login.peakKiB) KiB
         ratio gatekeeper-run / pamtester, wall          \(fixed(testerWall))         \(Goals.atMost("gatekeeper-run --provider pam / pamtester, wall", testerWall, 2.00))
         ratio gatekeeper-run / pamtester, peak memory   \(fixed(testerPeak))         \(Goals.atMost("gatekeeper-run --provider pam / pamtester, peak memory", testerPeak, 2.00))
+          the floor: Swift, libpam's calls and exec     \(fixed(floorLogin.seconds * 1000)) ms / \(floorLogin.peakKiB) KiB, \(fixed(floorLogin.seconds / tester.seconds)) / \(fixed(Double(floorLogin.peakKiB) / Double(tester.peakKiB))) × pamtester
         /bin/true, wall / peak memory                   \(fixed(figures.nothing.seconds * 1000)) ms / \(figures.nothing.peakKiB) KiB
         a Swift program printing a line, wall / peak    \(fixed(hello.seconds * 1000)) ms / \(hello.peakKiB) KiB
         gatekeeper-run --help, wall / peak memory       \(fixed(help.seconds * 1000)) ms / \(help.peakKiB) KiB
@@ -303,6 +315,7 @@ func processJSON(_ result: Result<ProcessBench.Figures, any Error>) -> String {
         {"runs":\(figures.runs),\(run("sudo", figures.sudo)),\(run("gatekeeper_run_sudo_service", figures.gatekeeperSudo)),\
         "sudo_wall_ratio":\(fixed(figures.gatekeeperSudo.seconds / figures.sudo.seconds)),"goal_sudo_wall_ratio":1.00,\
         "sudo_peak_ratio":\(fixed(Double(figures.gatekeeperSudo.peakKiB) / Double(figures.sudo.peakKiB))),"goal_sudo_peak_ratio":1.00,\
+        \(run("floor_sudo_service", figures.floorSudo)),\(run("floor_matrix_service", figures.floorLogin)),\
         \(run("pamtester", figures.pamtester)),\(run("gatekeeper_run", figures.gatekeeperLogin)),\
         "wall_ratio":\(fixed(figures.gatekeeperLogin.seconds / figures.pamtester.seconds)),"goal_wall_ratio":2.00,\
         "peak_ratio":\(fixed(Double(figures.gatekeeperLogin.peakKiB) / Double(figures.pamtester.peakKiB))),"goal_peak_ratio":2.00,\
