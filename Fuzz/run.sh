@@ -6,7 +6,9 @@
 # `make test` replays it, and the run fails. Prints each target's executions, executions per second and
 # the coverage reached (libFuzzer's edges, `cov`, and features, `ft`).
 #   Fuzz/run.sh SECONDS TARGET...      (FUZZ_RUNS=N also stops each target after N executions;
-#                                       FUZZ_MAX_LEN=N bounds the inputs libFuzzer makes)
+#                                       FUZZ_MAX_LEN=N bounds the inputs libFuzzer makes;
+#                                       FUZZ_TIMEOUT=S is how long one input may take, 20 s unless
+#                                       set: a run paused with SIGSTOP needs more than the pause)
 set -u
 seconds=$1
 shift
@@ -29,7 +31,7 @@ for target in "$@"; do
         timeout $((seconds + 120)) "$root/$binary" -max_total_time="$seconds" ${FUZZ_RUNS:+"-runs=$FUZZ_RUNS"} \
         ${FUZZ_MAX_LEN:+"-max_len=$FUZZ_MAX_LEN"} \
         -print_final_stats=1 \
-        -detect_leaks=0 -rss_limit_mb=4096 -timeout=20 ${dictionary:+"-dict=$dictionary"} \
+        -detect_leaks=0 -rss_limit_mb=4096 -timeout="${FUZZ_TIMEOUT:-20}" ${dictionary:+"-dict=$dictionary"} \
         "$root/$work" "$root/Fuzz/corpus/$target") >"$log" 2>&1
     status=$?
     last=$(grep -E '^#[0-9]+' "$log" | tail -1)
