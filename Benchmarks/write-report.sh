@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Writes BENCHMARKS.md from a `make bench` run: the machine it ran on, the command, the table and the JSON.
+# Writes BENCHMARKS.md from a `make bench` run: the machine it ran on, the command, the table, what the
+# goals mean (Benchmarks/goals.md) and the JSON.
 #   Benchmarks/write-report.sh TABLE.txt REPORT.json > BENCHMARKS.md
 set -eu
 table=$1
@@ -10,8 +11,8 @@ cat <<HEADER
 # Benchmarks
 
 The latest full run of \`make bench\`, written by it. Every figure is measured against its baseline in the
-same run; goals are ratios, marked met or not. Figures vary between runs and machines (see the README's
-"Benchmarks" section for what each goal means and why some are not met).
+same run; goals are ratios, marked met or not. Figures vary between runs and machines; what each goal
+means, and what stops the ones not met, follows the table.
 
 | | |
 |---|---|
@@ -19,13 +20,15 @@ same run; goals are ratios, marked met or not. Figures vary between runs and mac
 | commit | $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- . ':!BENCHMARKS.md' 2>/dev/null || echo " (with uncommitted changes)") |
 | machine | $(nproc) × ${cpu:-unknown CPU}, ${memory}, $(uname -sr) |
 | toolchain | $(swift --version 2>/dev/null | head -1) |
-| command | \`make bench\` (as root: the whole-process figures place a PAM service in /etc/pam.d) |
+| command | \`make bench\` (as root: the whole-process figures place PAM services in /etc/pam.d and a throwaway user and sudoers rule for sudo) |
 
 \`\`\`
 HEADER
 cat "$table"
+echo '```'
+echo
+cat "$(dirname "$0")/goals.md"
 cat <<MIDDLE
-\`\`\`
 
 The same run as JSON (\`gatekeeper-bench --json\` prints it alone):
 

@@ -146,8 +146,23 @@ nonisolated func cancellationLatencies(delay: Duration, samples: Int) async thro
 @main
 enum Bench {
     static func main() async throws {
-        // `gatekeeper-bench --pam-leak-loop N`: only N PAM logins, for a leak checker to watch.
         let arguments = CommandLine.arguments
+        let parts = [
+            "--fast-path", "--processes", "--passwd", "--stacks", "--pam", "--load", "--ldap", "--oidc", "--helpers",
+            "--host",
+        ]
+        let known = Set(parts + ["--smoke", "--json", "--json-file", "--pam-leak-loop"])
+        if let unknown = arguments.dropFirst().first(where: { $0.hasPrefix("-") && !known.contains($0) }) {
+            let usage = """
+                usage: gatekeeper-bench [--smoke] [--json] [--json-file PATH] [\(parts.joined(separator: " | "))]
+                       gatekeeper-bench --pam-leak-loop N
+                With no part named, every figure (what make bench runs).
+
+                """
+            _ = usage.withCString { write(unknown == "--help" || unknown == "-h" ? 1 : 2, $0, strlen($0)) }
+            exit(unknown == "--help" || unknown == "-h" ? 0 : 64)
+        }
+        // `gatekeeper-bench --pam-leak-loop N`: only N PAM logins, for a leak checker to watch.
         if let flag = arguments.firstIndex(of: "--pam-leak-loop"), arguments.count > flag + 1,
             let count = Int(arguments[flag + 1])
         {
