@@ -316,7 +316,7 @@ let package = Package(
                 "ProviderPlugins", "TestSupport", "gatekeeper-run",
             ]
         ),
-        .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "TestSupport"]),
+        .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "gatekeeper-passwd", "TestSupport"]),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),
         // The manual pages and the bash completion, against the tools as built.
         .testTarget(

@@ -77,6 +77,12 @@ public final class FileAuthProvider: AuthProvider {
     public var warnings: [String] { snapshot.withLock { $0.file.warnings } }
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        try await unlessUnusable({ .unavailable(reason: $0) }) { () async throws(AuthError) in
+            try await checkLogin(request)
+        }
+    }
+
+    private func checkLogin(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
         // Ask whether or not the user exists, so prompts do not reveal names.
         let password = try await request.conversation.askSecret(configuration.passwordPrompt)
         let file: UsersFile
@@ -161,6 +167,12 @@ public final class FileAuthProvider: AuthProvider {
     /// checked. Once the write has begun it is finished, even if the change is cancelled meanwhile, so
     /// the answer always says what the file holds. A locked entry may not change its password.
     public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+        try await unlessUnusable({ .unavailable(reason: $0) }) { () async throws(AuthError) in
+            try await checkChange(request)
+        }
+    }
+
+    private func checkChange(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
         let file: UsersFile
         switch try await offPool({ self.refresh() }) {
         case .success(let current): file = current
@@ -289,9 +301,29 @@ public final class FileAuthProvider: AuthProvider {
     }
 
     /// Checks the password on a hashing thread; returns at once when the task is cancelled.
+    /// - Throws: ``AuthError/providerUnavailable(reason:)`` when the hash's library cannot be loaded (the
+    ///   caller's outcome is then `unavailable`, never a wrong password).
     private func verifyOffPool(_ password: Secret, _ hash: PasswordHash) async throws(AuthError) -> Bool {
-        guard let matches = await Self.hashing.run({ hash.verify(password) }) else { throw .cancelled }
+        guard
+            let matches = await Self.hashing.run({ () -> Bool? in
+                hash.libraryProblem == nil ? hash.verify(password) : nil
+            })
+        else { throw .cancelled }
+        guard let matches else {
+            throw .providerUnavailable(reason: hash.libraryProblem ?? "the hash cannot be checked")
+        }
         return matches
+    }
+
+    /// `body`'s outcome, or `unavailable` when it found the backend unusable (a hash it cannot check).
+    private func unlessUnusable<Outcome>(
+        _ unavailable: (String) -> Outcome, _ body: () async throws(AuthError) -> Outcome
+    ) async throws(AuthError) -> Outcome {
+        do throws(AuthError) {
+            return try await body()
+        } catch  where error.code == .providerUnavailable {
+            return unavailable(error.reason ?? error.description)
+        }
     }
 
     /// Runs blocking hashing work on a hashing thread; returns at once when the task is cancelled.

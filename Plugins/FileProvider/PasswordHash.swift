@@ -49,6 +49,8 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
             public static let unknownScheme = Code("unknownScheme")
             public static let workFactorTooHigh = Code("workFactorTooHigh")
             public static let malformed = Code("malformed")
+            /// The library that makes or checks the scheme's hashes cannot be loaded.
+            public static let libraryMissing = Code("libraryMissing")
         }
 
         public let code: Code
@@ -69,6 +71,10 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
             .plainTextOrDES, "plain-text passwords and DES crypt hashes are not accepted")
         public static let unknownScheme = Problem(.unknownScheme, "the hash scheme is not one this provider verifies")
         public static let malformed = Problem(.malformed, "the hash is malformed")
+        /// The library that makes or checks the hash cannot be loaded; `reason` is the loader's.
+        public static func libraryMissing(_ reason: String) -> Problem {
+            Problem(.libraryMissing, "cannot be made or checked: \(reason)")
+        }
         /// The work factor is over the limit; `detail` says which and by how much.
         public static func workFactorTooHigh(_ detail: String) -> Problem {
             Problem(.workFactorTooHigh, "the hash's work factor is too high (\(detail))")
@@ -238,6 +244,21 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
         return value
     }
 
+    /// Why this hash cannot be checked here, if it cannot: the library that verifies its scheme (apr-util
+    /// for `$apr1$` and `{SHA}`, libxcrypt for the rest) cannot be loaded. Loads it if it was not. A check
+    /// that cannot be made is no answer: ``verify(_:)`` would say "no match", so callers ask this first and
+    /// report the backend unavailable rather than a wrong password (which the lockout would count).
+    public var libraryProblem: String? {
+        var why: UnsafePointer<CChar>?
+        let loaded =
+            switch scheme {
+            case .apr1, .sha1: gatekeeper_aprutil_load(&why)
+            default: gatekeeper_crypt_load(&why)
+            }
+        guard loaded != 0 else { return nil }
+        return why.map { String(cString: $0) } ?? "the library that checks \(scheme.rawValue) hashes cannot be loaded"
+    }
+
     /// Whether `password` matches. Blocking CPU work: call it off the cooperative pool.
     public func verify(_ password: Secret) -> Bool {
         password.withCString { candidate in
@@ -255,9 +276,11 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A new hash of `password` in `scheme`, with a random salt and the scheme's default work factor.
-    /// - Throws: ``Problem/malformed`` when the scheme cannot make hashes or libxcrypt fails.
+    /// - Throws: ``Problem/unknownScheme`` when the scheme cannot make hashes, ``Problem/libraryMissing(_:)``
+    ///   when libxcrypt cannot be loaded, ``Problem/malformed`` when it fails.
     public static func make(_ password: Secret, scheme: Scheme = .yescrypt) throws(Problem) -> PasswordHash {
         guard Scheme.writable.contains(scheme) else { throw .unknownScheme }
+        try requireLibxcrypt()
         var setting = [CChar](repeating: 0, count: Int(CRYPT_GENSALT_OUTPUT_SIZE))
         guard scheme.prefix.withCString({ gk_crypt_gensalt_rn($0, 0, nil, 0, &setting, Int32(setting.count)) }) != nil
         else { throw .malformed }
@@ -269,11 +292,13 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
     /// A new hash of `password` in the scheme and with the work factor of `existing` (a bcrypt cost, a
     /// sha512-crypt round count, yescrypt's parameters) and a new salt, as a password change keeps them;
     /// in `scheme` when `existing`'s cannot make hashes (`$apr1$`, `{SHA}`, sha256-crypt, scrypt).
-    /// - Throws: ``Problem/malformed`` when libxcrypt fails.
+    /// - Throws: ``Problem/libraryMissing(_:)`` when libxcrypt cannot be loaded, ``Problem/malformed`` when it
+    ///   fails.
     public static func make(_ password: Secret, like existing: PasswordHash, otherwise scheme: Scheme) throws(Problem)
         -> PasswordHash
     {
         guard Scheme.writable.contains(existing.scheme) else { return try make(password, scheme: scheme) }
+        try requireLibxcrypt()
         // `$id$parameters$salt$hash`: the parameters, if any, are the second field.
         let fields = existing.text.split(separator: "$", omittingEmptySubsequences: false).map(String.init)
         let prefix: String
@@ -308,6 +333,14 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
         }
         guard let hashed = password.withCString({ crypt($0, setting: settingText) }) else { throw .malformed }
         return try PasswordHash(hashed)
+    }
+
+    /// libxcrypt, loaded if it was not.
+    private static func requireLibxcrypt() throws(Problem) {
+        var why: UnsafePointer<CChar>?
+        guard gatekeeper_crypt_load(&why) == 0 else {
+            throw .libraryMissing(why.map { String(cString: $0) } ?? "libxcrypt cannot be loaded")
+        }
     }
 
     /// `crypt_r` with its state on the heap (it is 32 KiB), wiped afterwards.

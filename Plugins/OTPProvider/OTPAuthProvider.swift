@@ -50,6 +50,8 @@ public final class OTPAuthProvider: AuthProvider {
             return .unavailable(reason: "the one-time code file \(usersFile) \(why)")
         }
         guard let entry = entries.first(where: { $0.username == request.username }) else { return .notMine }
+        // Without liboath no code can be checked: that is no wrong code (which the lockout would count).
+        if let problem = OneTimeCode.libraryProblem { return .unavailable(reason: problem) }
         let expected = digits ?? entry.digits
         guard answer.utf8.count == expected, answer.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
             return .rejected(.wrongCredentials)

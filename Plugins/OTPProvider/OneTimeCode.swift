@@ -20,6 +20,16 @@ public enum OneTimeCode {
     /// liboath is initialised once for the process.
     static let initialised: Bool = gk_oath_init() == OATH_OK.rawValue
 
+    /// Why no code can be made or checked here, if none can: liboath cannot be loaded (named with the
+    /// loader's reason) or does not start.
+    static var libraryProblem: String? {
+        var why: UnsafePointer<CChar>?
+        guard gatekeeper_oath_load(&why) == 0 else {
+            return why.map { String(cString: $0) } ?? "liboath cannot be loaded"
+        }
+        return initialised ? nil : "liboath did not start (oath_init)"
+    }
+
     /// The HOTP code for `counter`.
     public static func hotp(secret: [UInt8], counter: UInt64, digits: Int) -> String? {
         guard initialised, (6...8).contains(digits) else { return nil }

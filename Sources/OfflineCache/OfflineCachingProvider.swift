@@ -140,8 +140,8 @@ public final class OfflineCachingProvider: AuthProvider {
         }
         if exhausted { return .rejected(.locked(until: nil)) }
         guard let entry = reserved, let verifier = try? PasswordHash(entry.verifier) else { return onlineOutcome }
-        guard let matches = await Self.hashing.run({ verifier.verify(password) }) else {
-            // Cancelled: nothing was checked; the count is taken back.
+        /// Nothing was checked (cancelled, or libxcrypt cannot be loaded): the count is taken back.
+        func takeBack() {
             _ = try? update { entries in
                 if entries[request.username]?.verifier == entry.verifier,
                     let failures = entries[request.username]?.failures, failures > 0
@@ -149,7 +149,18 @@ public final class OfflineCachingProvider: AuthProvider {
                     entries[request.username]?.failures = failures - 1
                 }
             }
+        }
+        guard
+            let checked = await Self.hashing.run({ () -> Bool? in
+                verifier.libraryProblem == nil ? verifier.verify(password) : nil
+            })
+        else {
+            takeBack()
             throw .cancelled
+        }
+        guard let matches = checked else {
+            takeBack()
+            return onlineOutcome
         }
         guard matches else { return .rejected(.wrongCredentials) }
         _ = try? update { entries in

@@ -35,8 +35,10 @@ public struct RunResult: Sendable {
 }
 
 /// Runs `executable` with `arguments`, feeding it `input`, and waits for it to end.
-public func run(_ executable: URL, _ arguments: [String], input: String) throws -> RunResult {
-    let process = try Spawned(executable, arguments)
+public func run(_ executable: URL, _ arguments: [String], input: String, environment: [String: String] = [:]) throws
+    -> RunResult
+{
+    let process = try Spawned(executable, arguments, environment: environment)
     process.write(input)
     return process.finish()
 }

@@ -127,7 +127,10 @@ if action == "list" || action == "otp-list" {
 func readPassword(confirm: Bool) async -> Secret {
     let secret: Secret
     if command.passwordFromStdin {
-        secret = TerminalConversation.passwordFromStandardInput()
+        guard let password = TerminalConversation.passwordFromStandardInput() else {
+            finish(.cancelled, "cancelled; nothing was changed.")
+        }
+        secret = password
     } else {
         guard let terminal = TerminalConversation.controllingTerminal() else {
             finish(.usage, "no terminal to ask for the password; use --password-stdin.")
@@ -289,6 +292,13 @@ case "verify":
     }
     let secret = await readPassword(confirm: false)
     guard let entry = file[user] else { finish(.verificationFailed, "password verification failed for \(user).") }
+    // A hash whose library cannot be loaded is not checked: that is no wrong password.
+    if case .hash(let hash) = entry.password, let problem = hash.libraryProblem {
+        finish(.fileProblem, "\(user)'s password cannot be checked: \(problem)")
+    }
+    if case .expired(let hash) = entry.password, let problem = hash.libraryProblem {
+        finish(.fileProblem, "\(user)'s password cannot be checked: \(problem)")
+    }
     switch entry.password {
     case .locked: finish(.verificationFailed, "\(user) is locked.")
     case .expired(let hash):
