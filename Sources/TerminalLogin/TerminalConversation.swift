@@ -30,6 +30,9 @@ public final class TerminalConversation: Conversation {
     /// The longest answer kept; longer lines are consumed but cut here, so validation refuses them.
     static let maxAnswerBytes = 16 * 1024
 
+    /// The most of one line read without a terminal, an overlong answer's rest included.
+    static let maxLineBytes = 256 * 1024
+
     /// A conversation reading from `input` and writing to `output` (standard input and standard error by
     /// default, so standard output stays free for the program's own results).
     public init(input: Int32 = 0, output: Int32 = 2) {
@@ -63,21 +66,28 @@ public final class TerminalConversation: Conversation {
     }
 
     /// The first line of standard input as a password (`--password-stdin`), without a prompt (on a
-    /// terminal, not echoed); empty when there is none, so validation reports it as missing.
+    /// terminal, not echoed); empty when there is none, so validation reports it as missing; `nil` when the
+    /// person cancelled (Ctrl-C, or Ctrl-D on an empty line, on a terminal).
     ///
     /// Read on the calling thread, which it blocks until the line ends: for a tool's start, before it
     /// watches signals or starts anything a read would have to be cancelled for. Read on the reading
     /// queue's thread (its start and the hop), the line took 0.86 ms of a `gatekeeper-run --password-stdin`
     /// login instead of 0.12 ms (medians of 30 runs, 2-core VM).
-    public static func passwordFromStandardInput() -> Secret {
+    public static func passwordFromStandardInput() -> Secret? {
         let conversation = TerminalConversation(input: 0, output: 2)
         let result = conversation.readLine(
             prompt: "", editor: LineEditor(echo: false, limit: maxAnswerBytes), cancelledBy: -1)
-        guard case .line(let password) = result else {
+        switch result {
+        case .line(let password):
+            return password
+        case .interrupted, .cancelled:
             if conversation.isTerminal { conversation.write("\n") }
-            return Secret(copying: [])
+            return nil
+        case .endOfInput:
+            guard conversation.isTerminal else { return Secret(copying: []) }
+            conversation.write("\n")
+            return nil
         }
-        return password
     }
 
     /// Asks `prompt` (escaped: prompts may come from a PAM module) and reads a visible answer.
@@ -217,13 +227,17 @@ public final class TerminalConversation: Conversation {
         }
     }
 
-    /// Reads one `\n`-terminated line, one byte at a time so nothing past the line is consumed.
+    /// Reads one `\n`-terminated line, one byte at a time so nothing past the line is consumed. A line
+    /// longer than any answer may be is kept one byte past the limit (so it is refused as too long) and
+    /// read on to its end, so the next line is the next answer; but never past ``maxLineBytes``, or an
+    /// endless input (`/dev/zero`) would be read for ever.
     private func readPlainLine(cancelledBy cancelFD: Int32) -> ReadResult {
         // Room for the longest answer up front: a growing array would leave copies of the password in
         // the buffers it outgrew.
         var line: [UInt8] = []
         line.reserveCapacity(Self.maxAnswerBytes + 1)
         defer { Secret.wipe(&line) }
+        var consumed = 0
         while true {
             guard let byte = readByte(cancelledBy: cancelFD) else {
                 if line.isEmpty { return .endOfInput }
@@ -231,6 +245,8 @@ public final class TerminalConversation: Conversation {
             }
             if byte == UInt8(ascii: "\n") { break }
             if line.count <= Self.maxAnswerBytes { line.append(byte) }
+            consumed += 1
+            if consumed > Self.maxLineBytes { break }
         }
         if line.last == UInt8(ascii: "\r") { line.removeLast() }
         return .line(Secret(copying: line))

@@ -40,6 +40,15 @@ struct GatekeeperRunTests {
         #expect(!result.stderr.contains("not-wonderland"))
     }
 
+    /// An endless first line (`/dev/zero`) is refused as too long once past the limit, not read forever.
+    @Test(.timeLimit(.minutes(1))) func anEndlessPasswordLineIsRefused() throws {
+        let result = try run(
+            gatekeeperRun, mock + ["--user", "alice", "--password-stdin", "--delay", "0", "--", "true"],
+            inputFile: "/dev/zero")
+        #expect(result.status == 65, "\(result.stderr)")
+        #expect(result.stderr.contains("longer than 4096 bytes"), "\(result.stderr)")
+    }
+
     @Test func anEmptyUserNameCancels() throws {
         let result = try run(
             gatekeeperRun, mock + ["--user", "", "--password-stdin", "--", "echo", "ran"], input: "wonderland\n")

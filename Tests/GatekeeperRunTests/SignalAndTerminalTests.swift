@@ -117,6 +117,27 @@ struct SignalAndTerminalTests {
         let usual = tcflag_t(ECHO | ICANON | ISIG | IEXTEN)
         #expect(session.localModes & usual == usual)
     }
+
+    /// `--password-stdin` on a terminal reads the password unechoed; Ctrl-C, or Ctrl-D on an empty line,
+    /// cancels (130) at once, as at any prompt: no "enter a password", no fail delay, nothing run.
+    @Test(.timeLimit(.minutes(1)), arguments: ["\u{3}", "\u{4}"])
+    func cancellingThePasswordFromStandardInputOnATerminal(_ key: String) throws {
+        let session = try TerminalSession(
+            gatekeeperRun, mock + ["--user", "alice", "--password-stdin", "--", "sh", "-c", "echo RAN"])
+        let start = ContinuousClock.now
+        while session.localModes & tcflag_t(ECHO) != 0 {
+            guard ContinuousClock.now - start < .seconds(20) else {
+                Issue.record("the password was not read with echo off")
+                return
+            }
+            usleep(10_000)
+        }
+        session.type(key)
+        #expect(session.finish() == 130, "\(session.output)")
+        #expect(!session.output.contains("RAN") && !session.output.contains("Enter a password"), "\(session.output)")
+        let usual = tcflag_t(ECHO | ICANON | ISIG | IEXTEN)
+        #expect(session.localModes & usual == usual)
+    }
 }
 
 /// A stack from a configuration file, with the trace of the login.

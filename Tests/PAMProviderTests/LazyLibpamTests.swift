@@ -39,15 +39,6 @@ struct LazyLibpamTests {
 
     static let fixture = Result { try Fixture() }
 
-    @Test func theToolsLinkNoBackendLibrary() throws {
-        for tool in ["gatekeeper-run", "gatekeeper-passwd", "gatekeeper-pam-helper"] {
-            let dynamic = try shell("readelf -d '\(builtExecutable(tool).path)'").output
-            for library in ["libpam.", "libcrypt.", "libaprutil", "liboath", "libqrencode", "libunistring", "libldap"] {
-                #expect(!dynamic.contains(library), "\(tool) links \(library)")
-            }
-        }
-    }
-
     @Test(arguments: [false, true])
     func aModuleBuiltWithoutLibpamLoadsInTheTool(isolated: Bool) throws {
         let fixture = try Self.fixture.get()

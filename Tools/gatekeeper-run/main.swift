@@ -183,7 +183,11 @@ if invocation.passwordFromStdin {
     if invocation.user == nil && terminal == nil {
         fail(.usage, "--password-stdin needs --user when there is no terminal to ask for the user name.")
     }
-    stdinPassword = TerminalConversation.passwordFromStandardInput()
+    // Cancelled at the terminal (Ctrl-C, Ctrl-D): nothing was tried, as for a cancelled prompt.
+    guard let password = TerminalConversation.passwordFromStandardInput() else {
+        fail(.cancelled, AuthError.cancelled.description)
+    }
+    stdinPassword = password
 }
 let conversation = RunConversation(
     user: invocation.user,
