@@ -1,5 +1,7 @@
 import CPAMBaseline
+import Dispatch
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -78,18 +80,16 @@ struct ProcessBench {
         let hello = try tool("GATEKEEPER_HELLO", "gatekeeper-bench-hello")
         let floor = try tool("GATEKEEPER_FLOOR", "gatekeeper-bench-floor")
 
-        let service = "gatekeeper-bench-\(getpid())"
-        let passdb = privateTemporaryDirectory.appendingPathComponent("\(service).passdb").path
+        ThrowawayState.prepare()
+        defer { ThrowawayState.removeAll() }
+        let service = "\(ThrowawayState.prefix)\(getpid())"
+        let passdb = "\(ThrowawayState.scratch)/\(service).passdb"
         let serviceFile = "/etc/pam.d/" + service
-        try "root:secret:\(service)\n".write(toFile: passdb, atomically: true, encoding: .utf8)
-        try "auth required \(matrix) passdb=\(passdb)\naccount required \(matrix) passdb=\(passdb)\n"
-            .write(toFile: serviceFile, atomically: true, encoding: .utf8)
-        defer {
-            unlink(serviceFile)
-            unlink(passdb)
-        }
+        try ThrowawayState.create(passdb, "root:secret:\(service)\n", mode: 0o600)
+        try ThrowawayState.create(
+            serviceFile, "auth required \(matrix) passdb=\(passdb)\naccount required \(matrix) passdb=\(passdb)\n",
+            mode: 0o644)
         let peer = try SudoPeer()
-        defer { peer.remove() }
 
         let sudo = Command([peer.sudo, "-S", "-k", "/bin/true"], input: peer.password + "\n", as: peer.user)
         let gatekeeperSudo = Command(
@@ -111,8 +111,8 @@ struct ProcessBench {
         // A first run of each loads the files into the page cache.
         for command in commands { _ = try measure(command) }
         var samples = Array(repeating: [Run](), count: commands.count)
-        let report = privateTemporaryDirectory.appendingPathComponent("\(service).peak").path
-        defer { unlink(report) }
+        let report = "\(ThrowawayState.scratch)/\(service).peak"
+        ThrowawayState.onRemoval { unlink(report) }
         for _ in 0..<runs {
             for (slot, command) in commands.enumerated() {
                 var run = try measure(command)
@@ -172,70 +172,138 @@ struct ProcessBench {
     }
 }
 
-/// What sudo is measured with, made for one run and removed after it: a user of its own with a random
-/// yescrypt password (chpasswd, as passwd would set it), a PAM service of pam_unix lines only, and a sudoers
-/// rule that lets that user run /bin/true, asking the password through that service (sudo's `pam_service`).
-/// Whatever an earlier run killed before removing left behind is removed first.
+/// What the whole-process figures put on the system as root — PAM services, a pam_matrix passdb, a user
+/// and a sudoers rule — each named after this run's process id and removed when the run ends: on any
+/// path of the run, on SIGINT and SIGTERM, and, for a run killed otherwise, by the next run (whatever
+/// such a name holds whose process is gone).
+enum ThrowawayState {
+    static let prefix = "gatekeeper-bench-"
+    static let sudoPrefix = "gatekeeper-bench-sudo-"
+    static let userPrefix = "gkbench"
+    static let scratch = privateTemporaryDirectory.path
+    private static let removals = Mutex<[@Sendable () -> Void]>([])
+    private static let watching = Mutex<[any DispatchSourceSignal]>([])
+
+    /// Removes what dead runs left, and has SIGINT and SIGTERM remove this run's state before it ends.
+    static func prepare() {
+        removeLeftovers()
+        watching.withLock { sources in
+            guard sources.isEmpty else { return }
+            for number in [SIGINT, SIGTERM] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler {
+                    removeAll()
+                    exit(128 + number)
+                }
+                source.resume()
+                sources.append(source)
+            }
+        }
+    }
+
+    /// Runs `removal` when the state is removed (in reverse order of registration).
+    static func onRemoval(_ removal: @escaping @Sendable () -> Void) {
+        removals.withLock { $0.append(removal) }
+    }
+
+    static func removeAll() {
+        let pending = removals.withLock { removals in
+            defer { removals.removeAll() }
+            return removals
+        }
+        for removal in pending.reversed() { removal() }
+    }
+
+    /// Creates `path` with `text`, never over an existing file or through a link, with `mode`, and
+    /// registers its removal.
+    static func create(_ path: String, _ text: String, mode: mode_t) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw ProcessBench.Skipped.failed("\(path) cannot be made: errno \(errno)") }
+        onRemoval { unlink(path) }
+        let written = text.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
+        fchmod(descriptor, mode)
+        close(descriptor)
+        guard written == text.utf8.count else { throw ProcessBench.Skipped.failed("\(path) was not written") }
+    }
+
+    /// Whether the run `id` names has ended — no such process, or a zombie nobody has reaped yet — or is
+    /// this process (nothing of this run exists yet).
+    private static func gone(_ id: Int32) -> Bool {
+        guard id != getpid() else { return true }
+        guard let stat = try? String(contentsOfFile: "/proc/\(id)/stat", encoding: .utf8) else { return true }
+        // "pid (command) state …": the command may hold anything but the last ')'.
+        guard let close = stat.lastIndex(of: ")") else { return false }
+        return stat[close...].dropFirst().trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
+    private static func removeLeftovers() {
+        func ids(in directory: String, after prefix: String, suffix: String = "") -> [(String, Int32)] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap { file in
+                guard file.hasPrefix(prefix), file.hasSuffix(suffix),
+                    let id = Int32(file.dropFirst(prefix.count).dropLast(suffix.count)), id > 0, gone(id)
+                else { return nil }
+                return ("\(directory)/\(file)", id)
+            }
+        }
+        for (path, _) in ids(in: "/etc/sudoers.d", after: sudoPrefix) + ids(in: "/etc/pam.d", after: sudoPrefix)
+            + ids(in: "/etc/pam.d", after: prefix) + ids(in: scratch, after: prefix, suffix: ".passdb")
+            + ids(in: scratch, after: prefix, suffix: ".peak")
+        {
+            unlink(path)
+        }
+        let users = (try? String(contentsOfFile: "/etc/passwd", encoding: .utf8)) ?? ""
+        for line in users.split(separator: "\n") {
+            guard let name = line.split(separator: ":").first, name.hasPrefix(userPrefix),
+                let id = Int32(name.dropFirst(userPrefix.count)), id > 0, gone(id)
+            else { continue }
+            SudoPeer.removeUser(String(name))
+        }
+    }
+}
+
+/// What sudo is measured with, made for one run and removed after it (``ThrowawayState``): a user of its
+/// own with a random yescrypt password (chpasswd, as passwd would set it), a PAM service of pam_unix lines
+/// only, and a sudoers rule that lets that user run /bin/true, asking the password through that service
+/// (sudo's `pam_service`).
 struct SudoPeer {
     let name: String
     let service: String
     let password: String
     let user: (uid: uid_t, gid: gid_t)
     let sudo = "/usr/bin/sudo"
-    private let sudoers: String
-
-    private static let prefix = "gatekeeper-bench-sudo-"
-    private static let userPrefix = "gkbench"
 
     init() throws {
-        Self.removeLeftovers()
         let id = getpid()
-        name = "\(Self.userPrefix)\(id)"
-        service = "\(Self.prefix)\(id)"
-        sudoers = "/etc/sudoers.d/\(Self.prefix)\(id)"
+        name = "\(ThrowawayState.userPrefix)\(id)"
+        service = "\(ThrowawayState.sudoPrefix)\(id)"
+        let sudoers = "/etc/sudoers.d/\(ThrowawayState.sudoPrefix)\(id)"
         // SystemRandomNumberGenerator: the kernel's (getrandom).
         password = (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
+        let name = self.name
+        ThrowawayState.onRemoval { Self.removeUser(name) }
         guard Self.runs(["/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
         else { throw ProcessBench.Skipped.failed("useradd \(name) failed") }
-        do {
-            guard Self.runs(["/usr/sbin/chpasswd"], input: "\(name):\(password)\n"),
-                let entry = getpwnam(name)
-            else { throw ProcessBench.Skipped.failed("chpasswd for \(name) failed") }
-            user = (entry.pointee.pw_uid, entry.pointee.pw_gid)
-            try "auth required pam_unix.so\naccount required pam_unix.so\nsession required pam_unix.so\n"
-                .write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
-            let rule = "Defaults:\(name) pam_service=\(service), !lecture\n\(name) ALL=(root) /bin/true\n"
-            let descriptor = open(sudoers, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o440)
-            guard descriptor >= 0 else { throw ProcessBench.Skipped.failed("\(sudoers) cannot be made") }
-            let written = rule.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
-            close(descriptor)
-            guard written == rule.utf8.count, Self.runs(["/usr/sbin/visudo", "-c", "-q", "-f", sudoers]) else {
-                throw ProcessBench.Skipped.failed("the sudoers rule \(sudoers) was not accepted")
-            }
-        } catch {
-            Self.remove(name: name, service: service, sudoers: sudoers)
-            throw error
+        guard Self.runs(["/usr/sbin/chpasswd"], input: "\(name):\(password)\n"), let entry = getpwnam(name) else {
+            throw ProcessBench.Skipped.failed("chpasswd for \(name) failed")
+        }
+        user = (entry.pointee.pw_uid, entry.pointee.pw_gid)
+        try ThrowawayState.create(
+            "/etc/pam.d/\(service)",
+            "auth required pam_unix.so\naccount required pam_unix.so\nsession required pam_unix.so\n", mode: 0o644)
+        try ThrowawayState.create(
+            sudoers, "Defaults:\(name) pam_service=\(service), !lecture\n\(name) ALL=(root) /bin/true\n", mode: 0o440)
+        guard Self.runs(["/usr/sbin/visudo", "-c", "-q", "-f", sudoers]) else {
+            throw ProcessBench.Skipped.failed("the sudoers rule \(sudoers) was not accepted")
         }
     }
 
-    func remove() { Self.remove(name: name, service: service, sudoers: sudoers) }
-
-    private static func remove(name: String, service: String, sudoers: String) {
-        unlink(sudoers)
-        unlink("/etc/pam.d/\(service)")
-        // What sudo and gatekeeper-run may have kept of the user: sudo's timestamp, a failed login's tally.
+    /// The user and what sudo and gatekeeper-run may have kept of it: sudo's timestamp, a failed login's tally.
+    static func removeUser(_ name: String) {
         unlink("/run/sudo/ts/\(name)")
         unlink("/var/lib/gatekeeper/faillock/\(name)")
-        _ = runs(["/usr/sbin/userdel", name])
-    }
-
-    /// Removes what runs no longer alive left (their process ids end the names).
-    private static func removeLeftovers() {
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: "/etc/sudoers.d")) ?? []
-        for file in files where file.hasPrefix(prefix) {
-            guard let id = Int32(file.dropFirst(prefix.count)), kill(id, 0) != 0, errno == ESRCH else { continue }
-            remove(name: "\(userPrefix)\(id)", service: file, sudoers: "/etc/sudoers.d/\(file)")
-        }
+        // Forced: a sudo of the user still running (a run stopped by a signal mid-measurement) would keep it.
+        runs(["/usr/sbin/userdel", "--force", name])
     }
 
     @discardableResult
