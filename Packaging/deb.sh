@@ -56,10 +56,23 @@ for pattern in 'libldap[-_.a-z0-9]*\.so\.[0-9]+' 'libcurl\.so\.[0-9]+' 'libcrypt
         echo "deb.sh: $soname is not installed here" >&2
         exit 1
     }
-    owner=$(dpkg -S "$(realpath "$library")" | awk -F: 'NR == 1 { print $1 }')
+    # The package that installed the file: under merged /usr a package may have it under /lib, not /usr/lib.
+    real=$(realpath "$library")
+    owner=$({ dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null; } | awk -F: 'NR == 1 { print $1 }')
+    [[ -n $owner ]] || {
+        echo "deb.sh: no installed package has $real" >&2
+        exit 1
+    }
     upstream=$(dpkg-query -W -f='${Version}' "$owner" | sed 's/^[0-9]*://; s/-[^-]*$//')
     grep -q "\b$owner\b" <<<"$depends" || depends="$depends, $owner (>= $upstream)"
 done
+
+# Tools linked with packed relative relocations (the Makefile's STATIC_LINK_FLAGS) need glibc 2.36's loader
+# (GLIBC_ABI_DT_RELR), which libc6's symbols file does not name: dpkg-shlibdeps would ask for less.
+if readelf -V "$stage/usr/bin/gatekeeper-run" | grep -q GLIBC_ABI_DT_RELR; then
+    depends=$(sed -E 's/libc6 \(>= [0-9.]+\)/libc6 (>= 2.36)/' <<<"$depends")
+    grep -q "libc6 (>= 2.36)" <<<"$depends" || depends="libc6 (>= 2.36), $depends"
+fi
 
 install -d -m 0755 "$stage/DEBIAN"
 cat >"$stage/DEBIAN/control" <<CONTROL

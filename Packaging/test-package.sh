@@ -78,6 +78,11 @@ for library in libc6 libpam0g libcrypt1 libaprutil1 libldap liboath0 libqrencode
     grep -q "$library" <<<"$depends" || fail "Depends lacks $library: $depends"
 done
 grep -qi "swift" <<<"$depends" && fail "Depends names a Swift package: $depends"
+# The packed relocations the tools may be linked with need glibc 2.36's loader; Depends must say so.
+dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/bin/gatekeeper-run >"$scratch/gatekeeper-run.packed"
+if readelf -V "$scratch/gatekeeper-run.packed" | grep -q GLIBC_ABI_DT_RELR; then
+    grep -q "libc6 (>= 2.36)" <<<"$depends" || fail "the tools need glibc 2.36's DT_RELR, Depends says: $depends"
+fi
 pass "the package holds the tools, pages, completion and conffile, and depends on: $depends"
 
 toolchain=$(dirname "$(dirname "$(realpath "$(command -v swift)")")")
