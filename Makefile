@@ -7,7 +7,8 @@
 #   make sanitize  run the tests under AddressSanitizer, then the concurrent tests under ThreadSanitizer
 #                  (make sanitize-address, make sanitize-thread: one of them)
 #   make fuzz      run each libFuzzer target for FUZZ_SECONDS (60) seconds; FUZZ_TARGETS="..." picks some,
-#                  FUZZ_RUNS=N stops each after N executions
+#                  FUZZ_RUNS=N stops each after N executions, FUZZ_MAX_LEN=N bounds the inputs, FUZZ_TIMEOUT=S
+#                  how long one input may take (20)
 #   make faults    the fault-injection tests: full and read-only file systems, killed writers, hanging and
 #                  crashing PAM modules, an LDAP server killed, unreachable or slow, audit sinks gone
 #   make leaks     1,000 PAM logins under LeakSanitizer; fails on any leak
