@@ -180,6 +180,9 @@ enum ThrowawayState {
     static let prefix = "gatekeeper-bench-"
     static let sudoPrefix = "gatekeeper-bench-sudo-"
     static let userPrefix = "gkbench"
+    /// The user's comment (GECOS) field: a leftover user is removed only if it has it, so no account of
+    /// someone else's that happens to be named like one is ever touched.
+    static let userComment = "gatekeeper-bench throwaway user"
     static let scratch = privateTemporaryDirectory.path
     private static let removals = Mutex<[@Sendable () -> Void]>([])
     private static let watching = Mutex<[any DispatchSourceSignal]>([])
@@ -254,9 +257,11 @@ enum ThrowawayState {
         }
         let users = (try? String(contentsOfFile: "/etc/passwd", encoding: .utf8)) ?? ""
         for line in users.split(separator: "\n") {
-            guard let name = line.split(separator: ":").first, name.hasPrefix(userPrefix),
-                let id = Int32(name.dropFirst(userPrefix.count)), id > 0, gone(id)
+            let fields = line.split(separator: ":", omittingEmptySubsequences: false)
+            guard fields.count > 4, fields[0].hasPrefix(userPrefix), fields[4] == userComment,
+                let id = Int32(fields[0].dropFirst(userPrefix.count)), id > 0, gone(id)
             else { continue }
+            let name = fields[0]
             SudoPeer.removeUser(String(name))
         }
     }
@@ -282,7 +287,11 @@ struct SudoPeer {
         password = (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
         let name = self.name
         ThrowawayState.onRemoval { Self.removeUser(name) }
-        guard Self.runs(["/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
+        guard
+            Self.runs([
+                "/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "--comment",
+                ThrowawayState.userComment, name,
+            ])
         else { throw ProcessBench.Skipped.failed("useradd \(name) failed") }
         guard Self.runs(["/usr/sbin/chpasswd"], input: "\(name):\(password)\n"), let entry = getpwnam(name) else {
             throw ProcessBench.Skipped.failed("chpasswd for \(name) failed")

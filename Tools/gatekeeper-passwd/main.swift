@@ -293,11 +293,12 @@ case "verify":
     let secret = await readPassword(confirm: false)
     guard let entry = file[user] else { finish(.verificationFailed, "password verification failed for \(user).") }
     // A hash whose library cannot be loaded is not checked: that is no wrong password.
-    if case .hash(let hash) = entry.password, let problem = hash.libraryProblem {
-        finish(.fileProblem, "\(user)'s password cannot be checked: \(problem)")
-    }
-    if case .expired(let hash) = entry.password, let problem = hash.libraryProblem {
-        finish(.fileProblem, "\(user)'s password cannot be checked: \(problem)")
+    switch entry.password {
+    case .hash(let hash), .expired(let hash):
+        if let problem = hash.libraryProblem {
+            finish(.fileProblem, "\(user)'s password cannot be checked: \(problem)")
+        }
+    case .locked: break
     }
     switch entry.password {
     case .locked: finish(.verificationFailed, "\(user) is locked.")
