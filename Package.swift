@@ -183,7 +183,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "gatekeeper-passwd",
-            dependencies: ["Authentication", "TerminalLogin", "ToolSupport", "FileProvider", "OTPProvider"],
+            dependencies: [
+                "Authentication", "GatekeeperSupport", "TerminalLogin", "ToolSupport", "FileProvider", "OTPProvider",
+            ],
             path: "Tools/gatekeeper-passwd"
         ),
         .executableTarget(

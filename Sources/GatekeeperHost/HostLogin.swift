@@ -38,6 +38,8 @@ public final class HostLogin: Sendable {
         /// Whether an expired password is changed during the login (off when the password comes from a
         /// script, which cannot answer the new password's questions).
         public var changesExpiredPasswords: Bool
+        /// The executor the gatekeeper's own tasks prefer (``Gatekeeper/Configuration/taskExecutor``).
+        public var taskExecutor: (any TaskExecutor)?
 
         public init(
             tool: String,
@@ -47,7 +49,8 @@ public final class HostLogin: Sendable {
             remembersLogins: Bool = true,
             maxAttempts: Int? = nil,
             lockoutInMemoryUnlessConfigured: Bool = false,
-            changesExpiredPasswords: Bool = true
+            changesExpiredPasswords: Bool = true,
+            taskExecutor: (any TaskExecutor)? = nil
         ) {
             self.tool = tool
             self.terminal = terminal
@@ -57,6 +60,7 @@ public final class HostLogin: Sendable {
             self.maxAttempts = maxAttempts
             self.lockoutInMemoryUnlessConfigured = lockoutInMemoryUnlessConfigured
             self.changesExpiredPasswords = changesExpiredPasswords
+            self.taskExecutor = taskExecutor
         }
     }
 
@@ -102,6 +106,7 @@ public final class HostLogin: Sendable {
         configuration.requestingUser = context.requestingUser
         configuration.service = context.tool
         configuration.changesExpiredPasswords = context.changesExpiredPasswords
+        configuration.taskExecutor = context.taskExecutor
         let remembered: (any RememberedLogins)? =
             context.remembersLogins ? context.place.flatMap { place in cache?.remembering(at: place) } : nil
         let audit = self.audit

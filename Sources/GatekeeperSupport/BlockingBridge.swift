@@ -86,27 +86,17 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
     /// fixed credentials) is asked and answered right here, with no thread woken and no handoff; one that
     /// waits elsewhere (a terminal, an actor) comes back to this thread when it resumes.
     package func ask<T: Sendable, E: Error>(_ question: @escaping @Sendable () async throws(E) -> T) -> Result<T, E>? {
-        let executor = AskingExecutor()
-        let answer = Locked<Result<T, E>?>(nil)
-        let task = Task(executorPreference: executor) {
-            do throws(E) {
-                let value = try await question()
-                answer.withLock { $0 = .success(value) }
-            } catch {
-                answer.withLock { $0 = .failure(error) }
+        let answer = ThreadExecutor.run(question) { task in
+            let proceed = state.withLock { state in
+                guard !state.cancelled else { return false }
+                state.pendingQuestion = task
+                return true
             }
-            executor.finish()
+            if !proceed { task.cancel() }
         }
-        let proceed = state.withLock { state in
-            guard !state.cancelled else { return false }
-            state.pendingQuestion = task
-            return true
-        }
-        if !proceed { task.cancel() }
-        executor.runUntilFinished()
         return state.withLock { state in
             state.pendingQuestion = nil
-            return state.cancelled ? nil : answer.withLock { $0 }
+            return state.cancelled ? nil : answer
         }
     }
 
@@ -123,26 +113,65 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
     }
 }
 
-/// The executor of one question: the blocked work thread itself, which runs the question's jobs as they
-/// come until the question is answered (``BlockingBridge/ask(_:)``).
-final class AskingExecutor: TaskExecutor, @unchecked Sendable {
+/// An executor that is a thread lent to it: ``run(_:started:)`` starts a task preferring it, and the
+/// calling thread runs the jobs of every task that prefers this executor until that task has returned.
+///
+/// A blocked work thread asks its questions this way (``BlockingBridge/ask(_:)``), and a one-shot tool
+/// runs its whole login on its main thread this way, as swift-nio's `withCurrentThreadAsEventLoop` lends
+/// a thread to an event loop: no thread of Swift's global pool starts for work that only waits on others.
+/// Code isolated to an actor still runs on that actor's executor; nonisolated code, child tasks and tasks
+/// made with this executor as their preference run here. Jobs that arrive between runs wait for the next.
+package final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private let jobs = Locked<(queue: [UnownedJob], finished: Bool)>(([], false))
     private let arrived = Signal()
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package init() {}
+
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         jobs.withLock { $0.queue.append(job) }
         arrived.post()
     }
 
-    /// Called by the question's task as its last step.
-    func finish() {
+    /// Runs `body` as a task on a new executor of the calling thread, and blocks until it has returned.
+    package static func run<T: Sendable, E: Error>(
+        _ body: @escaping @Sendable () async throws(E) -> T,
+        started: (Task<Void, Never>) -> Void = { _ in }
+    ) -> Result<T, E> {
+        ThreadExecutor().run(body, started: started)
+    }
+
+    /// Runs `body` as a task preferring this executor, running jobs on the calling thread until it has
+    /// returned. `started` gets the task before its first job runs (to cancel it from elsewhere). One run
+    /// at a time.
+    package func run<T: Sendable, E: Error>(
+        _ body: @escaping @Sendable () async throws(E) -> T,
+        started: (Task<Void, Never>) -> Void = { _ in }
+    ) -> Result<T, E> {
+        jobs.withLock { $0.finished = false }
+        let result = Locked<Result<T, E>?>(nil)
+        let task = Task(executorPreference: self) {
+            do throws(E) {
+                let value = try await body()
+                result.withLock { $0 = .success(value) }
+            } catch {
+                result.withLock { $0 = .failure(error) }
+            }
+            self.finish()
+        }
+        started(task)
+        runUntilFinished()
+        return result.withLock { $0! }
+    }
+
+    /// Called by the run's task as its last step.
+    private func finish() {
         jobs.withLock { $0.finished = true }
         arrived.post()
     }
 
-    /// Runs the question's jobs on this thread until it has finished.
-    func runUntilFinished() {
+    /// Runs jobs on this thread until the run's task has finished.
+    private func runUntilFinished() {
         while true {
             let (next, finished) = jobs.withLock { state -> ([UnownedJob], Bool) in
                 defer { state.queue.removeAll(keepingCapacity: true) }

@@ -40,8 +40,11 @@ package enum ChildProcesses {
     /// Bounded: about two seconds at most.
     package static func stopAll() {
         let running = groups.withLock { $0 }
+        let first = children()
+        // Nothing started and nothing inherited: no descendant is left to arrive later either.
+        if running.isEmpty && first.isEmpty { return }
         for group in running { kill(-group, SIGTERM) }
-        for child in children() where !running.contains(child) { kill(child, SIGTERM) }
+        for child in first where !running.contains(child) { kill(child, SIGTERM) }
         let deadline = ContinuousClock.now + .seconds(1)
         while ContinuousClock.now < deadline, !(running.allSatisfy { !groupExists($0) } && children().isEmpty) {
             reapExited()

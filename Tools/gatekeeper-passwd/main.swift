@@ -2,6 +2,7 @@
 // groups and display-name fields of swift-gatekeeper's file provider.
 import Authentication
 import FileProvider
+import GatekeeperSupport
 import OTPProvider
 import ProviderPlugins
 import TerminalLogin
@@ -124,7 +125,7 @@ if action == "list" || action == "otp-list" {
 
 /// Reads a password: standard input's first line, or the terminal twice.
 @MainActor
-func readPassword(confirm: Bool) async -> Secret {
+func readPassword(confirm: Bool) -> Secret {
     let secret: Secret
     if command.passwordFromStdin {
         guard let password = TerminalConversation.passwordFromStandardInput() else {
@@ -135,14 +136,16 @@ func readPassword(confirm: Bool) async -> Secret {
         guard let terminal = TerminalConversation.controllingTerminal() else {
             finish(.usage, "no terminal to ask for the password; use --password-stdin.")
         }
-        do {
-            secret = try await terminal.askSecret("Password: ")
-            if confirm, try await terminal.askSecret("Password again: ") != secret {
-                finish(.usage, "the passwords do not match; nothing was changed.")
-            }
-        } catch {
+        // Asked on this thread, lent to the questions' tasks: nothing of Swift's pool is started.
+        let answers = ThreadExecutor.run { () async throws(AuthError) -> (Secret, Secret?) in
+            let first = try await terminal.askSecret("Password: ")
+            return (first, confirm ? try await terminal.askSecret("Password again: ") : nil)
+        }
+        guard case .success(let (first, again)) = answers else {
             finish(.cancelled, "cancelled; nothing was changed.")
         }
+        if let again, again != first { finish(.usage, "the passwords do not match; nothing was changed.") }
+        secret = first
     }
     do {
         try Credentials.validatePassword(secret)
@@ -238,13 +241,13 @@ let user = command.user ?? ""
 if command.action.hasPrefix("otp-") { oneTimeCodes(command.action, user: user) }
 switch command.action {
 case "add":
-    let newHash = hash(await readPassword(confirm: true))
+    let newHash = hash(readPassword(confirm: true))
     change { () throws(UsersFileError) in
         try store.addUser(
             user, hash: newHash, groups: command.groups ?? [], displayName: command.name, createFile: command.create)
     }
 case "set":
-    let newHash = hash(await readPassword(confirm: true))
+    let newHash = hash(readPassword(confirm: true))
     change { () throws(UsersFileError) in
         try store.setPassword(of: user, to: newHash, groups: command.groups, displayName: command.name)
     }
@@ -260,10 +263,13 @@ case "change":
     // checked as a login's is (a NUL byte, which C would cut short, is refused).
     let conversation = CheckedConversation(
         TerminalConversation.controllingTerminal() ?? TerminalConversation(input: 0, output: 2))
-    await conversation.show("Changing password for \(TextSafety.escaped(user)).", as: .info)
+    let changed = ThreadExecutor.run { () async throws(AuthError) -> PasswordChangeOutcome in
+        await conversation.show("Changing password for \(TextSafety.escaped(user)).", as: .info)
+        return try await provider.changePassword(of: user, conversation: conversation)
+    }
     let outcome: PasswordChangeOutcome
     do throws(AuthError) {
-        outcome = try await provider.changePassword(of: user, conversation: conversation)
+        outcome = try changed.get()
     } catch  where error.code == .cancelled {
         finish(.cancelled, "cancelled; nothing was changed.")
     } catch {
@@ -290,7 +296,7 @@ case "verify":
     } catch {
         finish(.fileProblem, error.description)
     }
-    let secret = await readPassword(confirm: false)
+    let secret = readPassword(confirm: false)
     guard let entry = file[user] else { finish(.verificationFailed, "password verification failed for \(user).") }
     // A hash whose library cannot be loaded is not checked: that is no wrong password.
     switch entry.password {

@@ -117,14 +117,16 @@ if administers {
 /// The account an administrator names with `--unlock USER` or `-K --user USER`, as the backend spells it
 /// (`ALICE` is alice where the directory says so); a name the backend knows nothing of is refused, so no
 /// file is made for it and nothing of it is written down. Without a backend, the name as given.
-func administeredAccount(_ name: String, for option: String) async -> (name: String, known: Bool) {
+func administeredAccount(_ name: String, for option: String) -> (name: String, known: Bool) {
     let typed: String
     do throws(AuthError) {
         typed = try Username.validate(name)
     } catch {
         fail(.invalidInput, "\(option): \(error.description)")
     }
-    switch await backend?.lookUpAccount(typed) {
+    let backend = backend
+    let lookup = ThreadExecutor.run { () async -> AccountLookup? in await backend?.lookUpAccount(typed) }
+    switch lookup.get() {
     case .known(let canonical, _)?: return (canonical, true)
     case .unknown?:
         fail(.invalidInput, "\(option): no account of the configured backends is named so; nothing was changed.")
@@ -134,7 +136,7 @@ func administeredAccount(_ name: String, for option: String) async -> (name: Str
 
 if let name = invocation.unlocks {
     // The files are pam_faillock's, whatever the lockout policy says now.
-    let account = await administeredAccount(name, for: "--unlock")
+    let account = administeredAccount(name, for: "--unlock")
     do throws(AuthError) {
         try FaillockStore(directory: host.lockoutDirectory).unlock(account.name)
     } catch {
@@ -161,7 +163,7 @@ if invocation.forgetsSession || invocation.forgetsAll {
     }
     if invocation.forgetsAll {
         var user = invocation.user
-        if let name = user { user = await administeredAccount(name, for: "-K --user").name }
+        if let name = user { user = administeredAccount(name, for: "-K --user").name }
         cache?.forgetAll(of: user)
     }
 }
@@ -200,6 +202,9 @@ let conversation = RunConversation(
 // parent, answers from the same terminal or the same standard input) is used only once the typed name
 // names its account, and only after the backend and the lockout agree; a password given on standard
 // input is always checked. Without a usable lockout, nobody signs in.
+// The login runs on this thread, which lends itself to the login's tasks as their executor: a login
+// that only waits on its provider starts no thread of Swift's pool.
+let mainThread = ThreadExecutor()
 let login: HostLogin
 do throws(AuthError) {
     login = try HostLogin(
@@ -209,7 +214,8 @@ do throws(AuthError) {
             tool: "gatekeeper-run", terminal: ControllingTerminal.name(),
             requestingUser: ControllingTerminal.invokingUser(),
             place: LoginPlace.current(fromTerminal: terminal != nil), remembersLogins: stdinPassword == nil,
-            maxAttempts: stdinPassword == nil ? nil : 1, changesExpiredPasswords: stdinPassword == nil),
+            maxAttempts: stdinPassword == nil ? nil : 1, changesExpiredPasswords: stdinPassword == nil,
+            taskExecutor: mainThread),
         report: warn)
 } catch {
     fail(.unavailable, error.reason ?? error.description)
@@ -223,8 +229,9 @@ let command = invocation.command
 // and anything a helper started, even in a session of its own — is stopped before the tool exits.
 ChildProcesses.becomeSubreaper()
 // The run's answer: `nil` for a password changed (--change-password), which runs no command.
-let pendingRun = Locked<(task: Task<Access<Never>?, any Error>?, signal: Int32?)>((nil, nil))
-let interrupts = InterruptMonitor(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
+let pendingRun = Locked<(task: Task<Void, Never>?, signal: Int32?)>((nil, nil))
+// The login runs on this thread (ThreadExecutor); signals are read by a thread of their own.
+let interrupts = SignalThread(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
     // The terminal echoed ^C without a line break; end the line before the message that follows.
     if number == SIGINT, isatty(2) == 1 { _ = write(2, "\n", 1) }
     pendingRun.withLock { pending in
@@ -232,7 +239,7 @@ let interrupts = InterruptMonitor(signals: [SIGINT, SIGTERM, SIGHUP]) { number i
         pending.task?.cancel()
     }
 }
-let run = Task { () async throws -> Access<Never>? in
+let result = mainThread.run { () async throws -> Access<Never>? in
     if invocation.changesPassword {
         // Signed in through the one admission path, then changed through the stack's two passes.
         do throws(AuthError) {
@@ -248,14 +255,13 @@ let run = Task { () async throws -> Access<Never>? in
         explain()
         return try execute(command, as: identity)
     }.run(through: gatekeeper, conversation: conversation)
+} started: { run in
+    pendingRun.withLock { pending in
+        pending.task = run
+        if pending.signal != nil { run.cancel() }
+    }
 }
-pendingRun.withLock { pending in
-    pending.task = run
-    if pending.signal != nil { run.cancel() }
-}
-
-let result = await run.result
-interrupts.stop()
+interrupts?.stop()
 if case .success(nil) = result {
     // Changed, even if a signal came while it was written: a change once begun is finished and said so.
     writeStandardError("gatekeeper-run: the password was changed.\n")

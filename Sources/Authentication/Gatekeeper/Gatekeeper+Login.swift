@@ -38,7 +38,7 @@ extension Gatekeeper {
         effects.deliver()
         guard let expired else { return }
         record(.sessionExpired, expired.username)
-        Task { [provider] in await provider.signOut(expired) }
+        Task(executorPreference: configuration.taskExecutor) { [provider] in await provider.signOut(expired) }
     }
 
     /// Signs in through `conversation`, or joins the login already in progress when `joinExisting` is set.
@@ -86,7 +86,7 @@ extension Gatekeeper {
     private func start(_ flightID: UInt64, conversation: any Conversation, attempts: Int) {
         let slot = AttemptSlot()
         self.attempts.withLock { $0[flightID] = slot }
-        let task = Task {
+        let task = Task(executorPreference: configuration.taskExecutor) { [self] in
             let result: Result<Identity, AuthError>
             do throws(AuthError) {
                 result = .success(try await performLogin(conversation: conversation, attempts: attempts, slot: slot))

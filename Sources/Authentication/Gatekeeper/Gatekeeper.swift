@@ -245,6 +245,11 @@ extension Gatekeeper {
         /// fails with ``AuthError/passwordChangeRequired``. A login with fixed credentials
         /// (``Gatekeeper/signIn(_:)``) never changes a password.
         public var changesExpiredPasswords: Bool
+        /// The executor the gatekeeper's own tasks prefer (the login its callers share, a sign-out); `nil`
+        /// for the global concurrent executor. A one-shot tool that runs its login on its main thread
+        /// passes that thread's executor, so no thread of Swift's pool is started for a login that only
+        /// waits on its provider.
+        public var taskExecutor: (any TaskExecutor)?
 
         public init(
             idleTimeout: Duration? = .seconds(15 * 60),
@@ -258,7 +263,8 @@ extension Gatekeeper {
             remoteHost: String? = nil,
             requestingUser: String? = nil,
             service: String = "gatekeeper",
-            changesExpiredPasswords: Bool = true
+            changesExpiredPasswords: Bool = true,
+            taskExecutor: (any TaskExecutor)? = nil
         ) {
             self.idleTimeout = idleTimeout
             self.absoluteTimeout = absoluteTimeout
@@ -272,6 +278,7 @@ extension Gatekeeper {
             self.requestingUser = requestingUser
             self.service = service
             self.changesExpiredPasswords = changesExpiredPasswords
+            self.taskExecutor = taskExecutor
         }
     }
 }

@@ -11,4 +11,16 @@ int gk_spawn_add_close_from(posix_spawn_file_actions_t *actions, int lowest);
    PR_SET_CHILD_SUBREAPER, which Swift cannot call (prctl is variadic). Returns 0, or -1 with errno. */
 int gk_set_child_subreaper(int on);
 
+/* A signalfd for `signals` (close-on-exec, non-blocking): they must be blocked in every thread. Returns the
+   descriptor, or -1 with errno. */
+int gk_signal_fd(const int *signals, int count);
+
+/* The number of the next signal read from `signal_fd`, waiting for one until `stop_fd` becomes readable;
+   0 once it has (or at once, with `stop_fd` -1, when none is pending); -1 on error. */
+int gk_signal_fd_wait(int signal_fd, int stop_fd);
+
+/* Names the calling thread (at most 15 bytes are kept), as ps and /proc/self/task/TID/comm show it: prctl's
+   PR_SET_NAME. Returns 0, or -1 with errno. */
+int gk_name_thread(const char *name);
+
 #endif
