@@ -133,7 +133,7 @@ final class PAMTransaction: Sendable {
         guard let user = pamUser(handle) else {
             return .success(.unavailable(reason: "a PAM module set a user name that cannot be used."))
         }
-        var identity = SystemAccount.identity(of: user, provider: "pam")
+        var identity = SystemAccount.identity(of: user, provider: "pam", groupsNow: request.readsGroups)
         identity.mustChangePassword = mustChange
         guard (configuration.establishesCredentials || configuration.opensSession) && !mustChange else {
             return .success(.authenticated(identity))

@@ -42,9 +42,12 @@ enum SystemAccount {
         return .valid(identity(of: user, provider: provider))
     }
 
-    /// The identity of `user`: display name from GECOS, uid, gid, home, shell, and group names. A user
-    /// PAM knows but the user database does not (a module with its own accounts) gets a bare identity.
-    static func identity(of user: String, provider: String, bufferBytes: Int = initialBufferBytes) -> Identity {
+    /// The identity of `user`: display name from GECOS, uid, gid, home, shell, and group names — looked
+    /// up now, or, with `groupsNow` false (a login that reads no group), on their first read. A user PAM
+    /// knows but the user database does not (a module with its own accounts) gets a bare identity.
+    static func identity(
+        of user: String, provider: String, groupsNow: Bool = true, bufferBytes: Int = initialBufferBytes
+    ) -> Identity {
         var entry = passwd()
         let found = withGrowingBuffer(from: bufferBytes) { buffer, result in
             getpwnam_r(user, &entry, buffer.baseAddress!, buffer.count, &result)
@@ -58,15 +61,21 @@ enum SystemAccount {
             )
         }
         guard let found else { return Identity(username: user, provider: provider) }
+        let displayName = found.fullName.isEmpty ? nil : found.fullName
+        let attributes = [
+            "uid": String(found.uid), "gid": String(found.gid), "home": found.home, "shell": found.shell,
+        ]
+        guard groupsNow else {
+            // The name service's group lookup (a module of its own to load, every group file to read) is
+            // the costliest part of an identity; a login that reads no group never pays for it.
+            return Identity(username: user, displayName: displayName, provider: provider, attributes: attributes) {
+                groups(of: user, primary: found.gid, bufferBytes: bufferBytes)
+            }
+        }
         return Identity(
-            username: user,
-            displayName: found.fullName.isEmpty ? nil : found.fullName,
+            username: user, displayName: displayName,
             groups: groups(of: user, primary: found.gid, bufferBytes: bufferBytes),
-            provider: provider,
-            attributes: [
-                "uid": String(found.uid), "gid": String(found.gid), "home": found.home, "shell": found.shell,
-            ]
-        )
+            provider: provider, attributes: attributes)
     }
 
     /// The names of every group `user` belongs to, the primary one included.

@@ -136,6 +136,11 @@ public struct AuthRequest: Sendable {
     /// ``Rejection/passwordChangeRequired``. The ``Gatekeeper`` always sets it, and changes the password or
     /// refuses the login as ``Gatekeeper/Configuration/changesExpiredPasswords`` says.
     public var mayChangeExpiredPassword: Bool
+    /// Whether the caller reads the identity's groups. When it does not (a tool that checks no group and
+    /// hands them to nobody), a provider whose groups cost a lookup of their own — PAM's, from the name
+    /// service — may leave it to the first read (``Identity/init(username:displayName:provider:attributes:groupsLookedUpBy:)``)
+    /// instead of making it on its own thread before it answers. The groups read are the same either way.
+    public var readsGroups: Bool
 
     public init(
         username: String,
@@ -143,7 +148,8 @@ public struct AuthRequest: Sendable {
         terminal: String? = nil,
         remoteHost: String? = nil,
         requestingUser: String? = nil,
-        mayChangeExpiredPassword: Bool = false
+        mayChangeExpiredPassword: Bool = false,
+        readsGroups: Bool = true
     ) {
         self.username = username
         self.conversation = conversation
@@ -151,6 +157,7 @@ public struct AuthRequest: Sendable {
         self.remoteHost = remoteHost
         self.requestingUser = requestingUser
         self.mayChangeExpiredPassword = mayChangeExpiredPassword
+        self.readsGroups = readsGroups
     }
 }
 

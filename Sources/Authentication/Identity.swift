@@ -1,3 +1,5 @@
+import GatekeeperSupport
+
 /// Who signed in: what a provider knows about an authenticated user.
 ///
 /// A value type backed by one shared, copy-on-write storage object, so handing an identity to every
@@ -15,7 +17,26 @@ public struct Identity: Hashable, Sendable {
         storage = Storage(
             username: username,
             displayName: displayName ?? username,
-            groups: groups,
+            groups: .known(groups),
+            provider: provider,
+            attributes: attributes
+        )
+    }
+
+    /// An identity whose groups are looked up when first read (``groups``, ``isMember(of:)``, `==`,
+    /// ``description``), once, by `lookUpGroups`, on the reading thread: for a provider whose groups cost
+    /// a name-service lookup, asked by a login that reads none (``AuthRequest/readsGroups``).
+    public init(
+        username: String,
+        displayName: String? = nil,
+        provider: String,
+        attributes: [String: String] = [:],
+        groupsLookedUpBy lookUpGroups: @escaping @Sendable () -> Set<String>
+    ) {
+        storage = Storage(
+            username: username,
+            displayName: displayName ?? username,
+            groups: .pending(lookUpGroups),
             provider: provider,
             attributes: attributes
         )
@@ -38,6 +59,9 @@ public struct Identity: Hashable, Sendable {
         get { storage.groups }
         set { uniqueStorage().groups = newValue }
     }
+
+    /// Whether ``groups`` are known without a lookup (they were given, or read once already).
+    public var groupsAreKnown: Bool { storage.groupsAreKnown }
 
     /// The name of the provider that authenticated the user (for example `"mock"` or `"pam"`).
     public var provider: String {
@@ -80,21 +104,50 @@ public struct Identity: Hashable, Sendable {
         return storage
     }
 
-    /// `@unchecked Sendable`: mutated only through `uniqueStorage()`, that is, when no other value shares it.
+    /// The groups, or how to look them up on first read.
+    private enum Groups {
+        case known(Set<String>)
+        case pending(@Sendable () -> Set<String>)
+    }
+
+    /// `@unchecked Sendable`: mutated only through `uniqueStorage()`, that is, when no other value shares
+    /// it — but for the groups' first lookup, which is locked.
     private final class Storage: @unchecked Sendable {
         var username: String
         var displayName: String
-        var groups: Set<String>
+        private let groupSource: Locked<Groups>
         var provider: String
         var attributes: [String: String]
 
-        init(username: String, displayName: String, groups: Set<String>, provider: String, attributes: [String: String])
-        {
+        init(username: String, displayName: String, groups: Groups, provider: String, attributes: [String: String]) {
             self.username = username
             self.displayName = displayName
-            self.groups = groups
+            self.groupSource = Locked(groups)
             self.provider = provider
             self.attributes = attributes
+        }
+
+        /// Looked up once, under the lock, so that two readers at once make one lookup.
+        var groups: Set<String> {
+            get {
+                groupSource.withLock { source in
+                    switch source {
+                    case .known(let groups): return groups
+                    case .pending(let lookUp):
+                        let groups = lookUp()
+                        source = .known(groups)
+                        return groups
+                    }
+                }
+            }
+            set { groupSource.withLock { $0 = .known(newValue) } }
+        }
+
+        var groupsAreKnown: Bool {
+            groupSource.withLock { source in
+                if case .known = source { return true }
+                return false
+            }
         }
 
         struct Fields: Hashable {
@@ -113,8 +166,8 @@ public struct Identity: Hashable, Sendable {
 
         func copy() -> Storage {
             Storage(
-                username: username, displayName: displayName, groups: groups, provider: provider, attributes: attributes
-            )
+                username: username, displayName: displayName, groups: groupSource.withLock { $0 }, provider: provider,
+                attributes: attributes)
         }
     }
 }

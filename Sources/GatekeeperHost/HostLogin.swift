@@ -40,6 +40,8 @@ public final class HostLogin: Sendable {
         public var changesExpiredPasswords: Bool
         /// The executor the gatekeeper's own tasks prefer (``Gatekeeper/Configuration/taskExecutor``).
         public var taskExecutor: (any TaskExecutor)?
+        /// Whether anything reads the identity's groups (``Gatekeeper/Configuration/readsGroups``).
+        public var readsGroups: Bool
 
         public init(
             tool: String,
@@ -50,7 +52,8 @@ public final class HostLogin: Sendable {
             maxAttempts: Int? = nil,
             lockoutInMemoryUnlessConfigured: Bool = false,
             changesExpiredPasswords: Bool = true,
-            taskExecutor: (any TaskExecutor)? = nil
+            taskExecutor: (any TaskExecutor)? = nil,
+            readsGroups: Bool = true
         ) {
             self.tool = tool
             self.terminal = terminal
@@ -61,6 +64,7 @@ public final class HostLogin: Sendable {
             self.lockoutInMemoryUnlessConfigured = lockoutInMemoryUnlessConfigured
             self.changesExpiredPasswords = changesExpiredPasswords
             self.taskExecutor = taskExecutor
+            self.readsGroups = readsGroups
         }
     }
 
@@ -107,6 +111,7 @@ public final class HostLogin: Sendable {
         configuration.service = context.tool
         configuration.changesExpiredPasswords = context.changesExpiredPasswords
         configuration.taskExecutor = context.taskExecutor
+        configuration.readsGroups = context.readsGroups
         let remembered: (any RememberedLogins)? =
             context.remembersLogins ? context.place.flatMap { place in cache?.remembering(at: place) } : nil
         let audit = self.audit

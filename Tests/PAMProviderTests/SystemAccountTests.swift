@@ -101,6 +101,42 @@ struct SystemAccountTests {
         #expect(try account.gatekeeperRun(user, password) == (admitted ? 0 : refused))
     }
 
+    /// A login that reads no group (`AuthRequest.readsGroups` off, as gatekeeper-run without `--group`)
+    /// leaves the name service's group lookup to the first read: the groups read then are the ones an
+    /// eager login gets, supplementary groups included, and `gatekeeper-run --group` checks them.
+    @Test func groupsLeftToTheFirstReadAreTheSameGroups() async throws {
+        let account = try ThrowawayAccount()
+        defer { account.remove() }
+        let group = "gkg\(UInt32.random(in: 100_000...999_999))"
+        try shell("groupadd \(group) && usermod -a -G \(group) \(account.user)")
+        defer { _ = try? shell("groupdel \(group)") }
+        let provider = try PAMAuthProvider(.init(service: account.service))
+        func identity(readsGroups: Bool) async throws -> Identity? {
+            let request = AuthRequest(
+                username: account.user, conversation: ScriptedConversation(.secret(account.password)),
+                readsGroups: readsGroups)
+            guard case .authenticated(let identity) = try await provider.authenticate(request) else { return nil }
+            return identity
+        }
+        let eager = try #require(try await identity(readsGroups: true))
+        let lazy = try #require(try await identity(readsGroups: false))
+        #expect(eager.groupsAreKnown)
+        #expect(!lazy.groupsAreKnown, "the groups were looked up before anyone read them")
+        #expect(lazy.groups == eager.groups)
+        #expect(lazy.groupsAreKnown)
+        #expect(eager.groups.contains(group) && eager.groups.contains(account.user))
+        func gatekeeperRun(_ options: [String]) throws -> Int32 {
+            try run(
+                builtExecutable("gatekeeper-run"),
+                ["--provider", "pam", "--service", account.service, "--user", account.user, "--password-stdin"]
+                    + options + ["--", "true"],
+                input: account.password + "\n"
+            ).status
+        }
+        #expect(try gatekeeperRun(["--group", group]) == 0)
+        #expect(try gatekeeperRun(["--group", "no-such-\(group)"]) == 77)
+    }
+
     /// An expired password is changed through the same conversation when the host allows it; the new one
     /// works afterwards.
     @Test func changesAnExpiredPasswordWhenAllowed() async throws {

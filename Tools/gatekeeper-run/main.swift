@@ -215,7 +215,7 @@ do throws(AuthError) {
             requestingUser: ControllingTerminal.invokingUser(),
             place: LoginPlace.current(fromTerminal: terminal != nil), remembersLogins: stdinPassword == nil,
             maxAttempts: stdinPassword == nil ? nil : 1, changesExpiredPasswords: stdinPassword == nil,
-            taskExecutor: mainThread),
+            taskExecutor: mainThread, readsGroups: invocation.group != nil),
         report: warn)
 } catch {
     fail(.unavailable, error.reason ?? error.description)

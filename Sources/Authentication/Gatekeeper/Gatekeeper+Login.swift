@@ -235,7 +235,8 @@ extension Gatekeeper {
             requestingUser: configuration.requestingUser,
             // The gatekeeper acts on a password found right but expired (changes it, or refuses the login),
             // so providers admit it marked and a stack decides it as the success it is.
-            mayChangeExpiredPassword: true
+            mayChangeExpiredPassword: true,
+            readsGroups: configuration.readsGroups
         )
         let collector = TraceCollector()
         let answer = await ProviderChain.$collector.withValue(collector) { () async -> Result<AuthOutcome, AuthError> in

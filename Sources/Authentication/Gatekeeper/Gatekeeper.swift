@@ -250,6 +250,12 @@ extension Gatekeeper {
         /// passes that thread's executor, so no thread of Swift's pool is started for a login that only
         /// waits on its provider.
         public var taskExecutor: (any TaskExecutor)?
+        /// Whether anything reads the signed-in identity's groups (passed to providers as
+        /// ``AuthRequest/readsGroups``). On by default; a tool that checks no group and hands the identity
+        /// to nothing that reads them turns it off, and a provider may then leave their lookup to the first
+        /// read, which never comes. Read after all (a requirement on a group), they are looked up then, on
+        /// the reading thread.
+        public var readsGroups: Bool
 
         public init(
             idleTimeout: Duration? = .seconds(15 * 60),
@@ -264,7 +270,8 @@ extension Gatekeeper {
             requestingUser: String? = nil,
             service: String = "gatekeeper",
             changesExpiredPasswords: Bool = true,
-            taskExecutor: (any TaskExecutor)? = nil
+            taskExecutor: (any TaskExecutor)? = nil,
+            readsGroups: Bool = true
         ) {
             self.idleTimeout = idleTimeout
             self.absoluteTimeout = absoluteTimeout
@@ -279,6 +286,7 @@ extension Gatekeeper {
             self.service = service
             self.changesExpiredPasswords = changesExpiredPasswords
             self.taskExecutor = taskExecutor
+            self.readsGroups = readsGroups
         }
     }
 }
