@@ -666,8 +666,7 @@ public final class OIDCAuthProvider: AuthProvider {
 
     /// 128 random bits, base64url.
     static func randomText() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return Base64URL.encode((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        Base64URL.encode(randomBytes(16))
     }
 
     /// Text from the provider that may be shown as it is: no control or invisible characters, bounded.

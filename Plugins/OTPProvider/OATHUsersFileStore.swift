@@ -24,8 +24,7 @@ public struct OATHUsersFileStore: Sendable {
 
     /// A new entry's secret: 20 random bytes from the kernel (160 bits, RFC 4226's recommendation).
     public static func newSecret() -> Secret {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<20).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        var bytes = randomBytes(20)
         return Secret(wiping: &bytes)
     }
 

@@ -148,8 +148,7 @@ public struct AuditDigest: Sendable {
 
     /// A key drawn at random when first used, for this process.
     public static let processKey: AuditDigest = {
-        var generator = SystemRandomNumberGenerator()
-        return AuditDigest(key: (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        AuditDigest(key: randomBytes(32))
     }()
 
     public func digest(of name: String) -> String {

@@ -71,8 +71,7 @@ public final class FaillockStore: LockoutStore {
         let bytes = try StateDirectory.readAll(file, limit: 64)
         if bytes.count == 32 { return bytes }
         guard bytes.isEmpty else { throw StateFileError("\(directory.path)/key: is damaged; remove it") }
-        var generator = SystemRandomNumberGenerator()
-        let key = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let key = randomBytes(32)
         try StateDirectory.overwrite(file, with: key)
         return key
     }

@@ -54,8 +54,7 @@ public final class JSONAuditLog: AuditSink {
             try StateDirectory.lock(keyFile)
             var key = try StateDirectory.readAll(keyFile, limit: 64)
             if key.isEmpty {
-                var generator = SystemRandomNumberGenerator()
-                key = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+                key = randomBytes(32)
                 try StateDirectory.overwrite(keyFile, with: key)
             }
             guard key.count == 32 else { throw StateFileError("\(path).key: is damaged") }
