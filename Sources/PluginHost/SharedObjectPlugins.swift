@@ -16,10 +16,13 @@ public enum SharedObjectPlugins {
 
     /// A resolver for ``ProviderRegistry/resolving(with:)``: an absolute path loads that file; a short name
     /// (letters, digits, `-`, `_`) loads `directory/NAME.so` if there is one; a relative path is refused.
+    /// Without a `directory`, ``directory``, found only when a name is resolved (a tool that names no
+    /// plugin never looks for its installation).
     public static func resolver(
-        directory: String = directory
+        directory: String? = nil
     ) -> @Sendable (String) throws(ProviderConfigurationError) -> ProviderPluginDescriptor? {
         { name throws(ProviderConfigurationError) in
+            let directory = directory ?? Self.directory
             let path: String
             if name.hasPrefix("/") {
                 path = name
