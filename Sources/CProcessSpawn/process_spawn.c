@@ -14,6 +14,7 @@ int gk_set_child_subreaper(int on) {
 
 #include <errno.h>
 #include <poll.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -25,17 +26,50 @@ int gk_signal_fd(const int *signals, int count) {
     return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-int gk_signal_fd_wait(int signal_fd, int stop_fd) {
+/* The write end of the pipe the forwarding handler writes to; -1 when none is installed. */
+static volatile int gk_forward_fd = -1;
+
+static void gk_forward_signal(int number) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)number;
+    int fd = gk_forward_fd;
+    if (fd >= 0) (void)!write(fd, &byte, 1);
+    errno = saved;
+}
+
+int gk_signal_forward(int write_fd, const int *signals, int count) {
+    gk_forward_fd = write_fd;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = gk_forward_signal;
+    action.sa_flags = SA_RESTART;
+    sigfillset(&action.sa_mask);
+    for (int i = 0; i < count; i++) {
+        if (sigaction(signals[i], &action, NULL) != 0) return -1;
+    }
+    return 0;
+}
+
+void gk_signal_forward_end(const int *signals, int count) {
+    for (int i = 0; i < count; i++) signal(signals[i], SIG_DFL);
+    gk_forward_fd = -1;
+}
+
+int gk_signal_fd_wait(int signal_fd, int forward_fd, int stop_fd) {
     for (;;) {
         struct signalfd_siginfo info;
         ssize_t got = read(signal_fd, &info, sizeof info);
         if (got == (ssize_t)sizeof info) return (int)info.ssi_signo;
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0 && errno != EAGAIN) return -1;
+        if (got < 0 && errno != EINTR && errno != EAGAIN) return -1;
+        unsigned char byte;
+        got = read(forward_fd, &byte, 1);
+        if (got == 1) return byte;
+        if (got < 0 && errno != EINTR && errno != EAGAIN) return -1;
         if (stop_fd < 0) return 0;
-        struct pollfd fds[2] = {{.fd = signal_fd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
-        if (poll(fds, 2, -1) < 0 && errno != EINTR) return -1;
-        if (fds[1].revents && !(fds[0].revents & POLLIN)) return 0;
+        struct pollfd fds[3] = {
+            {.fd = signal_fd, .events = POLLIN}, {.fd = forward_fd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
+        if (poll(fds, 3, -1) < 0 && errno != EINTR) return -1;
+        if (fds[2].revents && !(fds[0].revents & POLLIN) && !(fds[1].revents & POLLIN)) return 0;
     }
 }
 

@@ -15,9 +15,18 @@ int gk_set_child_subreaper(int on);
    descriptor, or -1 with errno. */
 int gk_signal_fd(const int *signals, int count);
 
-/* The number of the next signal read from `signal_fd`, waiting for one until `stop_fd` becomes readable;
-   0 once it has (or at once, with `stop_fd` -1, when none is pending); -1 on error. */
-int gk_signal_fd_wait(int signal_fd, int stop_fd);
+/* Has `signals` handled, in any thread that does not block them, by writing their number to `write_fd`
+   (a non-blocking pipe): a thread started before they were blocked hands them on too. Returns 0, or -1
+   with errno. */
+int gk_signal_forward(int write_fd, const int *signals, int count);
+
+/* Gives `signals` their default action back and stops handing them on. */
+void gk_signal_forward_end(const int *signals, int count);
+
+/* The number of the next signal read from `signal_fd` or handed on through `forward_fd` (the read end of
+   gk_signal_forward's pipe, non-blocking), waiting for one until `stop_fd` becomes readable; 0 once it has
+   (or at once, with `stop_fd` -1, when none is pending); -1 on error. */
+int gk_signal_fd_wait(int signal_fd, int forward_fd, int stop_fd);
 
 /* Names the calling thread (at most 15 bytes are kept), as ps and /proc/self/task/TID/comm show it: prctl's
    PR_SET_NAME. Returns 0, or -1 with errno. */
