@@ -121,6 +121,8 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
 /// a thread to an event loop: no thread of Swift's global pool starts for work that only waits on others.
 /// Code isolated to an actor still runs on that actor's executor; nonisolated code, child tasks and tasks
 /// made with this executor as their preference run here. Jobs that arrive between runs wait for the next.
+/// Lent by the main thread, it leaves Dispatch's main queue undrained: code isolated to the main actor
+/// waits until the run is over, so work run this way must not wait on the main actor.
 package final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private let jobs = Locked<(queue: [UnownedJob], finished: Bool)>(([], false))
     private let arrived = Signal()

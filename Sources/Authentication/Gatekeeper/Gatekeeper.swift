@@ -248,7 +248,8 @@ extension Gatekeeper {
         /// The executor the gatekeeper's own tasks prefer (the login its callers share, a sign-out); `nil`
         /// for the global concurrent executor. A one-shot tool that runs its login on its main thread
         /// passes that thread's executor, so no thread of Swift's pool is started for a login that only
-        /// waits on its provider.
+        /// waits on its provider (its providers must then not wait on the main actor, whose thread is
+        /// busy running the login).
         public var taskExecutor: (any TaskExecutor)?
         /// Whether anything reads the signed-in identity's groups (passed to providers as
         /// ``AuthRequest/readsGroups``). On by default; a tool that checks no group and hands the identity
