@@ -80,7 +80,9 @@ build-deps:
 build: deps
 	$(SWIFT) build
 
-run: build
+# The REPL needs only what building it does: none of the test peers and servers are installed for it.
+run: build-deps
+	$(SWIFT) build --product gatekeeper-repl
 	@$(SWIFT) run --skip-build gatekeeper-repl $(ARGS)
 
 # The REPL against a throwaway OpenLDAP directory (Examples/ldap/demo.sh), stopped when the REPL ends.
