@@ -5,8 +5,9 @@ import Authentication
 /// Printable bytes are inserted at the cursor (and echoed if asked). Backspace and Delete remove a whole
 /// character; Left/Right, Home/End, Ctrl-A/Ctrl-E move; Ctrl-U deletes back to the start, Ctrl-K to the
 /// end, Ctrl-W a word; Up/Down walk the history and Tab completes, where the editor has them. Enter
-/// submits; Ctrl-C interrupts; Ctrl-D on an empty line ends the input. Other control bytes and unknown
-/// escape sequences are ignored, and nothing past `limit` bytes is kept.
+/// submits; Ctrl-C interrupts; Ctrl-D on an empty line ends the input; Ctrl-Z suspends (the reader stops
+/// the job and, once continued, draws the line again). Other control bytes and unknown escape sequences
+/// are ignored, and nothing past `limit` bytes is kept.
 struct LineEditor {
     enum Action: Equatable {
         case `continue`
@@ -15,6 +16,8 @@ struct LineEditor {
         case interrupt
         /// Ctrl-D on an empty line.
         case endOfInput
+        /// Ctrl-Z: stop the job, as the terminal would have in cooked mode.
+        case suspend
     }
 
     let echo: Bool
@@ -69,6 +72,8 @@ struct LineEditor {
             return (.continue, deleteForward())
         case 0x0D, 0x0A:
             return (.submit, [])
+        case 0x1A:
+            return (.suspend, [])
         case 0x7F, 0x08:
             return (.continue, deleteBackward())
         case 0x01:
@@ -203,6 +208,12 @@ struct LineEditor {
             return replace(wordStart..<cursor, with: Array(common.utf8))
         }
         return Array(("\r\n" + candidates.joined(separator: "  ") + "\r\n").utf8) + redraw()
+    }
+
+    /// The prompt and the line as they stood, for a terminal given back after a suspension: the text
+    /// where it is echoed, the prompt alone where it is hidden.
+    func drawnAgain() -> [UInt8] {
+        echo ? redraw() : Array("\r".utf8) + prompt + Array("\u{1B}[K".utf8)
     }
 
     /// The line drawn again: prompt, text, the rest of the old line cleared, the cursor put back.

@@ -195,7 +195,7 @@ public final class TerminalConversation: Conversation {
                 cc[Int(VTIME)] = 0
             }
         }
-        guard isTerminal, let saved = TerminalRestoration.change(rawMode, on: input) else {
+        guard isTerminal, var saved = TerminalRestoration.change(rawMode, on: input) else {
             write(prompt)
             return readPlainLine(cancelledBy: cancelFD)
         }
@@ -219,6 +219,15 @@ public final class TerminalConversation: Conversation {
                 return .interrupted
             case .endOfInput:
                 return .endOfInput
+            case .suspend:
+                // Ctrl-Z, which raw mode turned into a byte: the terminal as it was, the job stopped as
+                // the terminal would have stopped it, and raw mode and the line back once it continues.
+                TerminalRestoration.restore(saved, on: input)
+                writeAll(output, Array("\r\n".utf8))
+                kill(0, SIGTSTP)
+                guard let again = TerminalRestoration.change(rawMode, on: input) else { return .cancelled }
+                saved = again
+                writeAll(output, editor.drawnAgain())
             case .submit:
                 writeAll(output, Array("\r\n".utf8))
                 var line = editor.take()

@@ -114,3 +114,57 @@ struct TerminalREPLTests {
         #expect(!repl.output.contains("Signed out."))
     }
 }
+
+/// The REPL in a shell with job control (bash in tmux), as a person runs it: Ctrl-Z stops it like any
+/// terminal program, the shell gets a working terminal, and `fg` brings the REPL back in raw mode with
+/// its prompt drawn again.
+@Suite(
+    .serialized, .timeLimit(.minutes(2)),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux"), "needs tmux (make test installs it)"))
+struct JobControlREPLTests {
+    /// Runs tmux with `arguments`; its standard output.
+    @discardableResult
+    static func tmux(_ arguments: [String]) throws -> String {
+        try run(URL(fileURLWithPath: "/usr/bin/tmux"), arguments, input: "").stdout
+    }
+
+    /// Waits until the pane shows `text` (more often than `count` times before), up to ten seconds; tmux
+    /// drops the blanks at the ends of lines.
+    @discardableResult
+    static func waitForPane(_ session: String, _ text: String, moreThan count: Int = 0) throws -> String {
+        var pane = ""
+        for _ in 0..<200 {
+            pane = try tmux(["capture-pane", "-p", "-t", session])
+            if pane.components(separatedBy: text).count - 1 > count { return pane }
+            usleep(50_000)
+        }
+        Issue.record("the pane never showed \(text): \(pane)")
+        return pane
+    }
+
+    @Test func ctrlZStopsTheREPLAndFgBringsItBack() throws {
+        let session = "gatekeeper-test-\(getpid())"
+        try Self.tmux([
+            "new-session", "-d", "-s", session, "-x", "150", "-y", "40",
+            "env -i TERM=xterm PS1='shell$ ' bash --norc --noprofile",
+        ])
+        defer { _ = try? Self.tmux(["kill-session", "-t", session]) }
+        _ = try Self.waitForPane(session, "shell$")
+        try Self.tmux(["send-keys", "-t", session, "\(gatekeeperREPL.path) --delay 0", "Enter"])
+        _ = try Self.waitForPane(session, "]›")
+        try Self.tmux(["send-keys", "-t", session, "he"])
+        try Self.tmux(["send-keys", "-t", session, "C-z"])
+        _ = try Self.waitForPane(session, "Stopped")
+        // The shell has its terminal back, echo and line editing on.
+        try Self.tmux(["send-keys", "-t", session, "echo back-in-the-shell", "Enter"])
+        _ = try Self.waitForPane(session, "back-in-the-shell", moreThan: 1)
+        try Self.tmux(["send-keys", "-t", session, "fg", "Enter"])
+        // The REPL draws its prompt and the half-typed line again, and reads keys one by one (raw mode).
+        _ = try Self.waitForPane(session, "]› he", moreThan: 1)
+        try Self.tmux(["send-keys", "-t", session, "lp", "Enter"])
+        let pane = try Self.waitForPane(session, "why ")
+        #expect(pane.contains("which provider of the stack answered"))
+        try Self.tmux(["send-keys", "-t", session, "quit", "Enter"])
+        _ = try Self.waitForPane(session, "shell$", moreThan: 2)
+    }
+}

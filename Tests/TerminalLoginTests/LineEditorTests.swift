@@ -42,6 +42,26 @@ struct LineEditorTests {
         #expect(type([0x04]).0 == .endOfInput)
     }
 
+    /// Ctrl-Z asks to suspend and keeps the line; once continued, the line is drawn again as it stood —
+    /// a hidden one as its prompt alone.
+    @Test func ctrlZSuspendsAndTheLineIsDrawnAgainAfter() {
+        var editor = LineEditor(echo: true, limit: 64)
+        editor.prompt = Array("[home]› ".utf8)
+        for byte in Array("hel".utf8) { _ = editor.feed(byte) }
+        #expect(editor.feed(0x1A).0 == .suspend)
+        #expect(editor.drawnAgain() == Array("\r[home]› hel\u{1B}[K".utf8))
+        _ = editor.feed(UInt8(ascii: "p"))
+        #expect(editor.feed(0x0D).0 == .submit)
+        #expect(editor.take() == Array("help".utf8))
+        var hidden = LineEditor(echo: false, limit: 64)
+        hidden.prompt = Array("Password: ".utf8)
+        for byte in Array("hunter2".utf8) { _ = hidden.feed(byte) }
+        #expect(hidden.feed(0x1A).0 == .suspend)
+        #expect(hidden.drawnAgain() == Array("\rPassword: \u{1B}[K".utf8), "the hidden text was drawn")
+        #expect(hidden.feed(0x0D).0 == .submit)
+        #expect(hidden.take() == Array("hunter2".utf8))
+    }
+
     @Test func ctrlDOnANonEmptyLineDeletesUnderTheCursor() {
         let (action, line, _) = type(Array("ab".utf8) + [0x04, 0x01, 0x04, 0x0D])
         #expect(action == .submit)
