@@ -15,12 +15,7 @@ struct REPLSafetyTests {
     func sigtermDuringTheSpinnerRestoresTheTerminal() throws {
         let repl = try TerminalSession(gatekeeperREPL, ["--delay", "60"])
         try repl.waitFor("]› ")
-        repl.type("login\r")
-        try repl.waitFor("Username: ")
-        repl.type("alice\r")
-        try repl.waitFor("Password: ")
-        repl.type("wonderland\r")
-        try repl.waitFor("Checking")
+        try repl.logIn("login", "alice", "wonderland")
         #expect(repl.localModes & tcflag_t(ECHO) == 0)  // The spinner hides typed keys.
         repl.send(SIGTERM)
         #expect(repl.finish() == 128 + SIGTERM)
@@ -74,6 +69,59 @@ struct StackedREPLTests {
             result.stdout.contains(
                 "Stack: 1. [success=done authinfo_unavail=ignore user_unknown=ignore default=die] debug · 2. required mock"
             ))
+    }
+}
+
+/// `why` after a cancelled login says so, and where, before the trace of the login before it.
+struct CancelledLoginWhyTests {
+    /// A stack whose mock entry waits `delay` seconds, in a configuration file only root may change.
+    static func configuration(delay: String) throws -> String {
+        let path = URL(fileURLWithPath: trustedBase).appendingPathComponent("gatekeeper-\(UUID()).conf").path
+        try """
+        [success=done user_unknown=ignore authinfo_unavail=ignore default=die]  debug result=user_unknown
+        required  mock delay=\(delay)
+
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+        return path
+    }
+
+    @Test func aLoginCancelledAtTheUserNameIsSaidToBeSo() throws {
+        let path = try Self.configuration(delay: "0")
+        defer { unlink(path) }
+        // Signed in as bob; then a login cancelled by an empty user name; then one that signs alice in.
+        let result = try run(
+            gatekeeperREPL, ["--config", path],
+            input: "login\nbob\nbuilder\nlogout\nlogin\n\nwhy\nlogin\nalice\nwonderland\nwhy\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        let trace = "2. required mock: success -> ok\nidentity: 2:mock\nresult: success"
+        #expect(
+            result.stdout.contains(
+                "The last login was cancelled at “Username: ”, with an empty answer; nothing was decided.\nThe login before it:\n"
+            ),
+            "\(result.stdout)")
+        #expect(result.stdout.components(separatedBy: trace).count - 1 == 2, "\(result.stdout)")
+        // The login after it ended otherwise: its own trace, with no word of the cancellation.
+        #expect(result.stdout.components(separatedBy: "was cancelled").count - 1 == 1)
+    }
+
+    @Test func aLoginCancelledWhileTheProviderChecksIsSaidToBeSo() throws {
+        let path = try Self.configuration(delay: "60")
+        defer { unlink(path) }
+        let repl = try TerminalSession(gatekeeperREPL, ["--config", path])
+        try repl.waitFor("]› ")
+        try repl.logIn("login", "alice", "wonderland")
+        repl.type("\u{3}")
+        try repl.waitFor("Login cancelled.", timeout: .seconds(20))
+        let offset = repl.output.count
+        repl.type("why\r")
+        try repl.waitFor("No login before it.", after: offset)
+        #expect(
+            repl.output.contains(
+                "The last login was cancelled while the provider checked the answer to “Password: ”; nothing was decided."
+            ))
+        repl.type("quit\r")
+        #expect(repl.finish() == 0)
     }
 }
 

@@ -4,6 +4,19 @@ import Testing
 
 let gatekeeperREPL = builtExecutable("gatekeeper-repl")
 
+extension TerminalSession {
+    /// Types `command`, then `user` and `password` at the login's two prompts, and waits until the
+    /// provider is checking (the spinner).
+    func logIn(_ command: String, _ user: String, _ password: String) throws {
+        type(command + "\r")
+        try waitFor("Username: ")
+        type(user + "\r")
+        try waitFor("Password: ")
+        type(password + "\r")
+        try waitFor("Checking")
+    }
+}
+
 /// Runs the REPL with the given standard input and returns its transcript.
 func session(_ input: String, _ arguments: [String] = ["--delay", "0"]) throws -> RunResult {
     try run(gatekeeperREPL, arguments, input: input)

@@ -26,12 +26,7 @@ struct TerminalREPLTests {
         try repl.waitFor("]› ")
         repl.type("contact\r")
         try repl.waitFor("Registrar")
-        repl.type("profile\r")
-        try repl.waitFor("Username: ")
-        repl.type("alice\r")
-        try repl.waitFor("Password: ")
-        repl.type("wonderland\r")
-        try repl.waitFor("Checking")
+        try repl.logIn("profile", "alice", "wonderland")
         let interrupted = ContinuousClock.now
         repl.type("\u{3}")
         // Well within the 60 s delay: the wait gives up after 20 s.

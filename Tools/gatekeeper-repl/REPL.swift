@@ -13,6 +13,9 @@ final class REPL: Sendable {
     private let history = CommandHistory()
     /// Cancels the command in progress (Ctrl-C while a provider works); `nil` between commands.
     private let interruption = Locked<(@Sendable () -> Void)?>(nil)
+    /// Where the last login was cancelled, when it was (`why` says so before the last trace, which is
+    /// then the trace of the login before it); `nil` once a login ends otherwise.
+    private let lastCancellation = Locked<String?>(nil)
 
     /// Logins remembered for this terminal session by host tools (`gatekeeper-run`), shown by `status`.
     let cache: LoginCache?
@@ -78,7 +81,13 @@ final class REPL: Sendable {
                 screen.say("The provider is not a stack; start with --config FILE to stack providers.")
                 break
             }
-            screen.say(stack.lastTrace.map { shown($0.description) } ?? "No login yet.")
+            let trace = stack.lastTrace.map { shown($0.description) }
+            guard let place = lastCancellation.withLock({ $0 }) else {
+                screen.say(trace ?? "No login yet.")
+                break
+            }
+            screen.say("The last login was cancelled \(place); nothing was decided.")
+            screen.say(trace.map { "The login before it:\n\($0)" } ?? "No login before it.")
         case "status":
             guard words.count <= 2 else {
                 screen.error("Usage: status [USER]")
@@ -119,21 +128,26 @@ final class REPL: Sendable {
             return tab.content(for: identity)
         }
         // The content cannot throw, so `try?` loses nothing.
-        let access = await interruptibly { [gatekeeper, conversation] in
+        let access = await loggingIn { [gatekeeper, conversation] in
             try? await protected.run(through: gatekeeper, conversation: conversation)
+        } cancelled: { access in
+            if case .dismissed(let reason)? = access { return reason == .cancelled }
+            return false
         }
         if case .completed(let content) = access { screen.say(content) }
     }
 
     /// Changes the signed-in person's password (signing in first when nobody is); the session goes on.
     private func changePassword() async {
-        let result = await interruptibly { [gatekeeper, conversation] () async -> AuthError? in
+        let result = await loggingIn { [gatekeeper, conversation] () async -> AuthError? in
             do throws(AuthError) {
                 try await gatekeeper.changePassword(conversation: conversation)
                 return nil
             } catch {
                 return error
             }
+        } cancelled: {
+            $0 == .cancelled
         }
         switch result {
         case nil:
@@ -146,12 +160,14 @@ final class REPL: Sendable {
     }
 
     private func login() async {
-        let result = await interruptibly { [gatekeeper, conversation] () async -> Result<Identity, AuthError> in
+        let result = await loggingIn { [gatekeeper, conversation] () async -> Result<Identity, AuthError> in
             do throws(AuthError) {
                 return .success(try await gatekeeper.signIn(conversation: conversation))
             } catch {
                 return .failure(error)
             }
+        } cancelled: {
+            $0 == .failure(.cancelled)
         }
         switch result {
         case .success(let identity):
@@ -250,6 +266,23 @@ final class REPL: Sendable {
         return "[\(tab) · \(screen.styled(user, .user))]› "
     }
 
+    /// Runs `body`, a command that may log in, as ``interruptibly(_:)`` does, and remembers where its login
+    /// was cancelled when `cancelled` says it was — or forgets an earlier cancellation when a login was
+    /// made and ended otherwise. A command that asked nothing (already signed in) changes nothing.
+    private func loggingIn<T: Sendable>(
+        _ body: @escaping @Sendable () async -> T, cancelled: (T) -> Bool
+    ) async -> T {
+        conversation.progress.withLock { $0 = nil }
+        let result = await interruptibly(body)
+        let place = conversation.progress.withLock { $0 }
+        if cancelled(result) {
+            lastCancellation.withLock { $0 = place ?? "before its first question" }
+        } else if place != nil {
+            lastCancellation.withLock { $0 = nil }
+        }
+        return result
+    }
+
     /// Runs `body` so that Ctrl-C (SIGINT, outside a prompt) cancels it, then clears the spinner.
     private func interruptibly<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
         let task = Task { await body() }
@@ -297,7 +330,8 @@ final class REPL: Sendable {
           whoami     who is signed in
           status     session state, provider and expiry; failed logins of you (or: status USER);
                      the login gatekeeper-run remembers for this terminal
-          why        which provider of the stack answered what at the last login, and what decided
+          why        which provider of the stack answered what at the last login, and what decided;
+                     after a cancelled login, where it was cancelled and the trace of the one before
           tabs       the tabs and what each needs
           help       this list
           quit       leave (Ctrl-D does too)

@@ -92,15 +92,24 @@ final class Screen: Sendable {
 /// provider works on the answers.
 struct LoginConversation: Conversation {
     let screen: Screen
+    /// Where the login in progress stands, in words (`at “Password: ”`), for `why` after a cancellation.
+    let progress = Locked<String?>(nil)
 
     func ask(_ prompt: String) async throws(AuthError) -> String {
         screen.stopSpinner()
-        return try await screen.console.ask(prompt)
+        progress.withLock { $0 = "at \(shown("“\(prompt)”"))" }
+        let answer = try await screen.console.ask(prompt)
+        let asked = shown("“\(prompt)”")
+        // An empty user name cancels the login: it ends at its question.
+        progress.withLock { $0 = answer.isEmpty ? "at \(asked), with an empty answer" : "after the answer to \(asked)" }
+        return answer
     }
 
     func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
         screen.stopSpinner()
+        progress.withLock { $0 = "at \(shown("“\(prompt)”"))" }
         let secret = try await screen.console.askSecret(prompt)
+        progress.withLock { $0 = "while the provider checked the answer to \(shown("“\(prompt)”"))" }
         screen.startSpinner("Checking")
         return secret
     }
