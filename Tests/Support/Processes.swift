@@ -158,12 +158,21 @@ public final class Spawned {
     /// How many bytes written to the process's standard input it has not read yet.
     public var unreadInput: Int { unreadBytes(input) }
 
-    /// Closes standard input, waits for the process to end, and collects what it wrote.
-    public func finish() -> RunResult {
+    /// Closes standard input, waits for the process to end, and collects what it wrote. A process still
+    /// running after `timeout` is killed, with its session (everything it started), and answers -1 with
+    /// a line saying so on its standard error: a hung tool fails its test, never hangs the run.
+    public func finish(timeout: Duration = .seconds(120)) -> RunResult {
         close(input)
         input = -1
-        let status = exitStatus ?? waitForExit(pid)
-        let result = RunResult(status: status, stdout: stdout, stderr: stderr)
+        let status = exitStatus ?? waitForExit(pid, deadline: ContinuousClock.now + timeout)
+        var errors = stderr
+        if status == nil {
+            kill(-pid, SIGKILL)
+            kill(pid, SIGKILL)
+            _ = waitForExit(pid)
+            errors += "\n[killed: still running after \(timeout)]\n"
+        }
+        let result = RunResult(status: status ?? -1, stdout: stdout, stderr: errors)
         try? FileManager.default.removeItem(at: directory)
         return result
     }
@@ -357,6 +366,22 @@ private func waitForExit(_ pid: pid_t) -> Int32 {
     }
     let signal = status & 0x7F
     return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+}
+
+/// The exit status of `pid` if it ends before `deadline` (128 + the signal for one a signal ended, -1 if
+/// it cannot be waited for); `nil` if it is still running then.
+private func waitForExit(_ pid: pid_t, deadline: ContinuousClock.Instant) -> Int32? {
+    var status: Int32 = 0
+    while true {
+        let reaped = waitpid(pid, &status, WNOHANG)
+        if reaped == pid {
+            let signal = status & 0x7F
+            return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+        }
+        if reaped < 0 && errno != EINTR { return -1 }
+        guard ContinuousClock.now < deadline else { return nil }
+        usleep(2_000)
+    }
 }
 
 /// Where test files go: a directory no one else can write, up to `/` — so configuration files, plugins
