@@ -108,13 +108,17 @@ struct FailDelayTests {
     }
 
     @Test func cancellingTheLoginEndsTheWait() async throws {
+        let audit = RecordingAuditSink()
         let gatekeeper = Gatekeeper(
-            provider: accountsProvider(), configuration: .init(lockout: nil, failDelay: .seconds(3600)))
+            provider: accountsProvider(), configuration: .init(lockout: nil, failDelay: .seconds(3600)), audit: audit)
         let login = Task { try await gatekeeper.signIn(credentials("alice", "no")) }
-        try await Task.sleep(for: .milliseconds(50))
+        // Cancelled only once the failure is recorded, that is, in its delay: a cancellation that came
+        // earlier would end the login before the wait and prove nothing of it.
+        #expect(await eventually { audit.events.contains { $0.kind == .signInFailed } })
+        let cancelled = ContinuousClock.now
         login.cancel()
-        // The suite's time limit is far below the hour of the delay.
         await #expect(throws: AuthError.cancelled) { try await login.value }
+        #expect(cancelled.duration(to: .now) < .seconds(30), "the wait went on after the cancellation")
     }
 
     /// The wait is an async sleep: a hundred logins in their delay hold no thread, and another login
