@@ -1,4 +1,5 @@
 public import Authentication
+import GatekeeperSupport
 
 /// The checks every ``AuthProvider`` must pass, usable from any test framework.
 ///
@@ -225,14 +226,17 @@ public struct ProviderConformance: Sendable {
                 if wrong != .rejected(.wrongCurrentPassword) {
                     problems.append("a wrong current password answered \(wrong)")
                 }
-                // Cancelled at the repeated new password.
+                // Cancelled at the repeated new password, and only there: a cancellation that came from
+                // anywhere else would prove nothing of this one.
+                let cancelling = ChangeConversation(current: fixture.password, new: new, cancelsAtRetype: true)
                 do throws(AuthError) {
-                    let outcome = try await provider.changePassword(
-                        of: fixture.username,
-                        conversation: ChangeConversation(current: fixture.password, new: new, cancelsAtRetype: true))
+                    let outcome = try await provider.changePassword(of: fixture.username, conversation: cancelling)
                     problems.append("a change cancelled at its last question answered \(outcome)")
                 } catch {
                     if error != .cancelled { problems.append("a cancelled change threw \(error)") }
+                }
+                if !cancelling.cancelledAtRetype {
+                    problems.append("the change never asked the new password again, where it was to be cancelled")
                 }
                 let unknown = try await provider.changePassword(
                     of: fixture.unknownUsername, conversation: ScriptedConversation(.secret(fixture.password)))
@@ -283,10 +287,11 @@ public struct ProviderConformance: Sendable {
 /// backend asking with prompts of its own (pam_matrix's "Old password: ", "Verify New Password :") is
 /// answered as one asking with ``PasswordPrompt``'s: the current password, the new one, and its
 /// repetition, which is cancelled when asked to.
-private final class ChangeConversation: Conversation {
+private final class ChangeConversation: Conversation, Sendable {
     private let current: Secret
     private let new: Secret
     private let cancelsAtRetype: Bool
+    private let cancelled = Locked(false)
 
     init(current: String, new: String, cancelsAtRetype: Bool) {
         self.current = Secret(copying: current.utf8)
@@ -294,12 +299,22 @@ private final class ChangeConversation: Conversation {
         self.cancelsAtRetype = cancelsAtRetype
     }
 
-    func ask(_ prompt: String) async throws(AuthError) -> String { throw .cancelled }
+    /// Whether the change was cancelled where this conversation was to cancel it.
+    var cancelledAtRetype: Bool { cancelled.withLock { $0 } }
+
+    /// A password change asks nothing visibly: refused, as a conversation failing (not as the person
+    /// cancelling, which the check of a cancelled change would take for its own).
+    func ask(_ prompt: String) async throws(AuthError) -> String {
+        throw .providerUnavailable(reason: "asked \(prompt)")
+    }
 
     func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
         let asked = prompt.lowercased()
         if asked.contains("retype") || asked.contains("verify") || asked.contains("again") {
-            if cancelsAtRetype { throw .cancelled }
+            if cancelsAtRetype {
+                cancelled.withLock { $0 = true }
+                throw .cancelled
+            }
             return new
         }
         return asked.contains("new") ? new : current
