@@ -76,3 +76,19 @@ int gk_signal_fd_wait(int signal_fd, int forward_fd, int stop_fd) {
 int gk_name_thread(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
 }
+
+#include <sys/random.h>
+
+int gk_random_bytes(void *buffer, size_t count) {
+    unsigned char *bytes = buffer;
+    while (count > 0) {
+        ssize_t got = getrandom(bytes, count, 0);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        bytes += got;
+        count -= (size_t)got;
+    }
+    return 0;
+}

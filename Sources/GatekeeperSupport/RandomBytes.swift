@@ -1,18 +1,12 @@
-/// Secret random bytes from the system's generator (`getrandom`), eight to a call rather than one: keys,
-/// salts, nonces and names nobody may guess. Written straight into the array returned, so no other copy
-/// is left on the heap for a secret the caller wipes.
+import CProcessSpawn
+
+/// Secret random bytes from the kernel's generator (`getrandom`), in one call rather than one a byte:
+/// keys, salts, nonces and names nobody may guess. The kernel writes them straight into the array
+/// returned, so no other copy is left in memory for a secret the caller wipes.
 package func randomBytes(_ count: Int) -> [UInt8] {
-    var generator = SystemRandomNumberGenerator()
     var bytes = [UInt8](repeating: 0, count: count)
-    bytes.withUnsafeMutableBytes { buffer in
-        var offset = 0
-        while offset < count {
-            var word = generator.next() as UInt64
-            let taken = min(8, count - offset)
-            withUnsafeBytes(of: &word) { buffer[offset..<offset + taken].copyBytes(from: $0.prefix(taken)) }
-            word = 0
-            offset += taken
-        }
-    }
+    let filled = bytes.withUnsafeMutableBytes { gk_random_bytes($0.baseAddress, $0.count) }
+    // getrandom fails only for a bad buffer or a kernel without it (before Linux 3.17): nothing to go on.
+    precondition(filled == 0, "the kernel's random generator failed")
     return bytes
 }

@@ -14,7 +14,8 @@ import CProcessSpawn
 /// (one a plugin's library started as it loaded) runs a handler instead, which hands the number on
 /// through a pipe the same thread reads. A signal sent before ``init(signals:onSignal:)`` has its default
 /// effect; one sent after reaches `onSignal`, in order, until ``stop()``, which hands on any still pending
-/// and then gives the signals their default effect back.
+/// and then gives the signals the dispositions they had before. A tool that exits rather than `exec`s
+/// need not stop it: signals that come while it stops its helpers are only handed on.
 package final class SignalThread: @unchecked Sendable {
     private let signals: [Int32]
     private let handler: @Sendable (Int32) -> Void
@@ -23,6 +24,8 @@ package final class SignalThread: @unchecked Sendable {
     private var stopPipe: [Int32] = [-1, -1]
     private var thread = pthread_t()
     private let stopped = Locked(false)
+    /// The dispositions before the watch, put back by ``stop()``.
+    private var previous: [sigaction] = []
 
     /// `nil` when the system refuses a descriptor or a thread: the signals keep their default effect.
     package init?(signals: [Int32], onSignal: @escaping @Sendable (Int32) -> Void) {
@@ -35,12 +38,17 @@ package final class SignalThread: @unchecked Sendable {
         }
         for end in forwardPipe + stopPipe { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         for end in forwardPipe { _ = fcntl(end, F_SETFL, O_NONBLOCK) }
+        previous = signals.map { number in
+            var action = sigaction()
+            sigaction(number, nil, &action)
+            return action
+        }
         signalDescriptor = signals.withUnsafeBufferPointer { gk_signal_fd($0.baseAddress, Int32($0.count)) }
         let forwarding = signals.withUnsafeBufferPointer {
             gk_signal_forward(forwardPipe[1], $0.baseAddress, Int32($0.count))
         }
         guard signalDescriptor >= 0, forwarding == 0 else {
-            restoreDefaults()
+            restorePrevious()
             closeAll()
             return nil
         }
@@ -55,7 +63,7 @@ package final class SignalThread: @unchecked Sendable {
             }, context)
         guard created == 0 else {
             Unmanaged<SignalThread>.fromOpaque(context).release()
-            restoreDefaults()
+            restorePrevious()
             setMask(SIG_UNBLOCK)
             closeAll()
             return nil
@@ -69,8 +77,8 @@ package final class SignalThread: @unchecked Sendable {
         }
     }
 
-    /// Stops watching: the thread hands on every signal already sent and ends, and the signals get their
-    /// default effect back, on the calling thread (the main thread) unblocked again.
+    /// Stops watching: the thread hands on every signal already sent and ends, and the signals get the
+    /// dispositions they had before, on the calling thread (the main thread) unblocked again.
     package func stop() {
         let first = stopped.withLock { stopped in
             defer { stopped = true }
@@ -81,7 +89,7 @@ package final class SignalThread: @unchecked Sendable {
         _ = write(stopPipe[1], &byte, 1)
         pthread_join(thread, nil)
         while case let number = gk_signal_fd_wait(signalDescriptor, forwardPipe[0], -1), number > 0 { handler(number) }
-        restoreDefaults()
+        restorePrevious()
         closeAll()
         setMask(SIG_UNBLOCK)
     }
@@ -93,8 +101,12 @@ package final class SignalThread: @unchecked Sendable {
         pthread_sigmask(how, &set, nil)
     }
 
-    private func restoreDefaults() {
+    private func restorePrevious() {
         signals.withUnsafeBufferPointer { gk_signal_forward_end($0.baseAddress, Int32($0.count)) }
+        for (number, action) in zip(signals, previous) {
+            var action = action
+            sigaction(number, &action, nil)
+        }
     }
 
     private func closeAll() {

@@ -1,5 +1,4 @@
 public import Authentication
-import Dispatch
 import GatekeeperSupport
 
 #if canImport(Glibc)
@@ -25,7 +24,9 @@ public final class TerminalConversation: Conversation {
     /// Whether `input` is a terminal (raw-mode reading and editing) rather than a pipe or file.
     public let isTerminal: Bool
     private let ownsDescriptors: Bool
-    private let queue = DispatchQueue(label: "gatekeeper.terminal-conversation")
+    /// The conversation's reads, one at a time, each on a thread of this pool (none kept between reads:
+    /// a person types far slower than a thread starts).
+    private let reader = ThreadPool(name: "gatekeeper.terminal", maxThreads: 1, maxIdle: 0)
 
     /// The longest answer kept; longer lines are consumed but cut here, so validation refuses them.
     static let maxAnswerBytes = 16 * 1024
@@ -70,9 +71,9 @@ public final class TerminalConversation: Conversation {
     /// person cancelled (Ctrl-C, or Ctrl-D on an empty line, on a terminal).
     ///
     /// Read on the calling thread, which it blocks until the line ends: for a tool's start, before it
-    /// watches signals or starts anything a read would have to be cancelled for. Read on the reading
-    /// queue's thread (its start and the hop), the line took 0.86 ms of a `gatekeeper-run --password-stdin`
-    /// login instead of 0.12 ms (medians of 30 runs, 2-core VM).
+    /// watches signals or starts anything a read would have to be cancelled for. Read on a Dispatch queue's
+    /// thread, as prompts once were (its start and the hop), the line took 0.86 ms of a
+    /// `gatekeeper-run --password-stdin` login instead of 0.12 ms (medians of 30 runs, 2-core VM).
     public static func passwordFromStandardInput() -> Secret? {
         let conversation = TerminalConversation(input: 0, output: 2)
         let result = conversation.readLine(
@@ -144,19 +145,16 @@ public final class TerminalConversation: Conversation {
         return answer
     }
 
-    /// Reads on the conversation's own serial queue. Unlike blocking work on `ThreadPool` (hashing, PAM),
-    /// which is left to finish in the background when its caller is cancelled, a read is interrupted
-    /// (the wake-up pipe) and awaited: a read left running would swallow the next answer typed, and
-    /// the terminal's settings must be back before the caller goes on.
+    /// Reads on the conversation's own thread, one read at a time. Unlike other blocking work (hashing,
+    /// PAM), which is left to finish in the background when its caller is cancelled, a read is
+    /// interrupted (the wake-up pipe) and awaited: a read left running would swallow the next answer
+    /// typed, and the terminal's settings must be back before the caller goes on.
     private func read(prompt: String, editor: LineEditor) async -> ReadResult {
         if Task.isCancelled { return .cancelled }
         let wakeup = WakeupPipe()
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                queue.async { [self] in
-                    continuation.resume(
-                        returning: readLine(prompt: prompt, editor: editor, cancelledBy: wakeup?.readEnd ?? -1))
-                }
+            await reader.runToTheEnd { [self] in
+                readLine(prompt: prompt, editor: editor, cancelledBy: wakeup?.readEnd ?? -1)
             }
         } onCancel: {
             wakeup?.signal()

@@ -41,6 +41,12 @@ public enum LaunchSignals {
         snapshot.withLock { $0 = Snapshot(mask: bytes, ignored: ignored) }
     }
 
+    /// Whether `signal` was ignored at launch (`nohup` ignores SIGHUP; a shell without job control
+    /// ignores SIGINT in a background job): a tool leaves such a signal ignored rather than watch it.
+    public static func wasIgnored(_ signal: Int32) -> Bool {
+        snapshot.withLock { $0?.ignored.contains(signal) ?? false }
+    }
+
     /// Gives every signal the disposition it had at launch (ignored, or the default: handlers set since
     /// are dropped) and the calling thread the mask it had; without ``record()``, the defaults and an
     /// empty mask. Call it right before `exec`, on the thread that calls it.

@@ -86,4 +86,104 @@ struct HelperLifetimeTests {
         #expect(left.isEmpty, "left running after the tool exited: \(left)")
         for pid in left { kill(pid, SIGKILL) }
     }
+
+    /// A state directory of the test's own, so the logins it cancels count against no one else's.
+    func stateDirectory() throws -> String {
+        let path = directory + "/state-\(UUID())"
+        guard mkdir(path, 0o700) == 0 else { throw POSIXError(.EEXIST) }
+        return path
+    }
+
+    /// A helper program at `name` with `body` after `#!/bin/sh`.
+    func helper(_ name: String, _ body: String) throws -> String {
+        let path = directory + "/" + name
+        try ("#!/bin/sh\n" + body + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o700)
+        return path
+    }
+
+    /// A signal that comes once the login has admitted, while the tool stops what the helper left before
+    /// it execs (here a child that ignores SIGTERM, which takes a second), ends the tool: the command
+    /// never starts.
+    @Test func aSignalBeforeTheExecKeepsTheCommandFromStarting() throws {
+        let marker = "94\(Int.random(in: 100_000...999_999))"
+        let ran = directory + "/ran-\(marker)"
+        // The child leaves the helper's process group and its descriptors, so the helper's own end does
+        // not wait for it: only the tool, its reaper, stops it, right before the exec.
+        // It answers once the child is on its own and ignores SIGTERM.
+        let ready = directory + "/ready-\(marker)"
+        let helper = try helper(
+            "escaping-checkpassword",
+            """
+            setsid sh -c "trap '' TERM; touch \(ready); exec sleep \(marker)" </dev/null >/dev/null 2>&1 3>&- 4>&- &
+            while [ ! -e \(ready) ]; do sleep 0.01; done
+            exit 0
+            """)
+        defer { unlink(ready) }
+        let tool = try Spawned(
+            builtExecutable("gatekeeper-run"),
+            [
+                "--provider", "checkpassword", "--program", helper, "--state-dir", try stateDirectory(),
+                "--user", "alice", "--password-stdin", "--", "/bin/sh", "-c", "touch \(ran)",
+            ])
+        tool.write("wonderland\n")
+        #expect(waitForAll(marker, count: 1), "the helper's child did not start")
+        usleep(200_000)
+        tool.send(SIGTERM)
+        let result = tool.finish()
+        #expect(result.status == 128 + SIGTERM, "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: ran), "the command ran after the signal")
+        unlink(ran)
+        for pid in Self.processes(holding: marker) { kill(pid, SIGKILL) }
+    }
+
+    /// Ctrl-C twice: the second comes while the tool stops a helper that ignores SIGTERM, and is only
+    /// handed on — the tool still stops the helper before it exits.
+    @Test func aSecondSignalWhileHelpersAreStoppedLeavesNoneRunning() throws {
+        let marker = "95\(Int.random(in: 100_000...999_999))"
+        let helper = try helper("stubborn-checkpassword", "trap '' TERM\nexec sleep \(marker)")
+        let tool = try Spawned(
+            builtExecutable("gatekeeper-run"),
+            [
+                "--provider", "checkpassword", "--program", helper, "--timeout", "60", "--state-dir",
+                try stateDirectory(), "--user", "alice", "--password-stdin", "--", "true",
+            ])
+        tool.write("wonderland\n")
+        #expect(waitForAll(marker, count: 1), "the helper did not start")
+        tool.send(SIGINT)
+        usleep(300_000)
+        tool.send(SIGINT)
+        tool.send(SIGTERM)
+        let result = tool.finish()
+        #expect(result.status == 130, "\(result.stderr)")
+        let left = Self.processes(holding: marker)
+        #expect(left.isEmpty, "left running after the tool exited: \(left)")
+        for pid in left { kill(pid, SIGKILL) }
+    }
+
+    /// A signal ignored when the tool started (`nohup`'s SIGHUP) stays ignored: the login goes on and the
+    /// command runs, with the signal still ignored.
+    @Test func aSignalIgnoredAtLaunchStaysIgnored() throws {
+        let marker = "96\(Int.random(in: 100_000...999_999))"
+        let helper = try helper("slow-checkpassword", "sleep 1.\(marker)\nexit 0")
+        let tool = try Spawned(
+            URL(fileURLWithPath: "/bin/sh"),
+            [
+                "-c",
+                "trap '' HUP; exec \"$0\" \"$@\"", builtExecutable("gatekeeper-run").path, "--provider",
+                "checkpassword",
+                "--program", helper, "--state-dir", try stateDirectory(), "--user", "alice", "--password-stdin", "--",
+                "/bin/sh", "-c",
+                "grep SigIgn /proc/self/status",
+            ])
+        tool.write("wonderland\n")
+        #expect(waitForAll("sleep 1.\(marker)", count: 1), "the helper did not start")
+        tool.send(SIGHUP)
+        let result = tool.finish()
+        #expect(result.status == 0, "\(result.stderr)")
+        let ignored = result.stdout.split(separator: "\t").last.flatMap {
+            UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16)
+        }
+        #expect(ignored.map { $0 & 1 == 1 } == true, "SIGHUP is not ignored in the command: \(result.stdout)")
+    }
 }

@@ -16,7 +16,10 @@ struct OneShotLoginTests {
 
     init() throws { directory = try trustedDirectory() }
 
-    @Test func aLoginStartsOnlyTheThreadsItsBackendNeeds() throws {
+    /// With the password on standard input, and asked by a prompt (read line by line without a terminal,
+    /// on the conversation's reading thread).
+    @Test(arguments: [true, false])
+    func aLoginStartsOnlyTheThreadsItsBackendNeeds(_ passwordFromStandardInput: Bool) throws {
         let report = directory + "/threads-\(getpid())"
         let helper = directory + "/thread-reporting-checkpassword"
         // A checkpassword program that accepts the login once it has written down the names of its
@@ -31,13 +34,45 @@ struct OneShotLoginTests {
         defer { unlink(report) }
         let result = try run(
             builtExecutable("gatekeeper-run"),
-            ["--provider", "checkpassword", "--program", helper, "--user", "alice", "--password-stdin", "--", "true"],
+            ["--provider", "checkpassword", "--program", helper, "--user", "alice"]
+                + (passwordFromStandardInput ? ["--password-stdin"] : []) + ["--", "true"],
             input: "wonderland\n")
         #expect(result.status == 0, "\(result.stderr)")
         let names = try String(contentsOfFile: report, encoding: .utf8).split(separator: "\n")
         #expect(!names.isEmpty)
         #expect(!names.contains { $0.contains("qos") }, "a thread of Swift's pool ran: \(names)")
-        // The main thread, the signal thread and the thread that runs the helper.
-        #expect(names.count <= 3, "more threads than the login needs: \(names)")
+        // The main thread, the signal thread and the thread that runs the helper (and the prompt's,
+        // which may not have ended yet).
+        #expect(names.count <= (passwordFromStandardInput ? 3 : 4), "more threads than the login needs: \(names)")
+    }
+
+    /// The lockout's file locked by another process: the login waits for it (up to 5 s) on the main
+    /// thread, and a signal still ends the tool at once, without the rest of the wait.
+    @Test func aSignalEndsALoginWaitingForTheLockoutsLock() throws {
+        let state = directory + "/state-\(UUID())"
+        try #require(mkdir(state, 0o700) == 0)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let tool = builtExecutable("gatekeeper-run")
+        let options = [
+            "--provider", "mock", "--delay", "0", "--state-dir", state, "--user", "alice", "--password-stdin",
+        ]
+        // A first login makes alice's tally file; then another process holds its lock.
+        #expect(try run(tool, options + ["--", "true"], input: "wonderland\n").status == 0)
+        let tally = state + "/faillock/alice"
+        try #require(FileManager.default.fileExists(atPath: tally))
+        let holder = try Spawned(URL(fileURLWithPath: "/usr/bin/flock"), [tally, "sleep", "30"])
+        defer {
+            holder.send(SIGKILL)
+            _ = holder.finish()
+        }
+        usleep(200_000)
+        let login = try Spawned(tool, options + ["--", "true"])
+        login.write("wonderland\n")
+        usleep(500_000)
+        let signalled = ContinuousClock.now
+        login.send(SIGTERM)
+        let result = login.finish()
+        #expect(result.status == 128 + SIGTERM, "\(result.stderr)")
+        #expect(signalled.duration(to: .now) < .seconds(3), "the signal waited for the lock")
     }
 }

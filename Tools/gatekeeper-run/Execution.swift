@@ -19,8 +19,10 @@ func fail(_ status: ExitStatus, _ message: String) -> Never {
     exit(status.code)
 }
 
-/// Replaces this process with `command`, run for `identity`. Returns only by throwing.
-func execute(_ command: [String], as identity: Identity) throws -> Never {
+/// Replaces this process with `command`, run for `identity`. Returns only by throwing, or exits when
+/// `lastSignal` — asked once every helper is stopped — names a signal that came before the `exec`: the
+/// login was stopped, so the command never starts.
+func execute(_ command: [String], as identity: Identity, lastSignal: () -> Int32?) throws -> Never {
     setenv("GATEKEEPER_USER", identity.username, 1)
     setenv("GATEKEEPER_PROVIDER", identity.provider, 1)
     var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }
@@ -30,6 +32,10 @@ func execute(_ command: [String], as identity: Identity) throws -> Never {
     // of the login, nor the terminal handlers.
     // Nothing the login started is left for the command to inherit.
     ChildProcesses.prepareForExec()
+    if let number = lastSignal() {
+        if number == SIGINT { fail(.cancelled, AuthError.cancelled.description) }
+        fail(ExitStatus(code: 128 + number), "stopped by signal \(number)")
+    }
     LaunchSignals.restoreForExec()
     execvp(command[0], argv)
     let error = errno

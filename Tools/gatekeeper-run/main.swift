@@ -230,8 +230,9 @@ let command = invocation.command
 ChildProcesses.becomeSubreaper()
 // The run's answer: `nil` for a password changed (--change-password), which runs no command.
 let pendingRun = Locked<(task: Task<Void, Never>?, signal: Int32?)>((nil, nil))
-// The login runs on this thread (ThreadExecutor); signals are read by a thread of their own.
-let interrupts = SignalThread(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
+// The login runs on this thread (ThreadExecutor); signals are read by a thread of their own until the tool
+// exits or, once it has stopped its helpers, execs. A signal ignored at launch (nohup's SIGHUP) stays so.
+let interrupts = SignalThread(signals: [SIGINT, SIGTERM, SIGHUP].filter { !LaunchSignals.wasIgnored($0) }) { number in
     // The terminal echoed ^C without a line break; end the line before the message that follows.
     if number == SIGINT, isatty(2) == 1 { _ = write(2, "\n", 1) }
     pendingRun.withLock { pending in
@@ -253,7 +254,12 @@ let result = mainThread.run { () async throws -> Access<Never>? in
     }
     return try await RequiresAuthentication<Never>(requirement) { identity in
         explain()
-        return try execute(command, as: identity)
+        return try execute(command, as: identity) {
+            // Helpers stopped: the signals are watched no longer, and one that came meanwhile is the
+            // tool's, never the command's (which must not start after it).
+            interrupts?.stop()
+            return pendingRun.withLock { $0.signal }
+        }
     }.run(through: gatekeeper, conversation: conversation)
 } started: { run in
     pendingRun.withLock { pending in
@@ -261,7 +267,8 @@ let result = mainThread.run { () async throws -> Access<Never>? in
         if pending.signal != nil { run.cancel() }
     }
 }
-interrupts?.stop()
+// The signal thread goes on until the tool exits: a second Ctrl-C while the helpers are stopped is only
+// handed on, never the end of the tool with a helper still running.
 if case .success(nil) = result {
     // Changed, even if a signal came while it was written: a change once begun is finished and said so.
     writeStandardError("gatekeeper-run: the password was changed.\n")

@@ -2,6 +2,7 @@
 #define GATEKEEPER_PROCESS_SPAWN_H
 
 #include <spawn.h>
+#include <stddef.h>
 
 /* Adds "close every descriptor from `lowest` up" to `actions` (glibc's posix_spawn_file_actions_addclosefrom_np,
    which Swift's Glibc module does not show). Returns 0, or an errno value. */
@@ -31,5 +32,9 @@ int gk_signal_fd_wait(int signal_fd, int forward_fd, int stop_fd);
 /* Names the calling thread (at most 15 bytes are kept), as ps and /proc/self/task/TID/comm show it: prctl's
    PR_SET_NAME. Returns 0, or -1 with errno. */
 int gk_name_thread(const char *name);
+
+/* Fills `count` bytes at `buffer` from the kernel's generator (getrandom, blocking until it is seeded),
+   straight into the buffer. Returns 0, or -1 with errno. */
+int gk_random_bytes(void *buffer, size_t count);
 
 #endif
