@@ -123,10 +123,11 @@ final class DemoDirectory {
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         else { throw LDAPBenchError.noDirectory }
         uri = "ldap://127.0.0.1:\(port)"
-        // A watchdog stops the directory when this process ends, however it ends (a crash included).
+        // A watchdog stops the directory when this process ends, however it ends (a crash included), and
+        // removes what it was made of.
         _ = system(
-            "(while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; kill $(cat '\(directory)/slapd.pid') 2>/dev/null)"
-                + " </dev/null >/dev/null 2>&1 &")
+            "(while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; kill $(cat '\(directory)/slapd.pid') 2>/dev/null;"
+                + " sleep 1; rm -rf '\(directory)') </dev/null >/dev/null 2>&1 &")
     }
 
     /// Adds accounts (through `ldapadd`, as the directory's administrator).
@@ -155,9 +156,14 @@ final class DemoDirectory {
         else { throw LDAPBenchError.loginFailed("ldapadd refused the load accounts") }
     }
 
+    /// Stops the directory server and removes its files.
     func stop() {
-        if let pid = try? String(contentsOfFile: directory + "/slapd.pid", encoding: .utf8) {
-            kill(Int32(pid.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, SIGTERM)
+        if let text = try? String(contentsOfFile: directory + "/slapd.pid", encoding: .utf8),
+            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0
+        {
+            kill(pid, SIGTERM)
+            for _ in 0..<200 where kill(pid, 0) == 0 { usleep(10_000) }
         }
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }

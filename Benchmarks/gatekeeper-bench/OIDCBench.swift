@@ -95,14 +95,17 @@ final class OIDCProviderBench {
             settings[String(line[..<equals])] = String(line[line.index(after: equals)...])
         }
         self.settings = settings
-        // A watchdog stops the provider when this process ends, however it ends (a crash included).
+        // A watchdog stops the provider when this process ends, however it ends (a crash included), and
+        // removes what it was made of.
         _ = system(
-            "(while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; bash '\(script)' stop '\(directory)')"
-                + " </dev/null >/dev/null 2>&1 &")
+            "(while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; bash '\(script)' stop '\(directory)';"
+                + " rm -rf '\(directory)') </dev/null >/dev/null 2>&1 &")
     }
 
+    /// Stops the provider and removes its files.
     func stop() {
         _ = system("bash '\(script)' stop '\(directory)' >/dev/null 2>&1")
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import GatekeeperSupport
 import TestSupport
+import Testing
 
 /// The running slapds' pid files, for the exit handler (which can capture nothing).
 private let slapdPidFiles = Locked<[String]>([])
@@ -18,14 +19,20 @@ final class SlapdFixture: @unchecked Sendable {
     var caFile: String { directory + "/cert.pem" }
     func dn(_ uid: String) -> String { "uid=\(uid),ou=people,\(base)" }
 
-    /// Kills the server, as a crash or a pulled cable would, and waits until it no longer answers.
+    /// Kills the server, as a crash or a pulled cable would, and waits until it no longer answers; one
+    /// that still answers after 5 s fails the test (what follows would test a live server).
     func kill() {
         if let text = try? String(contentsOfFile: directory + "/slapd.pid", encoding: .utf8),
             let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
         {
             Glibc.kill(pid, SIGKILL)
         }
-        for _ in 0..<200 where (try? shell("ldapwhoami -x -H \(uri) >/dev/null 2>&1"))?.status == 0 { usleep(10_000) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            guard (try? shell("ldapwhoami -x -H \(uri) >/dev/null 2>&1"))?.status == 0 else { return }
+            usleep(10_000)
+        }
+        Issue.record("the directory on \(uri) still answers 5 s after it was killed")
     }
 
     /// The accounts: user name, password, whether in the staff group.
