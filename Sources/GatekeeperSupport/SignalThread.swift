@@ -15,7 +15,8 @@ import CProcessSpawn
 /// through a pipe the same thread reads. A signal sent before ``init(signals:onSignal:)`` has its default
 /// effect; one sent after reaches `onSignal`, in order, until ``stop()``, which hands on any still pending
 /// and then gives the signals the dispositions they had before. A tool that exits rather than `exec`s
-/// need not stop it: signals that come while it stops its helpers are only handed on.
+/// need not stop it: signals that come while it stops its helpers are only handed on. One watch at a time
+/// in a process (the handler's pipe is the process's).
 package final class SignalThread: @unchecked Sendable {
     private let signals: [Int32]
     private let handler: @Sendable (Int32) -> Void

@@ -28,8 +28,8 @@ func execute(_ command: [String], as identity: Identity, lastSignal: () -> Int32
     var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }
     argv.append(nil)
     // The command gets the signal mask and dispositions gatekeeper-run started with, as a shell would
-    // give them: not this worker thread's mask (which blocks nearly everything), nor the ignored SIGINT
-    // of the login, nor the terminal handlers.
+    // give them: not the mask that blocked SIGINT, SIGTERM and SIGHUP during the login, nor the handlers
+    // that handed them on, nor the terminal's.
     // Nothing the login started is left for the command to inherit.
     ChildProcesses.prepareForExec()
     if let number = lastSignal() {
