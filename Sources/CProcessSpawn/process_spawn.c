@@ -50,8 +50,7 @@ int gk_signal_forward(int write_fd, const int *signals, int count) {
     return 0;
 }
 
-void gk_signal_forward_end(const int *signals, int count) {
-    for (int i = 0; i < count; i++) signal(signals[i], SIG_DFL);
+void gk_signal_forward_end(void) {
     gk_forward_fd = -1;
 }
 

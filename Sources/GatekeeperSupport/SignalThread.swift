@@ -103,11 +103,11 @@ package final class SignalThread: @unchecked Sendable {
     }
 
     private func restorePrevious() {
-        signals.withUnsafeBufferPointer { gk_signal_forward_end($0.baseAddress, Int32($0.count)) }
         for (number, action) in zip(signals, previous) {
             var action = action
             sigaction(number, &action, nil)
         }
+        gk_signal_forward_end()
     }
 
     private func closeAll() {

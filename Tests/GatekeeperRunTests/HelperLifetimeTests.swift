@@ -19,16 +19,9 @@ struct HelperLifetimeTests {
     /// A checkpassword program that starts a child, a child in a session of its own, and then never
     /// answers. Each sleeps for a time no other process on the machine uses: the marker.
     func hangingHelper(_ marker: String) throws -> String {
-        let path = directory + "/hanging-checkpassword"
-        try """
-        #!/bin/sh
-        sleep \(marker)1 &
-        setsid sleep \(marker)2 &
-        exec sleep \(marker)3
-
-        """.write(toFile: path, atomically: true, encoding: .utf8)
-        chmod(path, 0o700)
-        return path
+        try writeHelper(
+            "hanging-checkpassword", in: directory,
+            "sleep \(marker)1 &\nsetsid sleep \(marker)2 &\nexec sleep \(marker)3")
     }
 
     /// The pids of live processes whose command line holds `marker`.
@@ -88,19 +81,10 @@ struct HelperLifetimeTests {
     }
 
     /// A state directory of the test's own, so the logins it cancels count against no one else's.
-    func stateDirectory() throws -> String {
-        let path = directory + "/state-\(UUID())"
-        guard mkdir(path, 0o700) == 0 else { throw POSIXError(.EEXIST) }
-        return path
-    }
+    func stateDirectory() throws -> String { try makeStateDirectory(in: directory) }
 
     /// A helper program at `name` with `body` after `#!/bin/sh`.
-    func helper(_ name: String, _ body: String) throws -> String {
-        let path = directory + "/" + name
-        try ("#!/bin/sh\n" + body + "\n").write(toFile: path, atomically: true, encoding: .utf8)
-        chmod(path, 0o700)
-        return path
-    }
+    func helper(_ name: String, _ body: String) throws -> String { try writeHelper(name, in: directory, body) }
 
     /// A signal that comes once the login has admitted, while the tool stops what the helper left before
     /// it execs (here a child that ignores SIGTERM, which takes a second), ends the tool: the command

@@ -21,16 +21,10 @@ struct OneShotLoginTests {
     @Test(arguments: [true, false])
     func aLoginStartsOnlyTheThreadsItsBackendNeeds(_ passwordFromStandardInput: Bool) throws {
         let report = directory + "/threads-\(getpid())"
-        let helper = directory + "/thread-reporting-checkpassword"
         // A checkpassword program that accepts the login once it has written down the names of its
         // parent's threads: gatekeeper-run's, in the middle of a login.
-        try """
-        #!/bin/sh
-        cat /proc/$PPID/task/*/comm > \(report)
-        exit 0
-
-        """.write(toFile: helper, atomically: true, encoding: .utf8)
-        chmod(helper, 0o700)
+        let helper = try writeHelper(
+            "thread-reporting-checkpassword", in: directory, "cat /proc/$PPID/task/*/comm > \(report)\nexit 0")
         defer { unlink(report) }
         let result = try run(
             builtExecutable("gatekeeper-run"),
@@ -49,8 +43,7 @@ struct OneShotLoginTests {
     /// The lockout's file locked by another process: the login waits for it (up to 5 s) on the main
     /// thread, and a signal still ends the tool at once, without the rest of the wait.
     @Test func aSignalEndsALoginWaitingForTheLockoutsLock() throws {
-        let state = directory + "/state-\(UUID())"
-        try #require(mkdir(state, 0o700) == 0)
+        let state = try makeStateDirectory(in: directory)
         defer { try? FileManager.default.removeItem(atPath: state) }
         let tool = builtExecutable("gatekeeper-run")
         let options = [

@@ -97,9 +97,9 @@ struct LoginConversation: Conversation {
 
     func ask(_ prompt: String) async throws(AuthError) -> String {
         screen.stopSpinner()
-        progress.withLock { $0 = "at \(shown("“\(prompt)”"))" }
-        let answer = try await screen.console.ask(prompt)
         let asked = shown("“\(prompt)”")
+        progress.withLock { $0 = "at \(asked)" }
+        let answer = try await screen.console.ask(prompt)
         // An empty user name cancels the login: it ends at its question.
         progress.withLock { $0 = answer.isEmpty ? "at \(asked), with an empty answer" : "after the answer to \(asked)" }
         return answer
@@ -107,9 +107,10 @@ struct LoginConversation: Conversation {
 
     func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
         screen.stopSpinner()
-        progress.withLock { $0 = "at \(shown("“\(prompt)”"))" }
+        let asked = shown("“\(prompt)”")
+        progress.withLock { $0 = "at \(asked)" }
         let secret = try await screen.console.askSecret(prompt)
-        progress.withLock { $0 = "while the provider checked the answer to \(shown("“\(prompt)”"))" }
+        progress.withLock { $0 = "while the provider checked the answer to \(asked)" }
         screen.startSpinner("Checking")
         return secret
     }

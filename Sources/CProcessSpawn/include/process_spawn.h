@@ -21,8 +21,8 @@ int gk_signal_fd(const int *signals, int count);
    with errno. */
 int gk_signal_forward(int write_fd, const int *signals, int count);
 
-/* Gives `signals` their default action back and stops handing them on. */
-void gk_signal_forward_end(const int *signals, int count);
+/* Stops handing signals on (call once their dispositions no longer name the handler). */
+void gk_signal_forward_end(void);
 
 /* The number of the next signal read from `signal_fd` or handed on through `forward_fd` (the read end of
    gk_signal_forward's pipe, non-blocking), waiting for one until `stop_fd` becomes readable; 0 once it has
