@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "HostProtection", targets: ["HostProtection"]),
         .library(name: "PluginHost", targets: ["PluginHost"]),
         .library(name: "PluginExport", targets: ["PluginExport"]),
+        .library(name: "HelperPrograms", targets: ["HelperPrograms"]),
+        .library(name: "PasswordHashing", targets: ["PasswordHashing"]),
         // The example plugin written in Swift: a shared object a host loads at run time.
         .library(name: "GatekeeperExamplePlugin", type: .dynamic, targets: ["ExampleSwiftPlugin"]),
         .library(name: "MockProvider", targets: ["MockProvider"]),
@@ -53,12 +55,22 @@ let package = Package(
         .target(name: "CGatekeeperPlugin"),
         // glibc's spawn extensions that Swift's Glibc module leaves out (close every descriptor from N).
         .target(name: "CProcessSpawn"),
-        // Loading plugins at run time: shared objects through that ABI, and helper programs.
+        // Loading plugins at run time: shared objects through that ABI.
         .target(
             name: "PluginHost",
-            dependencies: [
-                "Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin", "CProcessSpawn",
-            ]
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin"]
+        ),
+        // Helper programs a login runs: checkpassword's interface, and the whole conversation in JSON lines
+        // (the protocol the PAM provider's isolating helper speaks too), both sides of it.
+        .target(
+            name: "HelperPrograms",
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CProcessSpawn"]
+        ),
+        // Password hashes (libxcrypt's schemes, apr-util's legacy ones) and the one pool they are checked
+        // on: the users file's, the offline cache's verifiers.
+        .target(
+            name: "PasswordHashing",
+            dependencies: ["Authentication", "GatekeeperSupport", "CCryptLoader", "CAPRUtilLoader"]
         ),
         // For plugins written in Swift: exports an AuthProvider through the C ABI.
         .target(
@@ -76,7 +88,7 @@ let package = Package(
         // messages on standard error, the signal state a command gets back before exec.
         .target(
             name: "ToolSupport",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin"]
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins"]
         ),
         // What a host tool assembles from its configuration — the stack, the lockout, the login cache, the
         // fail delay, the audit sinks — around the one admission path every tool uses; and what a
@@ -94,14 +106,13 @@ let package = Package(
             name: "DebugProvider", dependencies: ["Authentication", "ProviderPlugins"], path: "Plugins/DebugProvider"),
         .target(
             name: "PAMProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "PluginHost", "CPAMLoader"],
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "HelperPrograms", "CPAMLoader"],
             path: "Plugins/PAMProvider"
         ),
         .target(
             name: "FileProvider",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "ProviderPlugins", "CCryptLoader", "CAPRUtilLoader",
-                "CPWQualityLoader",
+                "Authentication", "GatekeeperSupport", "ProviderPlugins", "PasswordHashing", "CPWQualityLoader",
             ],
             path: "Plugins/FileProvider"
         ),
@@ -127,8 +138,8 @@ let package = Package(
         ),
 
         // Logins checked against a cache of recent successes while a backend is unreachable; wraps any
-        // provider (its verifiers are yescrypt hashes, made by the users-file module).
-        .target(name: "OfflineCache", dependencies: ["Authentication", "GatekeeperSupport", "FileProvider"]),
+        // provider (its verifiers are yescrypt hashes).
+        .target(name: "OfflineCache", dependencies: ["Authentication", "GatekeeperSupport", "PasswordHashing"]),
 
         // C libraries from Debian. Each library a backend calls is loaded the first time it is called, not
         // linked (Sources/CLibraryLoader): linked, apr-util, liboath, libqrencode, libunistring and libcrypt
@@ -160,7 +171,7 @@ let package = Package(
         // Executables.
         .executableTarget(
             name: "gatekeeper-pam-helper",
-            dependencies: ["Authentication", "PAMProvider", "PluginHost"],
+            dependencies: ["Authentication", "PAMProvider", "PluginHost", "HelperPrograms"],
             path: "Tools/gatekeeper-pam-helper"
         ),
         .executableTarget(
@@ -168,7 +179,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
                 "ToolSupport", "GatekeeperHost", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
-                "PluginHost", "OTPProvider", "LDAPProvider", "OIDCProvider",
+                "PluginHost", "OTPProvider", "LDAPProvider", "OIDCProvider", "HelperPrograms",
             ],
             path: "Tools/gatekeeper-run"
         ),
@@ -177,7 +188,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
                 "ToolSupport", "GatekeeperHost", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
-                "PluginHost", "OTPProvider", "LDAPProvider", "OIDCProvider",
+                "PluginHost", "OTPProvider", "LDAPProvider", "OIDCProvider", "HelperPrograms",
             ],
             path: "Tools/gatekeeper-repl"
         ),
@@ -185,6 +196,7 @@ let package = Package(
             name: "gatekeeper-passwd",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "TerminalLogin", "ToolSupport", "FileProvider", "OTPProvider",
+                "PasswordHashing",
             ],
             path: "Tools/gatekeeper-passwd"
         ),
@@ -194,7 +206,7 @@ let package = Package(
                 "Authentication", "AuthenticationTesting", "MockProvider", "PAMProvider", "CPAMBaseline",
                 "FileProvider", "CCryptLoader", "HostProtection", "PluginHost", "ProviderPlugins",
                 "gatekeeper-pam-helper", "LDAPProvider", "CLDAPBaseline", "DebugProvider", "GatekeeperSupport",
-                "OIDCProvider", "COIDCBaseline",
+                "OIDCProvider", "COIDCBaseline", "HelperPrograms", "PasswordHashing",
             ],
             path: "Benchmarks/gatekeeper-bench",
             // The raw crypt_r the users file is measured against.
@@ -210,7 +222,7 @@ let package = Package(
             name: "gatekeeper-fuzz",
             dependencies: [
                 "Authentication", "ProviderPlugins", "MockProvider", "DebugProvider", "FileProvider", "PAMProvider",
-                "HostProtection", "PluginHost", "LDAPProvider", "OIDCProvider",
+                "HostProtection", "PluginHost", "LDAPProvider", "OIDCProvider", "HelperPrograms",
             ],
             path: "Fuzz/gatekeeper-fuzz"
         ),
@@ -241,14 +253,21 @@ let package = Package(
             name: "PAMProviderTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "PAMProvider", "ProviderPlugins", "TestSupport",
-                "gatekeeper-run", "FileProvider", "MockProvider", "gatekeeper-pam-helper",
+                "gatekeeper-run", "FileProvider", "MockProvider", "gatekeeper-pam-helper", "PasswordHashing",
+            ]
+        ),
+        .testTarget(
+            name: "PasswordHashingTests",
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "GatekeeperSupport", "OfflineCache", "PasswordHashing",
+                "TestSupport",
             ]
         ),
         .testTarget(
             name: "FileProviderTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "FileProvider", "TestSupport", "gatekeeper-passwd",
-                "gatekeeper-run",
+                "gatekeeper-run", "PasswordHashing",
             ]
         ),
         .testTarget(
@@ -284,15 +303,14 @@ let package = Package(
             dependencies: [
                 "Authentication", "AuthenticationTesting", "OTPProvider", "PAMProvider", "ProviderPlugins",
                 "TestSupport",
-                "FileProvider", "gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl",
+                "FileProvider", "gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl", "PasswordHashing",
             ]
         ),
         .testTarget(
             name: "PluginHostTests",
             dependencies: [
-                "Authentication", "AuthenticationTesting", "PluginHost", "ProviderPlugins", "ToolSupport",
-                "TestSupport",
-                "gatekeeper-run",
+                "Authentication", "AuthenticationTesting", "HelperPrograms", "PluginHost", "ProviderPlugins",
+                "TestSupport", "gatekeeper-run",
             ]
         ),
         .testTarget(
@@ -300,7 +318,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "AuthenticationTesting", "HostProtection", "MockProvider", "FileProvider",
                 "PAMProvider", "GatekeeperSupport", "ProviderPlugins", "ToolSupport", "GatekeeperHost", "TestSupport",
-                "gatekeeper-run", "gatekeeper-repl", "gatekeeper-passwd",
+                "gatekeeper-run", "gatekeeper-repl", "gatekeeper-passwd", "PasswordHashing",
             ]
         ),
         .testTarget(

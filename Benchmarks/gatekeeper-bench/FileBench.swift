@@ -3,6 +3,7 @@ import AuthenticationTesting
 import CCryptLoader
 import FileProvider
 import Foundation
+import PasswordHashing
 
 /// The users-file provider against raw `crypt_r` on the same hash, in parallel, for unknown users, and
 /// loading a file of 1,000,000 users. Hash checks are yescrypt with libxcrypt's default cost.

@@ -2,7 +2,9 @@ import Authentication
 import AuthenticationTesting
 import FileProvider
 import Foundation
+import HelperPrograms
 import PAMProvider
+import PasswordHashing
 import PluginHost
 import ProviderPlugins
 

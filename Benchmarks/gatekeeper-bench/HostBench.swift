@@ -3,6 +3,7 @@ import AuthenticationTesting
 import FileProvider
 import Foundation
 import HostProtection
+import PasswordHashing
 
 /// What a host tool's protections add to a failed login: the attempt counted in the pam_faillock-format
 /// file before the check (one locked read and write, which is also the lockout check), and the audit

@@ -4,6 +4,7 @@ import FileProvider
 import Foundation
 import LDAPProvider
 import MockProvider
+import PasswordHashing
 
 #if canImport(Glibc)
     import Glibc

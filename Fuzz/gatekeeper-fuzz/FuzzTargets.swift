@@ -8,6 +8,7 @@ import PAMProvider
 import ProviderPlugins
 
 @testable import FileProvider
+@testable import HelperPrograms
 @testable import HostProtection
 @testable import LDAPProvider
 @testable import OIDCProvider

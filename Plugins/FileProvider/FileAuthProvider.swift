@@ -1,5 +1,6 @@
 public import Authentication
 import GatekeeperSupport
+public import PasswordHashing
 
 /// Accounts in an htpasswd-compatible users file (see ``UsersFile``), verified through libxcrypt.
 ///
@@ -113,7 +114,7 @@ public final class FileAuthProvider: AuthProvider {
             guard try await verifyOffPool(password, hash) else { return .rejected(.wrongCredentials) }
             if hash.scheme.isWeak && configuration.upgradesWeakHashes {
                 // Hashing and writing take a while; the login does not wait for them.
-                Self.files.submit { self.upgrade(entry, password) }
+                ThreadPool.shared.submit { self.upgrade(entry, password) }
             }
             return .authenticated(
                 Identity(
@@ -236,7 +237,7 @@ public final class FileAuthProvider: AuthProvider {
         case .failure(let refusal): return .rejected(refusal)
         }
         if Task.isCancelled { throw .cancelled }
-        let written = await Self.files.runToTheEnd { () -> Result<Void, UsersFileError> in
+        let written = await ThreadPool.shared.runToTheEnd { () -> Result<Void, UsersFileError> in
             do throws(UsersFileError) {
                 try self.store.update { (file: inout UsersFile) throws(UsersFileError) in
                     guard var changed = file[username], changed.password == entry.password else {
@@ -305,7 +306,7 @@ public final class FileAuthProvider: AuthProvider {
     ///   caller's outcome is then `unavailable`, never a wrong password).
     private func verifyOffPool(_ password: Secret, _ hash: PasswordHash) async throws(AuthError) -> Bool {
         guard
-            let matches = await Self.hashing.run({ () -> Bool? in
+            let matches = await PasswordHash.checks.run({ () -> Bool? in
                 hash.libraryProblem == nil ? hash.verify(password) : nil
             })
         else { throw .cancelled }
@@ -328,23 +329,15 @@ public final class FileAuthProvider: AuthProvider {
 
     /// Runs blocking hashing work on a hashing thread; returns at once when the task is cancelled.
     private func hashOffPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws(AuthError) -> T {
-        guard let result = await Self.hashing.run(work) else { throw .cancelled }
+        guard let result = await PasswordHash.checks.run(work) else { throw .cancelled }
         return result
     }
 
-    /// Runs blocking file work (reading, parsing) off the cooperative pool; returns at once when the task
-    /// is cancelled.
+    /// Runs blocking file work (reading, parsing, upgrading a weak hash) on the shared pool, apart from
+    /// the checks, so a reload never waits behind a queue of them; returns at once when the task is
+    /// cancelled.
     private func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws(AuthError) -> T {
-        guard let result = await Self.files.run(work) else { throw .cancelled }
+        guard let result = await ThreadPool.shared.run(work) else { throw .cancelled }
         return result
     }
-
-    /// Where password checks run: one thread per processor, so concurrent logins cannot make the
-    /// process hash with more memory or threads than that; more wait in line.
-    static let hashing = ThreadPool(
-        name: "gatekeeper.hash", maxThreads: ThreadPool.processorCount, maxIdle: ThreadPool.processorCount)
-
-    /// Where the file is read and parsed, and weak hashes upgraded: apart from the checks, so a reload
-    /// never waits behind a queue of them.
-    private static let files = ThreadPool(name: "gatekeeper.file", maxThreads: 4, maxIdle: 1)
 }

@@ -1,4 +1,5 @@
 import Authentication
+public import PasswordHashing
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 public import Authentication
+public import PasswordHashing
 
 extension UsersFile.Password {
     /// The hash kept behind a lock (`!` or `*` before it, and `+` if it had expired), if it is a usable one.

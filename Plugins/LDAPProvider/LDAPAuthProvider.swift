@@ -79,7 +79,6 @@ public final class LDAPAuthProvider: ReachabilityReporting {
 
     /// The most connections this provider had open at once, and how many it made: for tests and `make bench`.
     public var connectionStatistics: (mostOpen: Int, made: Int) { (pool.mostOpen, pool.made) }
-    static let threads = ThreadPool(name: "gatekeeper.ldap", maxThreads: 32, maxIdle: 4)
 
     /// Why libldap cannot be loaded (it is loaded when first needed, not when the program starts), or
     /// `nil` once it is loaded.
@@ -197,7 +196,7 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         let bridge = BlockingBridge<(T, [String])>()
         let connection = LDAPConnectionSlot()
         bridge.onCancel { connection.shut() }
-        return await bridge.run(on: Self.threads) { [pool] _ in
+        return await bridge.run(on: ThreadPool.shared) { [pool] _ in
             work(LDAPLogin(configuration: configuration, slot: connection, pool: pool))
         }
     }

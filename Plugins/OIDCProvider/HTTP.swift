@@ -17,8 +17,6 @@ struct HTTPClient: Sendable {
     /// The longest answer read; a longer one is a failure of its own.
     var maxBody = 1 << 20
 
-    static let threads = ThreadPool(name: "gatekeeper.oidc", maxThreads: 16, maxIdle: 2)
-
     struct Answer: Sendable {
         var status: Int
         var body: [UInt8]
@@ -95,7 +93,7 @@ struct HTTPClient: Sendable {
         let bridge = BlockingBridge<Result<Answer, Failure>>()
         bridge.onCancel { transfer.cancel() }
         let client = self
-        let outcome = await bridge.run(on: Self.threads) { _ in
+        let outcome = await bridge.run(on: ThreadPool.shared) { _ in
             client.perform(transfer, url, body, headers, secretHeader)
         }
         return outcome ?? .failure(.cancelled)

@@ -101,7 +101,7 @@ public final class PAMAuthProvider: AuthProvider {
     /// Whether the system account still exists, and — where this process may read the shadow file — is
     /// neither locked (`passwd -l`) nor expired.
     public func recheck(_ identity: Identity) async -> Recheck {
-        await Self.lookups.run { SystemAccount.recheck(identity.username, provider: self.name) }
+        await ThreadPool.shared.run { SystemAccount.recheck(identity.username, provider: self.name) }
             ?? .unavailable(reason: "the account check was cancelled")
     }
 
@@ -115,12 +115,10 @@ public final class PAMAuthProvider: AuthProvider {
     /// The system database's account for `username` (off the cooperative pool: a name service may block),
     /// for this provider and its isolated form alike.
     static func lookUpSystemAccount(_ username: String) async -> AccountLookup {
-        let found = await lookups.run { SystemAccounts.account(named: username) }
+        let found = await ThreadPool.shared.run { SystemAccounts.account(named: username) }
         guard let account = found ?? nil, (try? Username.validate(account.name)) != nil else { return .cannotTell }
         return .known(canonicalName: account.name, isSystemAdministrator: account.uid == 0)
     }
-
-    private static let lookups = ThreadPool(name: "gatekeeper.recheck", maxThreads: 4, maxIdle: 1)
 
     public var changesPasswords: Bool { true }
 

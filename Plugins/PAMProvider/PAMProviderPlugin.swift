@@ -1,6 +1,6 @@
 public import Authentication
 import GatekeeperSupport
-import PluginHost
+import HelperPrograms
 public import ProviderPlugins
 
 #if canImport(Glibc)

@@ -52,6 +52,16 @@ package final class ThreadPool: Sendable {
         self.maxIdle = min(maxIdle, maxThreads)
     }
 
+    /// The pool for blocking C work that ends on its own, with no person in the loop: account look-ups,
+    /// LDAP operations, HTTP requests, reading files. At most 64 jobs at once, 4 threads kept.
+    ///
+    /// Work that can wait on a person or be held open keeps a pool of its own, so that it can never
+    /// starve this one: PAM transactions (a prompt, a session held until sign-out), helper programs and
+    /// shared-object plugins (their conversations), a plugin's answers to its host (a host that calls
+    /// back into it from a thread of this pool would otherwise wait on itself), and password hashing,
+    /// one check per processor (`PasswordHash.checks`).
+    package static let shared = ThreadPool(name: "gatekeeper.blocking", maxThreads: 64, maxIdle: 4)
+
     /// The number of online processors, at least 1.
     package static var processorCount: Int {
         max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))

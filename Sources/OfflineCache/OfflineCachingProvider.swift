@@ -1,6 +1,6 @@
 public import Authentication
-import FileProvider
 import GatekeeperSupport
+import PasswordHashing
 
 #if canImport(Glibc)
     import Glibc
@@ -46,7 +46,6 @@ public final class OfflineCachingProvider: AuthProvider {
     private let directory: StateDirectory
     private let fileName = "offline-logins"
     private let lockName = "offline-logins.lock"
-    static let hashing = ThreadPool(name: "gatekeeper.offline", maxThreads: 2, maxIdle: 1)
 
     /// - Throws: ``AuthError/providerUnavailable(reason:)`` when the directory cannot be used safely.
     public init(
@@ -83,7 +82,7 @@ public final class OfflineCachingProvider: AuthProvider {
                 _ = try? update { $0[identity.username] = nil }
             } else if let password = capturing.password {
                 let (username, displayName, groups) = (identity.username, identity.displayName, identity.groups)
-                let entry = await Self.hashing.run { () -> CacheEntry? in
+                let entry = await PasswordHash.checks.run { () -> CacheEntry? in
                     guard let verifier = try? PasswordHash.make(password, scheme: .yescrypt) else { return nil }
                     return CacheEntry(
                         username: username, verifier: verifier.text, savedAt: Int64(time(nil)), failures: 0,
@@ -151,7 +150,7 @@ public final class OfflineCachingProvider: AuthProvider {
             }
         }
         guard
-            let checked = await Self.hashing.run({ () -> Bool? in
+            let checked = await PasswordHash.checks.run({ () -> Bool? in
                 verifier.libraryProblem == nil ? verifier.verify(password) : nil
             })
         else {

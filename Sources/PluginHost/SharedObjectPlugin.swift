@@ -89,7 +89,7 @@ public final class SharedObjectPlugin: Sendable {
         }
         let resolved = String(cString: resolvedPointer)
         free(resolvedPointer)
-        if let problem = TrustedFile.directoryProblem(of: resolved) { throw PluginLoadError(path, problem) }
+        if let problem = untrustedDirectory(above: resolved) { throw PluginLoadError(path, problem) }
         let file = open(resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard file >= 0 else { throw PluginLoadError(path, "cannot be opened: \(errorDescription())") }
         var loading = false
@@ -193,36 +193,4 @@ public struct PluginLoadError: Error, Hashable, Sendable, CustomStringConvertibl
     }
 
     public var description: String { "\(path): \(reason)" }
-}
-
-/// The checks a file that runs in or for the host must pass: every directory from `/` to it owned by root
-/// or the running user and writable by nobody else; the file itself a regular file with the same owners,
-/// that group and others cannot write.
-enum TrustedFile {
-    /// What is wrong with the directories above `resolved` (a path without links), or `nil`.
-    static func directoryProblem(of resolved: String) -> String? { untrustedDirectory(above: resolved) }
-
-    /// What is wrong with the file at `path` (absolute) and the directories above it, or `nil`; the
-    /// resolved path when all is well.
-    static func check(_ path: String, executable: Bool) -> Result<String, PluginLoadError> {
-        guard path.hasPrefix("/") else { return .failure(PluginLoadError(path, "is not an absolute path")) }
-        guard let pointer = realpath(path, nil) else {
-            return .failure(PluginLoadError(path, "cannot be found: \(errorDescription())"))
-        }
-        let resolved = String(cString: pointer)
-        free(pointer)
-        if let problem = directoryProblem(of: resolved) { return .failure(PluginLoadError(path, problem)) }
-        var info = stat()
-        guard lstat(resolved, &info) == 0 else { return .failure(PluginLoadError(path, "cannot be examined")) }
-        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(PluginLoadError(path, "is not a regular file")) }
-        guard info.st_uid == 0 || info.st_uid == geteuid() else {
-            return .failure(
-                PluginLoadError(path, "is owned by uid \(info.st_uid), neither root nor the user running this program"))
-        }
-        guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
-            return .failure(PluginLoadError(path, "may be written by group or others; make it private with chmod go-w"))
-        }
-        if executable && info.st_mode & S_IXUSR == 0 { return .failure(PluginLoadError(path, "is not executable")) }
-        return .success(resolved)
-    }
 }

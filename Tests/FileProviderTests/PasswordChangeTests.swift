@@ -1,6 +1,7 @@
 import Authentication
 import AuthenticationTesting
 import Foundation
+import PasswordHashing
 import TestSupport
 import Testing
 

@@ -2,6 +2,7 @@ import Authentication
 import AuthenticationTesting
 import FileProvider
 import Foundation
+import PasswordHashing
 import TestSupport
 import Testing
 

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import FileProvider
+@testable import PasswordHashing
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import Authentication
 import FileProvider
+import PasswordHashing
 import TestSupport
 import Testing
 

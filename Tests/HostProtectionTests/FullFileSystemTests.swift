@@ -5,6 +5,7 @@ import Foundation
 import GatekeeperSupport
 import HostProtection
 import MockProvider
+import PasswordHashing
 import TestSupport
 import Testing
 

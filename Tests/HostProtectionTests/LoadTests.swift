@@ -4,6 +4,7 @@ import FileProvider
 import Foundation
 import GatekeeperSupport
 import MockProvider
+import PasswordHashing
 import TestSupport
 import Testing
 

@@ -2,6 +2,7 @@ import Authentication
 import FileProvider
 import Foundation
 import HostProtection
+import PasswordHashing
 import TestSupport
 import Testing
 

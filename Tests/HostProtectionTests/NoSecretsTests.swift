@@ -6,6 +6,7 @@ import GatekeeperSupport
 import HostProtection
 import MockProvider
 import PAMProvider
+import PasswordHashing
 import TestSupport
 import Testing
 

@@ -3,6 +3,7 @@ import AuthenticationTesting
 import FileProvider
 import Foundation
 import HostProtection
+import PasswordHashing
 import TestSupport
 import Testing
 

@@ -4,6 +4,7 @@ import FileProvider
 import Foundation
 import OTPProvider
 import PAMProvider
+import PasswordHashing
 import ProviderPlugins
 import TestSupport
 import Testing

@@ -3,6 +3,7 @@ import AuthenticationTesting
 import FileProvider
 import Foundation
 import MockProvider
+import PasswordHashing
 import TestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Authentication
 import AuthenticationTesting
 import Foundation
+import HelperPrograms
 import PluginHost
 import ProviderPlugins
 import TestSupport

@@ -5,6 +5,7 @@
 //
 // usage: gatekeeper-pam-helper --service NAME [--pam-dir DIR] [--no-account-check]
 import Authentication
+import HelperPrograms
 import PAMProvider
 import PluginHost
 

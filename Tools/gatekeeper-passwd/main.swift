@@ -4,6 +4,7 @@ import Authentication
 import FileProvider
 import GatekeeperSupport
 import OTPProvider
+import PasswordHashing
 import ProviderPlugins
 import TerminalLogin
 import ToolSupport

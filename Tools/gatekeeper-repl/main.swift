@@ -5,6 +5,7 @@ import DebugProvider
 import FileProvider
 import GatekeeperHost
 import GatekeeperSupport
+import HelperPrograms
 import LDAPProvider
 import MockProvider
 import OIDCProvider

@@ -4,6 +4,7 @@ import DebugProvider
 import FileProvider
 import GatekeeperHost
 import GatekeeperSupport
+import HelperPrograms
 import HostProtection
 import LDAPProvider
 import MockProvider

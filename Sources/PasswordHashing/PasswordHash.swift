@@ -1,7 +1,7 @@
 public import Authentication
 import CAPRUtilLoader
 import CCryptLoader
-import GatekeeperSupport
+package import GatekeeperSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -81,6 +81,12 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Where every password check and new hash of this process runs (a users file's, the offline cache's):
+    /// one thread per processor, so concurrent logins cannot make the process hash with more memory or
+    /// threads than that; more wait in line.
+    package static let checks = ThreadPool(
+        name: "gatekeeper.hash", maxThreads: ThreadPool.processorCount, maxIdle: ThreadPool.processorCount)
+
     /// The most sha-crypt rounds accepted (the default is 5,000): more would let a crafted file make one
     /// login take seconds.
     public static let maxSHACryptRounds = 1_000_000
@@ -103,7 +109,7 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
 
     /// The scheme of a hash given as bytes, after the same checks as ``init(_:)``, without making a
     /// string: a users file of a million lines is checked this way.
-    static func check<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(Problem) -> Scheme {
+    package static func check<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(Problem) -> Scheme {
         guard !bytes.isEmpty else { throw .empty }
         guard
             let scheme = Scheme.allCases.first(where: { bytes.starts(with: $0.prefix.utf8) })

@@ -1,5 +1,5 @@
 import Authentication
-import FileProvider
+import PasswordHashing
 import Testing
 
 struct PasswordHashTests {
