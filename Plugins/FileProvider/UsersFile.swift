@@ -1,4 +1,4 @@
-import Authentication
+public import Authentication
 public import PasswordHashing
 
 #if canImport(Glibc)
@@ -349,23 +349,9 @@ extension AuthError {
 /// A users file that cannot be used, or a change that cannot be made: a ``code`` to act on, the line
 /// at fault when there is one, and a problem phrased to follow it ("line 3 has no ':' …"). Equal when
 /// the codes are.
-public struct UsersFileError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct UsersFileError: CodedError {
     /// What went wrong. Codes may be added; a `switch` needs a `default`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let description: String
-        private init(_ name: String) { description = name }
-
-        /// A line of the file (``UsersFileError/line``) cannot be read as an entry.
-        public static let malformed = Code("malformed")
-        /// The file is refused as unsafe: a symbolic link, not a regular file, writable by others, or
-        /// owned by someone else.
-        public static let unsafe = Code("unsafe")
-        /// The file or its lock could not be opened, read or written.
-        public static let inaccessible = Code("inaccessible")
-        /// The change does not fit the file: the user exists already, or does not, or a field cannot be
-        /// written as given.
-        public static let refused = Code("refused")
-    }
+    public typealias Code = ErrorCode<UsersFileError>
 
     public let code: Code
     public let line: Int?
@@ -382,10 +368,20 @@ public struct UsersFileError: Error, Hashable, Sendable, CustomStringConvertible
         self.init(.refused, problem)
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     public var description: String {
         line.map { "line \($0) \(problem)" } ?? problem
     }
+}
+
+extension ErrorCode where Domain == UsersFileError {
+    /// A line of the file (``UsersFileError/line``) cannot be read as an entry.
+    public static var malformed: Self { Self("malformed") }
+    /// The file is refused as unsafe: a symbolic link, not a regular file, writable by others, or
+    /// owned by someone else.
+    public static var unsafe: Self { Self("unsafe") }
+    /// The file or its lock could not be opened, read or written.
+    public static var inaccessible: Self { Self("inaccessible") }
+    /// The change does not fit the file: the user exists already, or does not, or a field cannot be
+    /// written as given.
+    public static var refused: Self { Self("refused") }
 }

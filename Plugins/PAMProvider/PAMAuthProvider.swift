@@ -186,15 +186,9 @@ public final class PAMAuthProvider: AuthProvider {
 }
 
 /// A configuration the PAM provider cannot use: a ``code`` and a message; equal when the codes are.
-public struct PAMConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct PAMConfigurationError: CodedError {
     /// What is wrong. Codes may be added; a `switch` needs a `default`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let description: String
-        private init(_ name: String) { description = name }
-
-        /// The service name cannot name a file in the configuration directory.
-        public static let invalidService = Code("invalidService")
-    }
+    public typealias Code = ErrorCode<PAMConfigurationError>
 
     public let code: Code
     public let description: String
@@ -204,8 +198,6 @@ public struct PAMConfigurationError: Error, Hashable, Sendable, CustomStringConv
         self.description = description
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 /// The conversation of a current password's check: the stack's hidden questions are answered with the
@@ -219,4 +211,9 @@ private final class CurrentPasswordConversation: Conversation {
     func ask(_ prompt: String) async throws(AuthError) -> String { throw .invalidCredentials }
     func askSecret(_ prompt: String) async throws(AuthError) -> Secret { password }
     func show(_ message: String, as kind: MessageKind) async {}
+}
+
+extension ErrorCode where Domain == PAMConfigurationError {
+    /// The service name cannot name a file in the configuration directory.
+    public static var invalidService: Self { Self("invalidService") }
 }

@@ -11,48 +11,9 @@ public import FoundationEssentials
 ///
 /// No error ever carries a password: reasons (``providerUnavailable(reason:)``) come from providers, which
 /// must keep secrets out of them.
-public struct AuthError: Error, Hashable, Sendable {
+public struct AuthError: CodedError {
     /// What went wrong, as a value to switch on. Codes may be added; a `switch` needs a `default`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let description: String
-
-        private init(_ name: String) { description = name }
-
-        /// No user name was given, or only white space.
-        public static let missingUsername = Code("missingUsername")
-        /// The user name cannot be used; ``AuthError/inputProblem`` says why.
-        public static let invalidUsername = Code("invalidUsername")
-        /// No password was given.
-        public static let missingPassword = Code("missingPassword")
-        /// The password cannot be used; ``AuthError/inputProblem`` says why.
-        public static let invalidPassword = Code("invalidPassword")
-        /// The user name and password do not match.
-        public static let invalidCredentials = Code("invalidCredentials")
-        /// The backend does not know the user; reported only where a ``Gatekeeper`` is configured to
-        /// reveal it (otherwise ``invalidCredentials``, so names cannot be probed).
-        public static let userNotFound = Code("userNotFound")
-        /// The account is locked (``AuthError/lockedUntil``, when the backend knows it).
-        public static let accountLocked = Code("accountLocked")
-        /// The account has expired.
-        public static let accountExpired = Code("accountExpired")
-        /// The backend's rules refuse this login (an access list, a time window).
-        public static let refusedByPolicy = Code("refusedByPolicy")
-        /// The account has not been activated yet.
-        public static let accountNotActivated = Code("accountNotActivated")
-        /// The password has expired and must be changed first.
-        public static let passwordChangeRequired = Code("passwordChangeRequired")
-        /// A password change was refused and nothing was changed; ``AuthError/reason`` says why, in words
-        /// (the current password is wrong, the new one is too short or was used before).
-        public static let passwordNotChanged = Code("passwordNotChanged")
-        /// Signed in, but the identity does not meet the requirement (``AuthError/requirement``).
-        public static let notAuthorized = Code("notAuthorized")
-        /// Too many failed sign-ins (``AuthError/retryAfter``, when a wait is known).
-        public static let tooManyAttempts = Code("tooManyAttempts")
-        /// The person cancelled the login, or the task running it was cancelled.
-        public static let cancelled = Code("cancelled")
-        /// The backend itself failed (``AuthError/reason``).
-        public static let providerUnavailable = Code("providerUnavailable")
-    }
+    public typealias Code = ErrorCode<AuthError>
 
     /// What went wrong.
     public let code: Code
@@ -83,9 +44,6 @@ public struct AuthError: Error, Hashable, Sendable {
         self.requirement = requirement
         self.reason = reason
     }
-
-    public static func == (lhs: AuthError, rhs: AuthError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     public static let missingUsername = AuthError(.missingUsername)
     public static func invalidUsername(_ problem: InputProblem) -> AuthError {
@@ -193,4 +151,41 @@ extension AuthError.InputProblem {
         case .invisibleCharacter: "contains an invisible or direction-changing character"
         }
     }
+}
+
+extension ErrorCode where Domain == AuthError {
+    /// No user name was given, or only white space.
+    public static var missingUsername: Self { Self("missingUsername") }
+    /// The user name cannot be used; ``AuthError/inputProblem`` says why.
+    public static var invalidUsername: Self { Self("invalidUsername") }
+    /// No password was given.
+    public static var missingPassword: Self { Self("missingPassword") }
+    /// The password cannot be used; ``AuthError/inputProblem`` says why.
+    public static var invalidPassword: Self { Self("invalidPassword") }
+    /// The user name and password do not match.
+    public static var invalidCredentials: Self { Self("invalidCredentials") }
+    /// The backend does not know the user; reported only where a ``Gatekeeper`` is configured to
+    /// reveal it (otherwise ``invalidCredentials``, so names cannot be probed).
+    public static var userNotFound: Self { Self("userNotFound") }
+    /// The account is locked (``AuthError/lockedUntil``, when the backend knows it).
+    public static var accountLocked: Self { Self("accountLocked") }
+    /// The account has expired.
+    public static var accountExpired: Self { Self("accountExpired") }
+    /// The backend's rules refuse this login (an access list, a time window).
+    public static var refusedByPolicy: Self { Self("refusedByPolicy") }
+    /// The account has not been activated yet.
+    public static var accountNotActivated: Self { Self("accountNotActivated") }
+    /// The password has expired and must be changed first.
+    public static var passwordChangeRequired: Self { Self("passwordChangeRequired") }
+    /// A password change was refused and nothing was changed; ``AuthError/reason`` says why, in words
+    /// (the current password is wrong, the new one is too short or was used before).
+    public static var passwordNotChanged: Self { Self("passwordNotChanged") }
+    /// Signed in, but the identity does not meet the requirement (``AuthError/requirement``).
+    public static var notAuthorized: Self { Self("notAuthorized") }
+    /// Too many failed sign-ins (``AuthError/retryAfter``, when a wait is known).
+    public static var tooManyAttempts: Self { Self("tooManyAttempts") }
+    /// The person cancelled the login, or the task running it was cancelled.
+    public static var cancelled: Self { Self("cancelled") }
+    /// The backend itself failed (``AuthError/reason``).
+    public static var providerUnavailable: Self { Self("providerUnavailable") }
 }

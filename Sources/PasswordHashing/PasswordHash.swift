@@ -38,20 +38,9 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Why a hash cannot be used: a ``code`` and a phrase; equal when the codes are.
-    public struct Problem: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Problem: CodedError {
         /// What is wrong. Codes may be added; a `switch` needs a `default`.
-        public struct Code: Hashable, Sendable, CustomStringConvertible {
-            public let description: String
-            private init(_ name: String) { description = name }
-
-            public static let empty = Code("empty")
-            public static let plainTextOrDES = Code("plainTextOrDES")
-            public static let unknownScheme = Code("unknownScheme")
-            public static let workFactorTooHigh = Code("workFactorTooHigh")
-            public static let malformed = Code("malformed")
-            /// The library that makes or checks the scheme's hashes cannot be loaded.
-            public static let libraryMissing = Code("libraryMissing")
-        }
+        public typealias Code = ErrorCode<PasswordHash.Problem>
 
         public let code: Code
         /// What a person reads, completing "the hash …" style sentences in a users file's messages.
@@ -61,9 +50,6 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
             self.code = code
             self.description = description
         }
-
-        public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-        public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
         public static let empty = Problem(
             .empty, "the password hash is empty (an empty hash never means \"no password\")")
@@ -363,4 +349,14 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
         // libxcrypt signals failure with a string starting with '*'.
         return result.hasPrefix("*") ? nil : result
     }
+}
+
+extension ErrorCode where Domain == PasswordHash.Problem {
+    public static var empty: Self { Self("empty") }
+    public static var plainTextOrDES: Self { Self("plainTextOrDES") }
+    public static var unknownScheme: Self { Self("unknownScheme") }
+    public static var workFactorTooHigh: Self { Self("workFactorTooHigh") }
+    public static var malformed: Self { Self("malformed") }
+    /// The library that makes or checks the scheme's hashes cannot be loaded.
+    public static var libraryMissing: Self { Self("libraryMissing") }
 }

@@ -113,23 +113,9 @@ public struct ProviderOptions: Sendable {
 
 /// Why a backend could not be built from its name and options: a ``code`` to act on and a message.
 /// Equal when the codes are, as ``AuthError`` is.
-public struct ProviderConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct ProviderConfigurationError: CodedError {
     /// What went wrong. Codes may be added; a `switch` needs a `default`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let description: String
-        private init(_ name: String) { description = name }
-
-        /// No backend has this name.
-        public static let unknownProvider = Code("unknownProvider")
-        /// The backend does not take this option.
-        public static let unknownOption = Code("unknownOption")
-        /// The option's value is unusable.
-        public static let invalidValue = Code("invalidValue")
-        /// The backend needs this option.
-        public static let missingOption = Code("missingOption")
-        /// The backend cannot start (a file it needs is missing or unsafe, for instance).
-        public static let unusable = Code("unusable")
-    }
+    public typealias Code = ErrorCode<ProviderConfigurationError>
 
     public let code: Code
     /// The option at fault, without dashes, when one is.
@@ -141,9 +127,6 @@ public struct ProviderConfigurationError: Error, Hashable, Sendable, CustomStrin
         self.option = option
         self.description = description
     }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     public static func unknownProvider(_ name: String, available: [String]) -> Self {
         Self(.unknownProvider, "Unknown provider '\(name)'; available: \(available.joined(separator: ", ")).")
@@ -267,4 +250,17 @@ public struct ProviderRegistry: Sendable {
         }
         return try plugin.makeProvider(ProviderOptions(options))
     }
+}
+
+extension ErrorCode where Domain == ProviderConfigurationError {
+    /// No backend has this name.
+    public static var unknownProvider: Self { Self("unknownProvider") }
+    /// The backend does not take this option.
+    public static var unknownOption: Self { Self("unknownOption") }
+    /// The option's value is unusable.
+    public static var invalidValue: Self { Self("invalidValue") }
+    /// The backend needs this option.
+    public static var missingOption: Self { Self("missingOption") }
+    /// The backend cannot start (a file it needs is missing or unsafe, for instance).
+    public static var unusable: Self { Self("unusable") }
 }

@@ -737,21 +737,9 @@ public struct StackConfiguration: Sendable {
 
 /// A configuration that cannot be used: a ``code``, where, the word at fault, and what was expected.
 /// Equal when the codes are.
-public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct ConfigurationError: CodedError {
     /// What is wrong. Codes may be added; a `switch` needs a `default`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let description: String
-        private init(_ name: String) { description = name }
-
-        public static let syntax = Code("syntax")
-        public static let control = Code("control")
-        public static let provider = Code("provider")
-        public static let option = Code("option")
-        public static let value = Code("value")
-        public static let duplicate = Code("duplicate")
-        public static let include = Code("include")
-        public static let file = Code("file")
-    }
+    public typealias Code = ErrorCode<ConfigurationError>
 
     public let code: Code
     public let location: StackConfiguration.Location
@@ -771,9 +759,6 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
         text.count <= 64 ? text : String(text.prefix(64)) + "…"
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     /// `FILE:LINE:COLUMN: WORD: message`, or `FILE: message` for the file as a whole.
     public var description: String {
         location.line == 0 ? "\(location.file): \(message)" : "\(location): \(word): \(message)"
@@ -785,4 +770,15 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
     public var withoutContents: String {
         location.line == 0 ? "\(location.file): \(message)" : "\(location): the file is refused (\(code) error)"
     }
+}
+
+extension ErrorCode where Domain == ConfigurationError {
+    public static var syntax: Self { Self("syntax") }
+    public static var control: Self { Self("control") }
+    public static var provider: Self { Self("provider") }
+    public static var option: Self { Self("option") }
+    public static var value: Self { Self("value") }
+    public static var duplicate: Self { Self("duplicate") }
+    public static var include: Self { Self("include") }
+    public static var file: Self { Self("file") }
 }

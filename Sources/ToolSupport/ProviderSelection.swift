@@ -58,21 +58,9 @@ public struct ProviderSelection: Sendable {
 
 /// A command line that cannot be followed: a ``code`` and a message saying what is wrong; equal when
 /// the codes are, as every error of the package is.
-public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct UsageError: CodedError {
     /// What is wrong. Codes may be added; a `switch` needs a `default`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let description: String
-        private init(_ name: String) { description = name }
-
-        /// An option the tool does not know.
-        public static let unknownOption = Code("unknownOption")
-        /// An option given without its value.
-        public static let missingValue = Code("missingValue")
-        /// An option given twice.
-        public static let repeatedOption = Code("repeatedOption")
-        /// Any other argument the tool cannot use (a missing command, a stray word, no backend named).
-        public static let badArgument = Code("badArgument")
-    }
+    public typealias Code = ErrorCode<UsageError>
 
     public let code: Code
     public let description: String
@@ -87,6 +75,15 @@ public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
         self.init(.badArgument, description)
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
+extension ErrorCode where Domain == UsageError {
+    /// An option the tool does not know.
+    public static var unknownOption: Self { Self("unknownOption") }
+    /// An option given without its value.
+    public static var missingValue: Self { Self("missingValue") }
+    /// An option given twice.
+    public static var repeatedOption: Self { Self("repeatedOption") }
+    /// Any other argument the tool cannot use (a missing command, a stray word, no backend named).
+    public static var badArgument: Self { Self("badArgument") }
 }

@@ -45,9 +45,12 @@ struct GatekeeperTests {
     @Test func providerFailuresAreTyped() async throws {
         let provider = StubAuthProvider { _ throws(AuthError) in .unavailable(reason: "directory offline") }
         let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
-        await #expect(throws: AuthError.providerUnavailable(reason: "directory offline")) {
+        // Errors are equal by code: the reason is checked on its own.
+        let error = await #expect(throws: AuthError.self) {
             try await gatekeeper.signIn(credentials("alice", "wonderland"))
         }
+        #expect(error?.code == .providerUnavailable)
+        #expect(error?.reason == "directory offline")
         #expect(gatekeeper.state == .signedOut)
     }
 
@@ -121,9 +124,11 @@ struct GatekeeperTests {
                 try await gatekeeper.signIn(credentials("bob", "no"))
             }
         }
-        await #expect(throws: AuthError.tooManyAttempts(retryAfter: .seconds(60))) {
+        let refusal = await #expect(throws: AuthError.self) {
             try await gatekeeper.signIn(credentials("bob", "builder"))
         }
+        #expect(refusal?.code == .tooManyAttempts)
+        #expect(refusal?.retryAfter == .seconds(60))
         #expect(provider.authenticationCount == 3)
         #expect(audit.events.contains { $0.kind == .lockedOut && $0.username == "bob" })
         // Other names are not affected, and the lockout ends.
@@ -235,5 +240,17 @@ struct LockoutStoreTests {
             store.events.withLock { $0 } == [
                 "attempt alice true 4", "attempt alice true 4", "success alice", "attempt nobody false 4",
             ])
+    }
+}
+
+/// Every error of the package is a ``CodedError``: equal, and hashed alike, by code alone.
+struct CodedErrorTests {
+    @Test func errorsAreEqualByCodeAndTheirDetailsStayApart() {
+        let first = AuthError.providerUnavailable(reason: "one"), second = AuthError.providerUnavailable(reason: "two")
+        #expect(first == second && first.hashValue == second.hashValue)
+        #expect(first.reason != second.reason)
+        #expect(first != AuthError.cancelled)
+        #expect(Set([first, second, .cancelled]).count == 2)
+        #expect("\(AuthError.Code.cancelled)" == "cancelled")
     }
 }
