@@ -341,7 +341,11 @@ let package = Package(
         // The manual pages and the bash completion, against the tools as built.
         .testTarget(
             name: "PackagingTests",
-            dependencies: ["gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl", "TestSupport"]),
+            dependencies: [
+                "gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl", "TestSupport", "ProviderPlugins",
+                "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "HelperPrograms", "OTPProvider",
+                "LDAPProvider", "OIDCProvider",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -49,7 +49,7 @@ struct HostLoginTests {
         }
     }
 
-    /// The README's tour: a configuration file read, its stack and settings assembled in one call, and a
+    /// The library tour (docs/library.md): a configuration file read, its stack and settings assembled in one call, and a
     /// protected action run through the gatekeeper it made — with the file's lockout in force.
     @Test func theReadmesHostExampleWorks() async throws {
         let config = state + "/gatekeeper.conf"
@@ -60,7 +60,7 @@ struct HostLoginTests {
         let loaded = try ConfigurationFile.read(config, registry: registry)
         let login = try HostLogin(
             provider: try loaded.stack.makeChain(registry: registry), stack: loaded.stack,
-            // (The README's tool keeps its remembered logins in the default place; a test keeps them in its own.)
+            // (The tour's tool keeps its remembered logins in the default place; a test keeps them in its own.)
             settings: HostSettings(loaded.stack, stateDirectory: state),
             context: .init(tool: "my-tool", place: LoginPlace(Self.session, input: "stdin-pipe-1")),
             report: { _ in })

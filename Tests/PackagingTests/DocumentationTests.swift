@@ -1,0 +1,209 @@
+import DebugProvider
+import FileProvider
+import Foundation
+import HelperPrograms
+import LDAPProvider
+import MockProvider
+import OIDCProvider
+import OTPProvider
+import PAMProvider
+import ProviderPlugins
+import TestSupport
+import Testing
+
+/// Every example in the README and docs/ is run, or says why it cannot be: a shell transcript
+/// (```console) is run command by command and its output compared line by line, a script (```sh) is run
+/// and must succeed, a configuration (```conf) must parse as gatekeeper-run reads one. The line above
+/// a block says which (`<!-- doc-test: run -->`), or why not (`<!-- doc-test: skip: REASON -->`); a
+/// block with no language, or a shell block with neither, fails. So an example cannot go stale unseen.
+@Suite(.serialized)
+struct DocumentationTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
+        .standardized.path
+
+    /// A fenced block: where it is, its language, the marker above it, its lines.
+    struct Block: CustomStringConvertible {
+        var file: String
+        var line: Int
+        var language: String
+        var marker: String?
+        var lines: [String]
+        var description: String { "\(file):\(line)" }
+    }
+
+    static let pages: [String] = {
+        let docs = (try? FileManager.default.contentsOfDirectory(atPath: root + "/docs")) ?? []
+        return ["README.md"] + docs.filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+    }()
+
+    static func blocks(in page: String) throws -> [Block] {
+        let text = try String(contentsOfFile: root + "/" + page, encoding: .utf8)
+        var found: [Block] = []
+        var open: Block?
+        var previous: String?
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            // A block may sit in a list item, indented.
+            let line = String(line.drop { $0 == " " })
+            if var block = open {
+                if line == "```" {
+                    found.append(block)
+                    open = nil
+                } else {
+                    block.lines.append(line)
+                    open = block
+                }
+                continue
+            }
+            if line.hasPrefix("```") {
+                let marker = previous.flatMap { $0.hasPrefix("<!-- doc-test:") ? $0 : nil }
+                open = Block(
+                    file: page, line: index + 1, language: String(line.dropFirst(3)), marker: marker, lines: [])
+            } else if !line.isEmpty {
+                previous = line
+            }
+        }
+        if let open { Issue.record("\(open): the block is never closed") }
+        return found
+    }
+
+    static let all: [Block] = pages.flatMap { (try? blocks(in: $0)) ?? [] }
+
+    /// What the marker says: run, or skip for a reason (which must be given).
+    enum Decision: Equatable {
+        case run
+        case skip(String)
+        case none
+    }
+
+    static func decision(_ block: Block) -> Decision {
+        guard let marker = block.marker else { return .none }
+        let body = marker.dropFirst("<!-- doc-test:".count).replacingOccurrences(of: "-->", with: "")
+            .trimmingCharacters(in: .whitespaces)
+        if body == "run" { return .run }
+        if body.hasPrefix("skip:") {
+            return .skip(String(body.dropFirst(5)).trimmingCharacters(in: .whitespaces))
+        }
+        return .none
+    }
+
+    @Test func thePagesHoldExamples() {
+        #expect(Self.pages.count > 10)
+        #expect(Self.all.count > 25)
+        #expect(Self.all.contains { Self.decision($0) == .run })
+    }
+
+    /// Each block is of a known kind, and each shell block says whether it runs.
+    @Test func everyBlockSaysWhatItIs() throws {
+        let kinds: Set<String> = ["console", "sh", "conf", "swift", "c", "text", "json", "python"]
+        for block in Self.all {
+            #expect(kinds.contains(block.language), "\(block): a block with language '\(block.language)'")
+            switch Self.decision(block) {
+            case .skip(let reason):
+                #expect(reason.count >= 10, "\(block): a skip with no reason")
+            case .none:
+                #expect(
+                    !["console", "sh"].contains(block.language),
+                    "\(block): a shell example neither run nor skipped with a reason")
+                #expect(block.marker == nil, "\(block): a doc-test marker not understood: \(block.marker ?? "")")
+            case .run:
+                #expect(["console", "sh"].contains(block.language), "\(block): only shell examples run")
+            }
+        }
+    }
+
+    /// The environment the examples run in: the built tools first on the PATH, a scratch directory as
+    /// the working directory and home (`$HOME` in an output shown), the repository as `$REPO`.
+    static func prologue(in directory: String) -> String {
+        let tools = builtExecutable("gatekeeper-run").deletingLastPathComponent().path
+        return """
+            export PATH='\(tools)':/usr/sbin:/usr/bin:/sbin:/bin HOME='\(directory)' REPO='\(root)' LC_ALL=C.UTF-8
+            cd '\(directory)' || exit 99
+
+            """
+    }
+
+    /// A transcript's commands and the output each should print.
+    static func steps(_ block: Block) -> [(command: String, output: [String])] {
+        var steps: [(command: String, output: [String])] = []
+        for line in block.lines {
+            if line.hasPrefix("$ ") {
+                steps.append((String(line.dropFirst(2)), []))
+            } else if !steps.isEmpty {
+                steps[steps.count - 1].output.append(line)
+            }
+        }
+        return steps
+    }
+
+    /// Lines equal after trailing white space is dropped; an expected line `…` stands for any lines.
+    static func matches(_ actual: [String], _ expected: [String]) -> Bool {
+        let actual = actual.map { $0.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }
+        let expected = expected.map { $0.replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression) }
+        func match(_ a: ArraySlice<String>, _ e: ArraySlice<String>) -> Bool {
+            guard let first = e.first else { return a.isEmpty }
+            if first == "…" { return a.indices.contains { match(a[$0...], e.dropFirst()) } || match([], e.dropFirst()) }
+            guard let head = a.first, head == first else { return false }
+            return match(a.dropFirst(), e.dropFirst())
+        }
+        return match(actual[...], expected[...])
+    }
+
+    static var runnable: [Block] { all.filter { decision($0) == .run } }
+
+    @Test(arguments: runnable.map(\.description))
+    func theExampleRunsAsShown(_ place: String) throws {
+        let block = try #require(Self.all.first { $0.description == place })
+        let directory = temporaryDirectory("gatekeeper-doc")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        if block.language == "sh" {
+            let script = Self.prologue(in: directory) + "set -e\n" + block.lines.joined(separator: "\n")
+            let (status, output) = try shell(script)
+            #expect(status == 0, "\(block) failed (\(status)):\n\(output)")
+            return
+        }
+        for step in Self.steps(block) {
+            let (_, output) = try shell(Self.prologue(in: directory) + step.command)
+            var lines = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            if lines.last == "" { lines.removeLast() }
+            // `$HOME` in the output shown stands for the scratch directory the example runs in.
+            let expected = step.output.map { $0.replacingOccurrences(of: "$HOME", with: directory) }
+            #expect(
+                Self.matches(lines, expected),
+                "\(block): `\(step.command)` printed\n\(lines.joined(separator: "\n"))\nnot\n\(step.output.joined(separator: "\n"))"
+            )
+        }
+    }
+
+    /// The backends gatekeeper-run offers by name, as it offers them.
+    static let registry = ProviderRegistry([
+        MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
+        CheckpasswordPlugin.self, ConversationHelperPlugin.self, OTPProviderPlugin.self, LDAPProviderPlugin.self,
+        OIDCProviderPlugin.self,
+    ])
+
+    /// A configuration example parses as gatekeeper-run reads one: its grammar, controls, backends, their
+    /// options and values. (The files it names are a real host's, so no backend is built: `--check-config`
+    /// does that on the host.)
+    @Test(arguments: all.filter { $0.language == "conf" && decision($0) == .none }.map(\.description))
+    func theConfigurationParses(_ place: String) throws {
+        let block = try #require(Self.all.first { $0.description == place })
+        let text = Array(block.lines.joined(separator: "\n").appending("\n").utf8)
+        do throws(ConfigurationError) {
+            let configuration = try StackConfiguration.parse(text, file: place, registry: Self.registry)
+            #expect(!configuration.entries.isEmpty, "\(block) has no entry")
+        } catch {
+            Issue.record("\(block) is refused: \(error)")
+        }
+    }
+
+    /// The checker itself: a wrong transcript fails, `…` stands for lines, a block with no marker is caught.
+    @Test func theCheckerCatchesAWrongExample() {
+        #expect(Self.matches(["a", "b", "c"], ["a", "…", "c"]))
+        #expect(Self.matches(["a"], ["a", "…"]))
+        #expect(!Self.matches(["a", "b"], ["a", "c"]))
+        #expect(!Self.matches(["a"], ["a", "b"]))
+        let block = Block(file: "x", line: 1, language: "console", marker: nil, lines: ["$ true", "out"])
+        #expect(Self.decision(block) == .none)
+        #expect(Self.steps(block).first?.output == ["out"])
+    }
+}
