@@ -39,14 +39,16 @@ public struct OATHUsersFileStore: Sendable {
         createFile: Bool
     ) throws(OATHFileError) {
         try Self.validateName(username)
-        guard (6...8).contains(digits) else { throw OATHFileError("codes have 6, 7 or 8 digits") }
+        guard (6...8).contains(digits) else { throw OATHFileError("codes have 6, 7 or 8 digits", refusal: true) }
         var type: String
         switch kind {
         case .totp(let step):
-            guard step == 30 || step == 60 else { throw OATHFileError("pam_oath's steps are 30 or 60 seconds") }
+            guard step == 30 || step == 60 else {
+                throw OATHFileError("pam_oath's steps are 30 or 60 seconds", refusal: true)
+            }
             type = "HOTP/T\(step)/\(digits)"
         case .hotp:
-            guard algorithm == .sha1 else { throw OATHFileError("counter-based entries are SHA-1 only") }
+            guard algorithm == .sha1 else { throw OATHFileError("counter-based entries are SHA-1 only", refusal: true) }
             type = "HOTP/E/\(digits)"
         }
         switch algorithm {
@@ -58,7 +60,10 @@ public struct OATHUsersFileStore: Sendable {
             guard
                 !OATHUsersFile.parse(Array(lines.joined(separator: [0x0A]))).contains(where: { $0.username == username }
                 )
-            else { throw OATHFileError("\(TextSafety.escaped(username)) has an entry already; delete it first") }
+            else {
+                throw OATHFileError(
+                    "\(TextSafety.escaped(username)) has an entry already; delete it first", refusal: true)
+            }
             var line = Array("\(type)\t\(username)\t-\t".utf8)
             secret.withUnsafeBytes { line += Array($0.hexadecimal.utf8) }
             lines.append(line)
@@ -71,7 +76,7 @@ public struct OATHUsersFileStore: Sendable {
         do throws(AuthError) {
             _ = try Username.validate(username)
         } catch {
-            throw OATHFileError("\(TextSafety.escaped(username).debugDescription): \(error.description)")
+            throw OATHFileError("\(TextSafety.escaped(username).debugDescription): \(error.description)", refusal: true)
         }
         guard !username.unicodeScalars.contains(where: \.properties.isWhitespace), !username.hasPrefix("#") else {
             throw OATHFileError(
@@ -164,7 +169,9 @@ public struct OATHUsersFileStore: Sendable {
         try update(create: false) { (lines: inout [[UInt8]]) throws(OATHFileError) in
             let before = lines.count
             lines.removeAll { line in OATHUsersFile.parse(line).first?.username == username }
-            guard lines.count < before else { throw OATHFileError("\(TextSafety.escaped(username)) has no entry") }
+            guard lines.count < before else {
+                throw OATHFileError("\(TextSafety.escaped(username)) has no entry", refusal: true)
+            }
         }
     }
 
@@ -252,8 +259,13 @@ public struct OATHUsersFileStore: Sendable {
     }
 }
 
-/// The users file cannot be changed as asked.
+/// The users file cannot be changed as asked: the file's fault, or a refusal (``isRefusal``) of a change
+/// that does not fit it — the user there already or not there, an entry pam_oath cannot read.
 public struct OATHFileError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    public let isRefusal: Bool
+    public init(_ description: String, refusal: Bool = false) {
+        self.description = description
+        isRefusal = refusal
+    }
 }

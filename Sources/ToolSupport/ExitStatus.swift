@@ -6,6 +6,8 @@ import ProviderPlugins
 public struct ExitStatus: Error, Hashable, Sendable {
     public let code: Int32
 
+    /// Done: the command ran and ended well, or the change was made.
+    public static let success = ExitStatus(code: 0)
     public static let usage = ExitStatus(code: 64)
     public static let invalidInput = ExitStatus(code: 65)
     public static let unavailable = ExitStatus(code: 69)

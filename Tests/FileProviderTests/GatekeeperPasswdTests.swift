@@ -13,28 +13,28 @@ struct GatekeeperPasswdTests {
         let scratch = try Scratch()
         defer { scratch.remove() }
         let file = scratch.path + "/users"
-        #expect(try passwd(["add", file, "alice", "--password-stdin"], input: "pw\n").status == 3)  // no file yet
+        #expect(try passwd(["add", file, "alice", "--password-stdin"], input: "pw\n").status == 69)  // no file yet
         #expect(
             try passwd(
                 ["add", file, "alice", "--password-stdin", "--create", "--groups", "admin,staff", "--name", "Alice L"],
                 input: "s3cret\n"
             ).status == 0
         )
-        #expect(try passwd(["add", file, "alice", "--password-stdin"], input: "again\n").status == 3)
+        #expect(try passwd(["add", file, "alice", "--password-stdin"], input: "again\n").status == 65)
         #expect(try passwd(["verify", file, "alice", "--password-stdin"], input: "s3cret\n").status == 0)
-        #expect(try passwd(["verify", file, "alice", "--password-stdin"], input: "wrong\n").status == 1)
-        #expect(try passwd(["verify", file, "nobody", "--password-stdin"], input: "s3cret\n").status == 1)
+        #expect(try passwd(["verify", file, "alice", "--password-stdin"], input: "wrong\n").status == 77)
+        #expect(try passwd(["verify", file, "nobody", "--password-stdin"], input: "s3cret\n").status == 77)
         #expect(
             try passwd(["set", file, "alice", "--password-stdin", "--scheme", "sha512"], input: "n3w\n").status == 0)
         #expect(try passwd(["lock", file, "alice"]).status == 0)
-        #expect(try passwd(["verify", file, "alice", "--password-stdin"], input: "n3w\n").status == 1)
+        #expect(try passwd(["verify", file, "alice", "--password-stdin"], input: "n3w\n").status == 77)
         #expect(try passwd(["unlock", file, "alice"]).status == 0)
         #expect(try passwd(["verify", file, "alice", "--password-stdin"], input: "n3w\n").status == 0)
         let list = try passwd(["list", file])
         #expect(list.stdout == "alice\tsha512\tadmin,staff\tAlice L\n")
         #expect(!list.stdout.contains("$6$"))
         #expect(try passwd(["delete", file, "alice"]).status == 0)
-        #expect(try passwd(["delete", file, "alice"]).status == 3)
+        #expect(try passwd(["delete", file, "alice"]).status == 65)
         #expect(try passwd(["list", file]).stdout.isEmpty)
     }
 
@@ -49,8 +49,8 @@ struct GatekeeperPasswdTests {
         let strong = "Correct-Horse-Battery-7"
         let before = try String(contentsOfFile: file, encoding: .utf8)
         for (input, status) in [
-            ("wrong-pass\n\(strong)\n\(strong)\n", Int32(1)), ("old-pass-1\nabc\nabc\n", 1),
-            ("old-pass-1\n\(strong)\n", 130), ("old-pass-1\u{0}x\n\(strong)\n\(strong)\n", 2),
+            ("wrong-pass\n\(strong)\n\(strong)\n", Int32(77)), ("old-pass-1\nabc\nabc\n", 77),
+            ("old-pass-1\n\(strong)\n", 130), ("old-pass-1\u{0}x\n\(strong)\n\(strong)\n", 65),
         ] {
             let result = try passwd(["change", file, "bob"], input: input)
             #expect(result.status == status, "\(result.stderr)")
@@ -62,7 +62,7 @@ struct GatekeeperPasswdTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try shell("htpasswd -vb \(file) bob '\(strong)'").status == 0)
         #expect(try shell("htpasswd -vb \(file) bob old-pass-1").status != 0)
-        #expect(try passwd(["change", file, "bob", "--password-stdin"], input: "x\n").status == 2)
+        #expect(try passwd(["change", file, "bob", "--password-stdin"], input: "x\n").status == 64)
     }
 
     /// Without root: a user changes the password in a users file of their own; a file of root's they may
@@ -86,17 +86,22 @@ struct GatekeeperPasswdTests {
         #expect(own.status == 0, "\(own.output)")
         #expect(try shell("htpasswd -vb \(directory)/own/users bob '\(strong)'").status == 0)
         let roots = try shell("su nobody -s /bin/sh -c '\(copy) change \(directory)/roots bob'", input: input)
-        #expect(roots.status == 3, "\(roots.output)")
+        #expect(roots.status == 69, "\(roots.output)")
         #expect(try String(contentsOfFile: directory + "/roots", encoding: .utf8) == "bob:\(hash)\n")
     }
 
-    @Test(arguments: [
-        [String](), ["frobnicate", "f"], ["add"], ["add", "f"], ["list", "f", "extra"], ["add", "f", "a:b"],
-        ["add", "f", "u", "--scheme", "md5"], ["add", "f", "u", "--groups", "a:b"], ["add", "f", "u", "--bogus"],
-    ])
-    func refusesBadCommandLines(_ arguments: [String]) throws {
+    /// A command line the tool cannot follow is a usage error (64); a value it cannot use, unusable input (65).
+    static let badCommandLines: [([String], Int32)] = [
+        ([], 64), (["frobnicate", "f"], 64), (["add"], 64), (["add", "f"], 64), (["list", "f", "extra"], 64),
+        (["add", "f", "a:b"], 65), (["add", "f", "u", "--scheme", "md5"], 64),
+        (["add", "f", "u", "--groups", "a:b"], 65),
+        (["add", "f", "u", "--bogus"], 64),
+    ]
+
+    @Test(arguments: badCommandLines)
+    func refusesBadCommandLines(_ arguments: [String], _ status: Int32) throws {
         let result = try passwd(arguments)
-        #expect(result.status == 2)
+        #expect(result.status == status)
         #expect(result.stderr.hasPrefix("gatekeeper-passwd: "))
     }
 
@@ -107,10 +112,10 @@ struct GatekeeperPasswdTests {
         let long = String(repeating: "x", count: 73)
         let result = try passwd(
             ["add", file, "u", "--password-stdin", "--create", "--scheme", "bcrypt"], input: long + "\n")
-        #expect(result.status == 2)
+        #expect(result.status == 65)
         #expect(result.stderr.contains("only the first 72 bytes"))
         #expect(!FileManager.default.fileExists(atPath: file))
-        #expect(try passwd(["add", file, "u", "--password-stdin", "--create"], input: "\n").status == 2)
+        #expect(try passwd(["add", file, "u", "--password-stdin", "--create"], input: "\n").status == 65)
     }
 
     @Test func refusesAFileOthersCanWrite() throws {
@@ -118,7 +123,7 @@ struct GatekeeperPasswdTests {
         defer { scratch.remove() }
         let file = try scratch.write("users", "", mode: 0o666)
         let result = try passwd(["add", file, "u", "--password-stdin"], input: "pw\n")
-        #expect(result.status == 3)
+        #expect(result.status == 69)
         #expect(result.stderr.contains("chmod go-w"))
     }
 

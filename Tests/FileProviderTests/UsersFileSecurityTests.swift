@@ -74,7 +74,7 @@ struct UsersFileSecurityTests {
         defer { scratch.remove() }
         let path = scratch.path + "/users"
         let result = try passwd(["add", path, "bob", "--password-stdin", "--create"] + options, input: "builder\n")
-        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.status == 65, "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: path))
         #expect(!result.stderr.contains("\u{1B}") && !result.stderr.contains("\u{7}"))
     }
@@ -85,7 +85,7 @@ struct UsersFileSecurityTests {
         let path = scratch.path + "/users"
         for name in ["admin\u{202E}", "ad\u{200B}min", "\u{2066}root"] {
             let result = try passwd(["add", path, name, "--password-stdin", "--create"], input: "pw\n")
-            #expect(result.status == 2)
+            #expect(result.status == 65)
         }
         #expect(!FileManager.default.fileExists(atPath: path))
     }
@@ -120,7 +120,7 @@ struct UsersFileSecurityTests {
         }
         #expect(throws: UsersFileError.self) { try FileAuthProvider(.init(path: link)) }
         let result = try passwd(["add", link, "eve", "--password-stdin"], input: "pw\n")
-        #expect(result.status == 3)
+        #expect(result.status == 69)
         #expect(result.stderr.contains("symbolic link"))
         var info = stat()
         #expect(lstat(link, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
@@ -141,7 +141,7 @@ struct UsersFileSecurityTests {
             (error as? UsersFileError)?.code == .unsafe
         }
         let result = try passwd(["set", path, "bob", "--password-stdin"], input: "pw\n")
-        #expect(result.status == 3)
+        #expect(result.status == 69)
         #expect(result.stderr.contains("owned by uid 65534"))
     }
 
@@ -155,11 +155,11 @@ struct UsersFileSecurityTests {
         let target = scratch.path + "/nologin"
         #expect(symlink(target, path + ".lock") == 0)
         let linked = try passwd(["set", path, "bob", "--password-stdin"], input: "pw\n")
-        #expect(linked.status == 3)
+        #expect(linked.status == 69)
         #expect(!FileManager.default.fileExists(atPath: target))
         unlink(path + ".lock")
         #expect(mkfifo(path + ".lock", 0o600) == 0)
-        #expect(try passwd(["set", path, "bob", "--password-stdin"], input: "pw\n").status == 3)
+        #expect(try passwd(["set", path, "bob", "--password-stdin"], input: "pw\n").status == 69)
     }
 
     /// A file larger than the limit is refused before any of it is read (a sparse file: no disk used).

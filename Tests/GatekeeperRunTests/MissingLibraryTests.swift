@@ -67,7 +67,8 @@ struct MissingLibraryTests {
         let verify = try run(
             builtExecutable("gatekeeper-passwd"), ["verify", users, "bob", "--password-stdin"],
             input: "right-password\n", environment: ["LD_LIBRARY_PATH": library])
-        #expect(verify.status == 3 && verify.stderr.contains("libaprutil-1.so.0"), "\(verify.status): \(verify.stderr)")
+        #expect(
+            verify.status == 69 && verify.stderr.contains("libaprutil-1.so.0"), "\(verify.status): \(verify.stderr)")
     }
 
     @Test func aOneTimeCodeWithoutLiboathIsUnavailableNotWrong() throws {

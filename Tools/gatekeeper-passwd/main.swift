@@ -33,16 +33,23 @@ let usage = """
 
     Passwords are read from the terminal (twice, echo off), or from the first line of standard input with
     --password-stdin (not for change); never from the command line.
-    Exit status: 0 done, 1 verification failed or change refused, 2 usage, 3 file problem, 130 cancelled.
+    Exit status: 0 done, 64 usage, 65 unusable input or a change that does not fit the file, 69 file
+    problem, 77 verification failed or change refused, 130 cancelled.
     """
 
-enum Status: Int32 {
-    case ok = 0, verificationFailed = 1, usage = 2, fileProblem = 3, cancelled = 130
+/// Ends the tool with one of the statuses every tool of the package uses (ToolSupport's `ExitStatus`,
+/// from sysexits.h): 0 done, 64 usage, 65 unusable input or a change that does not fit the file, 69 the
+/// file or a library it needs unusable, 77 a password that does not verify or a change refused, 130
+/// cancelled.
+func finish(_ status: ExitStatus, _ message: String? = nil) -> Never {
+    if let message { writeStandardError("gatekeeper-passwd: \(message)\n") }
+    exit(status.code)
 }
 
-func finish(_ status: Status, _ message: String? = nil) -> Never {
-    if let message { writeStandardError("gatekeeper-passwd: \(message)\n") }
-    exit(status.rawValue)
+/// A users file's error: a change that does not fit the file (the user there already, or not there) is
+/// the input's fault (65); the file missing, refused or unwritable is the file's (69).
+func status(of error: UsersFileError) -> ExitStatus {
+    error.code == .refused ? .invalidInput : .unavailable
 }
 
 // MARK: Command line
@@ -90,7 +97,7 @@ if let value = parsed.values["groups"] {
     do {
         for group in groups { try UsersFile.validateGroup(group) }
     } catch {
-        finish(.usage, "--groups: \(error). Give names separated by commas.")
+        finish(.invalidInput, "--groups: \(error). Give names separated by commas.")
     }
     command.groups = groups
 }
@@ -98,7 +105,7 @@ if let value = parsed.values["name"] {
     do {
         try UsersFile.validateDisplayName(value)
     } catch {
-        finish(.usage, "--name: \(error).")
+        finish(.invalidInput, "--name: \(error).")
     }
     command.name = value
 }
@@ -118,7 +125,7 @@ if action == "list" || action == "otp-list" {
     do {
         command.user = try Username.validate(positional[2])
     } catch {
-        finish(.usage, error.description)
+        finish(.invalidInput, error.description)
     }
 }
 
@@ -145,17 +152,17 @@ func readPassword(confirm: Bool) -> Secret {
         guard case .success(let (first, again)) = answers else {
             finish(.cancelled, "cancelled; nothing was changed.")
         }
-        if let again, again != first { finish(.usage, "the passwords do not match; nothing was changed.") }
+        if let again, again != first { finish(.invalidInput, "the passwords do not match; nothing was changed.") }
         secret = first
     }
     do {
         try Credentials.validatePassword(secret)
     } catch {
-        finish(.usage, "\(error.description) Nothing was changed.")
+        finish(.invalidInput, "\(error.description) Nothing was changed.")
     }
     if command.scheme == .bcrypt && secret.count > PasswordHash.bcryptMaxPasswordBytes {
         finish(
-            .usage,
+            .invalidInput,
             "bcrypt uses only the first \(PasswordHash.bcryptMaxPasswordBytes) bytes of a password; "
                 + "this one is longer. Choose another scheme or a shorter password."
         )
@@ -168,7 +175,7 @@ func hash(_ secret: Secret) -> PasswordHash {
     do {
         return try PasswordHash.make(secret, scheme: command.scheme)
     } catch {
-        finish(.fileProblem, "cannot hash the password: \(error)")
+        finish(.unavailable, "cannot hash the password: \(error)")
     }
 }
 
@@ -186,7 +193,7 @@ func oneTimeCodes(_ action: String, user: String) -> Never {
             do throws(OATHFileError) {
                 try OATHUsersFileStore.validateName(user)
             } catch {
-                finish(.usage, "\(error.description); nothing was changed.")
+                finish(.invalidInput, "\(error.description); nothing was changed.")
             }
             if parsed.has("--totp") && parsed.has("--hotp") { finish(.usage, "give --totp or --hotp, not both.") }
             let kind: OATHUsersFileStore.Kind = parsed.has("--hotp") ? .hotp : .totp(step: 30)
@@ -223,18 +230,18 @@ func oneTimeCodes(_ action: String, user: String) -> Never {
             }
         }
     } catch {
-        finish(.fileProblem, error.description)
+        finish(error.isRefusal ? .invalidInput : .unavailable, error.description)
     }
-    finish(.ok)
+    finish(.success)
 }
 
-/// Runs one change of the file; a refusal ends the tool with status 3, the file unchanged.
+/// Runs one change of the file; an error ends the tool (65 or 69), the file unchanged.
 @MainActor
 func change(_ body: () throws(UsersFileError) -> Void) {
-    do {
+    do throws(UsersFileError) {
         try body()
     } catch {
-        finish(.fileProblem, error.description)
+        finish(status(of: error), error.description)
     }
 }
 
@@ -258,7 +265,7 @@ case "change":
     do {
         provider = try FileAuthProvider(.init(path: command.file, defaultScheme: command.scheme))
     } catch {
-        finish(.fileProblem, error.description)
+        finish(.unavailable, error.description)
     }
     // The terminal, or standard input line by line when there is none (a script); every password
     // checked as a login's is (a NUL byte, which C would cut short, is refused).
@@ -274,13 +281,13 @@ case "change":
     } catch  where error.code == .cancelled {
         finish(.cancelled, "cancelled; nothing was changed.")
     } catch {
-        finish(.usage, "\(error.description) Nothing was changed.")
+        finish(.invalidInput, "\(error.description) Nothing was changed.")
     }
     switch outcome {
-    case .changed: finish(.ok, "the password of \(TextSafety.escaped(user)) was changed.")
-    case .notMine: finish(.verificationFailed, "there is no user \(TextSafety.escaped(user)); nothing was changed.")
-    case .unavailable(let reason): finish(.fileProblem, "\(reason); nothing was changed.")
-    default: finish(.verificationFailed, "\(outcome.error?.description ?? "refused.") Nothing was changed.")
+    case .changed: finish(.success, "the password of \(TextSafety.escaped(user)) was changed.")
+    case .notMine: finish(.denied, "there is no user \(TextSafety.escaped(user)); nothing was changed.")
+    case .unavailable(let reason): finish(.unavailable, "\(reason); nothing was changed.")
+    default: finish(.denied, "\(outcome.error?.description ?? "refused.") Nothing was changed.")
     }
 case "expire":
     change { () throws(UsersFileError) in try store.expirePassword(of: user) }
@@ -295,38 +302,40 @@ case "verify":
     do {
         file = try store.read()
     } catch {
-        finish(.fileProblem, error.description)
+        finish(.unavailable, error.description)
     }
     let secret = readPassword(confirm: false)
-    guard let entry = file[user] else { finish(.verificationFailed, "password verification failed for \(user).") }
+    guard let entry = file[user] else { finish(.denied, "password verification failed for \(user).") }
     // A hash whose library cannot be loaded is not checked: that is no wrong password.
     switch entry.password {
     case .hash(let hash), .expired(let hash):
         if let problem = hash.libraryProblem {
-            finish(.fileProblem, "\(user)'s password cannot be checked: \(problem)")
+            finish(.unavailable, "\(user)'s password cannot be checked: \(problem)")
         }
     case .locked: break
     }
     switch entry.password {
-    case .locked: finish(.verificationFailed, "\(user) is locked.")
+    case .locked: finish(.denied, "\(user) is locked.")
     case .expired(let hash):
-        guard hash.verify(secret) else { finish(.verificationFailed, "password verification failed for \(user).") }
-        finish(.ok, "password correct for \(user), but it has expired: the next login changes it.")
+        guard hash.verify(secret) else { finish(.denied, "password verification failed for \(user).") }
+        finish(.success, "password correct for \(user), but it has expired: the next login changes it.")
     case .hash(let hash):
         if hash.verify(secret) {
             if hash.scheme.isWeak {
-                finish(.ok, "password correct for \(user), but its \(hash.scheme.rawValue) hash is weak; set it again.")
+                finish(
+                    .success,
+                    "password correct for \(user), but its \(hash.scheme.rawValue) hash is weak; set it again.")
             }
-            finish(.ok, "password correct for \(user).")
+            finish(.success, "password correct for \(user).")
         }
-        finish(.verificationFailed, "password verification failed for \(user).")
+        finish(.denied, "password verification failed for \(user).")
     }
 default:  // list
     let file: UsersFile
     do {
         file = try store.read()
     } catch {
-        finish(.fileProblem, error.description)
+        finish(.unavailable, error.description)
     }
     for warning in file.warnings { writeStandardError("gatekeeper-passwd: warning: \(warning)\n") }
     for entry in file.entries {
@@ -343,7 +352,7 @@ default:  // list
         print(fields.joined(separator: "\t"))
     }
 }
-finish(.ok)
+finish(.success)
 
 /// The terminal's answers, each password refused as a login refuses it before a provider sees it.
 struct CheckedConversation: Conversation {
