@@ -273,6 +273,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "OfflineCacheTests",
+            dependencies: ["Authentication", "AuthenticationTesting", "OfflineCache", "TestSupport"]
+        ),
+        .testTarget(
             name: "OIDCProviderTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "OIDCProvider", "ProviderPlugins", "TestSupport",
