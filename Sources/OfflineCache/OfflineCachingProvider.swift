@@ -131,8 +131,9 @@ public final class OfflineCachingProvider: AuthProvider {
         async throws(AuthError) -> AuthOutcome
     {
         guard let cached = read()[request.username] else { return onlineOutcome }
-        let now = clock()
-        guard Duration.seconds(now - cached.savedAt) < maxAge, cached.savedAt <= now else { return onlineOutcome }
+        // An entry saved later than now, or so long ago that its age cannot be counted, is not used.
+        let (age, overflow) = clock().subtractingReportingOverflow(cached.savedAt)
+        guard !overflow, age >= 0, Duration.seconds(age) < maxAge else { return onlineOutcome }
         let password: Secret
         if let asked = capturing.password {
             password = asked

@@ -256,6 +256,26 @@ struct OfflineCacheTests {
         }
     }
 
+    /// A saved time so far in the past or future that its age cannot be counted refuses the entry, rather
+    /// than trapping on the subtraction (the cache file is the running user's to damage).
+    @Test(arguments: [Int64.min, Int64.min + 1, -1, Int64.max])
+    func anEntrySavedAtATimeOutOfRangeIsNotUsed(_ savedAt: Int64) async throws {
+        let backend = Switchable()
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        _ = try await login(cache, "wonderland")
+        let file = directory + "/offline-logins"
+        var fields = try String(contentsOfFile: file, encoding: .utf8).dropLast().split(
+            separator: "\t", omittingEmptySubsequences: false)
+        try #require(fields.count == 6)
+        fields[2] = "\(savedAt)"
+        try (fields.joined(separator: "\t") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        backend.reachable.withLock { $0 = false }
+        guard case .unavailable = try await login(cache, "wonderland") else {
+            Issue.record("an entry saved at \(savedAt) was used")
+            return
+        }
+    }
+
     /// Without a clock given, entries are saved at the system's time (seconds since the epoch).
     @Test func theDefaultClockIsTheSystemClock() async throws {
         let backend = Switchable()
