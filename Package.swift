@@ -300,6 +300,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "PluginExportTests",
+            dependencies: ["Authentication", "PluginExport", "ProviderPlugins", "CGatekeeperPlugin", "TestSupport"]
+        ),
+        .testTarget(
             name: "HostProtectionTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "HostProtection", "MockProvider", "FileProvider",
