@@ -112,11 +112,22 @@ private struct Callbacks: @unchecked Sendable {
 }
 
 /// The host's conversation, reached through its callbacks off the cooperative pool.
+///
+/// What the host answers is checked before the provider sees it, as a ``Gatekeeper`` checks it: a
+/// provider may rely on the same answers whether it runs in a host of this package or another. An
+/// answer longer than any may be is refused before it is read; a hidden one must pass
+/// ``Credentials/validatePassword(_:)``, a visible one must be UTF-8 without a NUL (as the ABI says).
 private struct CallbackConversation: Conversation {
     let wrapped: Callbacks
     var callbacks: gk_conversation { wrapped.value }
 
-    func askBytes(_ prompt: String, style: gk_style) async throws(AuthError) -> [UInt8] {
+    /// The longest visible answer taken from the host.
+    static let maxVisibleBytes = 65_536
+
+    /// The host's answer, at most `limit` bytes (`tooLong` when the host says it is longer).
+    func askBytes(_ prompt: String, style: gk_style, limit: Int, tooLong: AuthError) async throws(AuthError)
+        -> [UInt8]
+    {
         let wrapped = self.wrapped
         let answer = await PluginExport.threads.run { () -> Result<[UInt8], AuthError> in
             let callbacks = wrapped.value
@@ -128,6 +139,8 @@ private struct CallbackConversation: Conversation {
             switch status {
             case Int32(GK_OK.rawValue):
                 guard let pointer else { return .failure(.providerUnavailable(reason: "the host gave no answer")) }
+                // A size_t past Int.max reads as negative here.
+                guard (0...limit).contains(length) else { return .failure(tooLong) }
                 return .success(Array(UnsafeRawBufferPointer(start: pointer, count: length)))
             case Int32(GK_CANCELLED.rawValue): return .failure(.cancelled)
             default: return .failure(.providerUnavailable(reason: "the host's conversation failed"))
@@ -138,13 +151,24 @@ private struct CallbackConversation: Conversation {
     }
 
     func ask(_ prompt: String) async throws(AuthError) -> String {
-        String(decoding: try await askBytes(prompt, style: GK_ASK_VISIBLE), as: UTF8.self)
+        let limit = Self.maxVisibleBytes
+        let bytes = try await askBytes(
+            prompt, style: GK_ASK_VISIBLE, limit: limit,
+            tooLong: .providerUnavailable(reason: "the host's answer is longer than \(limit) bytes"))
+        guard !bytes.contains(0), let text = String(validating: bytes, as: UTF8.self) else {
+            throw .providerUnavailable(reason: "the host's answer is not UTF-8 text without NUL bytes")
+        }
+        return text
     }
 
     func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
-        var bytes = try await askBytes(prompt, style: GK_ASK_HIDDEN)
+        let limit = Credentials.maxPasswordBytes
+        var bytes = try await askBytes(
+            prompt, style: GK_ASK_HIDDEN, limit: limit, tooLong: .invalidPassword(.tooLong(maxBytes: limit)))
         defer { bytes.withUnsafeMutableBytes { Secret.wipe($0) } }
-        return Secret(copying: bytes)
+        let secret = Secret(copying: bytes)
+        try Credentials.validatePassword(secret)
+        return secret
     }
 
     func show(_ message: String, as kind: MessageKind) async {
@@ -247,9 +271,14 @@ private func fill(_ outcome: UnsafeMutablePointer<gk_outcome>, with result: Resu
         // The plugin ABI (version 1) has no PAM code of its own: the host sees the backend down.
         filled.kind = Int32(GK_OUTCOME_UNAVAILABLE.rawValue)
         filled.reason = storage.string("\(code.rawValue): \(reason)")
-    case .failure:
-        // Cancelled, or the conversation failed: the host knows which, and answers with its own error.
+    case .failure(let error) where error == .cancelled:
         filled.kind = Int32(GK_OUTCOME_CANCELLED.rawValue)
+    case .failure(let error):
+        // The conversation failed — at the host, which then answers with its own error, or here, on an
+        // answer that could not be used — and the provider passed it on: no answer, but no cancellation
+        // either. An error's description quotes no input.
+        filled.kind = Int32(GK_OUTCOME_UNAVAILABLE.rawValue)
+        filled.reason = storage.string("\(error)")
     }
     filled.plugin_data = Unmanaged.passRetained(storage).toOpaque()
     outcome.pointee = filled
