@@ -56,6 +56,9 @@ public enum PluginExport {
         }
     }
 
+    /// The most options `create` reads.
+    static let maxOptions = 1024
+
     /// Questions go to the host from these threads, never from the cooperative pool: the host answers
     /// them with tasks of its own, which blocked cooperative threads would starve.
     static let threads = ThreadPool(name: "gatekeeper.plugin-export", maxThreads: 64, maxIdle: 2)
@@ -186,9 +189,20 @@ private let exportedCreate:
         UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
     ) -> UnsafeMutableRawPointer? = { names, values, count, error in
         guard let plugin = exported.withLock({ $0 }) else { return nil }
+        func refuse(_ message: String) -> UnsafeMutableRawPointer? {
+            error?.pointee = strdup(message)
+            return nil
+        }
+        // A size_t past Int.max reads as negative here.
+        guard (0...PluginExport.maxOptions).contains(count) else {
+            return refuse(
+                "the host gave \(UInt(bitPattern: count)) options; at most \(PluginExport.maxOptions) are read")
+        }
         var options: [String: String] = [:]
         for index in 0..<count {
-            guard let name = names?[index], let value = values?[index] else { continue }
+            guard let name = names?[index], let value = values?[index] else {
+                return refuse("option \(index + 1) of \(count) has no name or no value")
+            }
             options[String(cString: name)] = String(cString: value)
         }
         do {
@@ -208,12 +222,30 @@ private let exportedAuthenticate:
         guard let instance = ExportedInstance.from(pointer), let username, let conversation, let outcome else {
             return -1
         }
+        // A conversation shorter than version 1's, or without one of its callbacks, is not one: nothing is
+        // read past its size, nothing is called.
+        let sizeOffset = MemoryLayout<gk_conversation>.offset(of: \.size)!
+        guard
+            UnsafeRawPointer(conversation).load(fromByteOffset: sizeOffset, as: UInt32.self)
+                >= MemoryLayout<gk_conversation>.size
+        else { return -1 }
+        let callbacks = conversation.pointee
+        guard callbacks.ask != nil, callbacks.show != nil, callbacks.is_cancelled != nil else { return -1 }
+        // The provider may rely on the name passing Username.validate, as behind a Gatekeeper. A name no
+        // account can have is no account of this plugin's; it is read no further than the longest name.
+        let length = strnlen(username, Username.maxBytes + 1)
+        guard
+            let name = try? Username.validate(
+                utf8: UnsafeRawBufferPointer(start: UnsafeRawPointer(username), count: length))
+        else {
+            fill(outcome, with: .success(.notMine))
+            return 0
+        }
         let request = AuthRequest(
-            username: String(cString: username),
-            conversation: CallbackConversation(wrapped: Callbacks(value: conversation.pointee)))
+            username: name, conversation: CallbackConversation(wrapped: Callbacks(value: callbacks)))
         let done = Signal()
         let result = Locked<Result<AuthOutcome, AuthError>>(.failure(.cancelled))
-        let key = UInt(bitPattern: conversation.pointee.context)
+        let key = UInt(bitPattern: callbacks.context)
         let task = Task {
             do throws(AuthError) {
                 let answer = try await instance.provider.authenticate(request)
@@ -224,7 +256,7 @@ private let exportedAuthenticate:
             done.post()
         }
         instance.logins.withLock { $0[key] = task }
-        if conversation.pointee.is_cancelled(conversation.pointee.context) != 0 { task.cancel() }
+        if callbacks.is_cancelled(callbacks.context) != 0 { task.cancel() }
         done.wait()
         instance.logins.withLock { $0[key] = nil }
         fill(outcome, with: result.withLock { $0 })

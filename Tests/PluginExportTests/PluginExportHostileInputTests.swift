@@ -29,6 +29,78 @@ struct PluginExportHostileInputTests {
         }
     }
 
+    /// `authenticate` with each pointer it needs missing, on a thread of its own: refused with a nonzero
+    /// status, the outcome left as it was, the provider never called.
+    @Test func nullArgumentsAreRefused() async throws {
+        let provider = DoubleProvider.alice()
+        let instance = try ExportedInstance(provider)
+        let host = HostConversation(.text("wonderland"))
+        let results = await RunningCall { () -> [Int32] in
+            var conversation = host.conversation
+            var outcome = gk_outcome()
+            let authenticate = ExportedPlugin.table.entry.authenticate!
+            let statuses = [
+                authenticate(nil, "alice", &conversation, &outcome),
+                authenticate(instance.pointer, nil, &conversation, &outcome),
+                authenticate(instance.pointer, "alice", nil, &outcome),
+                authenticate(instance.pointer, "alice", &conversation, nil),
+            ]
+            return statuses + [outcome.kind, outcome.plugin_data == nil ? 0 : 1]
+        }.value()
+        let statuses = try #require(results)
+        #expect(statuses.prefix(4).allSatisfy { $0 != 0 }, "\(statuses)")
+        #expect(statuses.suffix(2) == [0, 0], "the outcome was written")
+        #expect(provider.logins.count == 0 && host.events.isEmpty)
+    }
+
+    /// A conversation shorter than version 1's, or without one of its callbacks, is refused before
+    /// anything is called through it.
+    @Test(arguments: ["shorter than version 1", "no ask", "no show", "no is_cancelled"])
+    func aConversationNotFilledInIsRefused(_ what: String) async throws {
+        let provider = DoubleProvider.alice()
+        let instance = try ExportedInstance(provider)
+        let host = HostConversation(.text("wonderland"))
+        let answer = await RunningCall { () -> ExportedAnswer in
+            var conversation = host.conversation
+            switch what {
+            case "shorter than version 1": conversation.size = 8
+            case "no ask": conversation.ask = nil
+            case "no show": conversation.show = nil
+            default: conversation.is_cancelled = nil
+            }
+            return instance.authenticate(Array("alice".utf8), conversation: &conversation)
+        }.value()
+        #expect(answer?.status != 0 && answer?.kind == 0, "\(String(describing: answer))")
+        #expect(provider.logins.count == 0 && host.events.isEmpty)
+    }
+
+    /// The provider may rely on the name passing `Username.validate`, as behind a `Gatekeeper`: a name
+    /// no account can have is answered "not mine" without the provider, and nothing is asked.
+    @Test(
+        arguments: [
+            [], Array(repeating: 0x61, count: 257), Array(repeating: 0x61, count: 1 << 20), Array("ali\nce".utf8),
+            Array("ali\u{1B}ce".utf8), [0x61, 0xFF, 0x62], Array(" alice".utf8), Array("ali:ce".utf8),
+            Array("\u{202E}ecila".utf8),
+        ] as [[UInt8]])
+    func aNameNoAccountCanHaveIsNotMine(_ name: [UInt8]) async throws {
+        let provider = DoubleProvider.alice()
+        let instance = try ExportedInstance(provider)
+        let host = HostConversation(.text("wonderland"))
+        let answer = await RunningCall { instance.authenticate(name, host) }.value()
+        #expect(answer?.status == 0 && answer?.kind == ExportedAnswer.notMine, "\(String(describing: answer))")
+        #expect(provider.logins.count == 0 && host.events.isEmpty)
+    }
+
+    /// The longest name there may be reaches the provider as it was given.
+    @Test func aNameAtTheBoundReachesTheProvider() async throws {
+        let provider = DoubleProvider.alice()
+        let instance = try ExportedInstance(provider)
+        let name = String(repeating: "é", count: Username.maxBytes / 2)
+        let answer = await instance.login(name, HostConversation(.text("wonderland")))
+        #expect(answer?.kind == ExportedAnswer.notMine)
+        #expect(provider.requests.withLock { $0 } == [name])
+    }
+
     /// An answer the ABI rules out (a NUL inside it, not UTF-8 where text is asked, longer than any
     /// answer may be, a length that would be negative, none at all) or that a `Gatekeeper` would refuse
     /// (an empty or over-long password) fails the question: the provider gets an error that is not a
@@ -75,6 +147,46 @@ struct PluginExportHostileInputTests {
         let answer = await instance.login("alice", HostConversation(.bytes(Array(repeating: 0x61, count: count))))
         #expect(answer?.kind == ExportedAnswer.authenticated, "\(String(describing: answer))")
         #expect(received.withLock { $0 } == count)
+    }
+
+    /// `create` with a count that is not a count, or arrays missing for it, refuses with a message and
+    /// without reading them; with no options and no arrays it is the provider's own refusal; without a
+    /// place for the message it refuses all the same.
+    @Test func createRefusesWhatItCannotRead() async throws {
+        let create = ExportedPlugin.table.entry.create!
+        let results = await RunningCall { () -> [String?] in
+            var messages: [String?] = []
+            let name = UnsafePointer(strdup("double"))
+            let value = UnsafePointer(strdup("unregistered"))
+            defer {
+                free(UnsafeMutableRawPointer(mutating: name))
+                free(UnsafeMutableRawPointer(mutating: value))
+            }
+            let names: [UnsafePointer<CChar>?] = [name]
+            let values: [UnsafePointer<CChar>?] = [value]
+            for (count, withArrays) in [(-1, true), (Int.max, true), (2, false), (0, false)] {
+                var error: UnsafeMutablePointer<CChar>?
+                let made = names.withUnsafeBufferPointer { names in
+                    values.withUnsafeBufferPointer { values in
+                        create(
+                            withArrays ? names.baseAddress : nil, withArrays ? values.baseAddress : nil, count, &error)
+                    }
+                }
+                messages.append(made == nil ? error.map { String(cString: $0) } ?? "no message" : nil)
+                free(error)
+                if let made { ExportedPlugin.table.entry.destroy(made) }
+            }
+            messages.append(create(nil, nil, 0, nil) == nil ? "refused" : nil)
+            return messages
+        }.value()
+        let messages = try #require(results)
+        #expect(messages.allSatisfy { $0 != nil && $0 != "no message" }, "\(messages)")
+        #expect(messages[0]?.contains("at most 1024") == true && messages[1]?.contains("at most 1024") == true)
+        #expect(messages[2]?.contains("option 1 of 2 has no name") == true, "\(messages)")
+        #expect(messages[3]?.contains("double") == true, "\(messages)")
+        // A provider's own refusal crosses whole.
+        let (refused, message) = ExportedInstance.create(["fail": "the users file is missing"])
+        #expect(refused == nil && message?.contains("the users file is missing") == true)
     }
 
     /// Nothing the ABI hands back — identities, refusals, reasons of its own making — holds the password,
