@@ -131,6 +131,10 @@ private struct CallbackConversation: Conversation {
     func askBytes(_ prompt: String, style: gk_style, limit: Int, tooLong: AuthError) async throws(AuthError)
         -> [UInt8]
     {
+        // A C string ends at its first NUL: the host would ask another question.
+        guard !prompt.utf8.contains(0) else {
+            throw .providerUnavailable(reason: "a prompt with a NUL byte cannot cross the plugin ABI")
+        }
         let wrapped = self.wrapped
         let answer = await PluginExport.threads.run { () -> Result<[UInt8], AuthError> in
             let callbacks = wrapped.value
@@ -175,6 +179,7 @@ private struct CallbackConversation: Conversation {
     }
 
     func show(_ message: String, as kind: MessageKind) async {
+        let message = withoutNUL(message)
         let wrapped = self.wrapped
         let style = Int32((kind == .error ? GK_SHOW_ERROR : GK_SHOW_INFO).rawValue)
         _ = await PluginExport.threads.run {
@@ -263,7 +268,38 @@ private let exportedAuthenticate:
         return 0
     }
 
+/// `text` with each NUL byte replaced by U+FFFD: a C string ends at its first NUL, and a message cut
+/// there would say less than it was written to.
+private func withoutNUL(_ text: String) -> String {
+    guard text.utf8.contains(0) else { return text }
+    return String(decoding: text.utf8.flatMap { $0 == 0 ? [0xEF, 0xBF, 0xBD] : [$0] }, as: UTF8.self)
+}
+
+/// What of `result` the ABI can carry. An identity or an account's spelling with a NUL byte is no
+/// answer — the host would read the name before the NUL, another name — and a reason's NULs are
+/// replaced.
+private func crossable(_ result: Result<AuthOutcome, AuthError>) -> Result<AuthOutcome, AuthError> {
+    func hasNUL(_ text: String) -> Bool { text.utf8.contains(0) }
+    let refused = "the provider answered a name with a NUL byte, which the plugin ABI cannot carry"
+    switch result {
+    case .success(.authenticated(let identity)):
+        let texts =
+            [identity.username, identity.displayName] + identity.groups
+            + identity.attributes.flatMap { [$0.key, $0.value] }
+        return texts.contains(where: hasNUL) ? .success(.unavailable(reason: refused)) : result
+    case .success(.rejected(_, let canonical?)) where hasNUL(canonical):
+        return .success(.unavailable(reason: refused))
+    case .success(.unavailable(let reason)):
+        return .success(.unavailable(reason: withoutNUL(reason)))
+    case .success(.failed(let code, let reason)):
+        return .success(.failed(code, reason: withoutNUL(reason)))
+    default:
+        return result
+    }
+}
+
 private func fill(_ outcome: UnsafeMutablePointer<gk_outcome>, with result: Result<AuthOutcome, AuthError>) {
+    let result = crossable(result)
     let storage = OutcomeStorage()
     var filled = gk_outcome()
     switch result {
@@ -310,7 +346,7 @@ private func fill(_ outcome: UnsafeMutablePointer<gk_outcome>, with result: Resu
         // answer that could not be used — and the provider passed it on: no answer, but no cancellation
         // either. An error's description quotes no input.
         filled.kind = Int32(GK_OUTCOME_UNAVAILABLE.rawValue)
-        filled.reason = storage.string("\(error)")
+        filled.reason = storage.string(withoutNUL("\(error)"))
     }
     filled.plugin_data = Unmanaged.passRetained(storage).toOpaque()
     outcome.pointee = filled

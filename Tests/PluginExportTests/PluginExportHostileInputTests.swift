@@ -149,6 +149,48 @@ struct PluginExportHostileInputTests {
         #expect(received.withLock { $0 } == count)
     }
 
+    /// C strings end at the first NUL: text with one inside is never handed over cut short. A prompt is
+    /// not asked, an identity or account name is not answered (the host would read another name), and a
+    /// message or reason crosses with the NUL replaced.
+    @Test(arguments: [
+        "a prompt", "a user name", "a display name", "a group", "an attribute", "an account's spelling",
+    ])
+    func textWithANulIsNeverCutShort(_ what: String) async throws {
+        let provider = DoubleProvider { request throws(AuthError) in
+            switch what {
+            case "a prompt":
+                _ = try await request.conversation.askSecret("Password for alice\0 (the demo account): ")
+                return .authenticated(Identity(username: "alice", provider: "double"))
+            case "a user name": return .authenticated(Identity(username: "alice\0root", provider: "double"))
+            case "a display name":
+                return .authenticated(Identity(username: "alice", displayName: "Alice\0Root", provider: "double"))
+            case "a group":
+                return .authenticated(Identity(username: "alice", groups: ["staff\0wheel"], provider: "double"))
+            case "an attribute":
+                return .authenticated(
+                    Identity(username: "alice", provider: "double", attributes: ["role": "user\0admin"]))
+            default: return .rejected(.wrongCredentials, canonicalUsername: "alice\0root")
+            }
+        }
+        let instance = try ExportedInstance(provider)
+        let host = HostConversation(.text("wonderland"))
+        let answer = await instance.login("alice", host)
+        #expect(answer?.kind == ExportedAnswer.unavailable, "\(what): \(String(describing: answer))")
+        #expect(host.events.isEmpty, "\(host.events)")
+    }
+
+    @Test func aMessageOrReasonWithANulCrossesWhole() async throws {
+        let provider = DoubleProvider { request throws(AuthError) in
+            await request.conversation.show("Your account\0 expires tomorrow", as: .info)
+            return .unavailable(reason: "the directory\0 is down")
+        }
+        let instance = try ExportedInstance(provider)
+        let host = HostConversation()
+        let answer = await instance.login("alice", host)
+        #expect(answer?.kind == ExportedAnswer.unavailable && answer?.reason == "the directory\u{FFFD} is down")
+        #expect(host.events == [.shown(Style.info, "Your account\u{FFFD} expires tomorrow")])
+    }
+
     /// `create` with a count that is not a count, or arrays missing for it, refuses with a message and
     /// without reading them; with no options and no arrays it is the provider's own refusal; without a
     /// place for the message it refuses all the same.
