@@ -80,9 +80,32 @@ private final class ExportedPlugin: @unchecked Sendable {
 /// One instance: the provider, and the logins in progress by their conversation context.
 private final class ExportedInstance: Sendable {
     let provider: any AuthProvider
-    let logins = Locked<[UInt: Task<Void, Never>]>([:])
+    /// Several logins may share a context (a host that keeps one for all): each is kept under its own
+    /// number, so that one ending leaves the others within reach of a `cancel` for it.
+    private let logins = Locked<(next: Int, byContext: [UInt: [Int: Task<Void, Never>]])>((0, [:]))
 
     init(_ provider: any AuthProvider) { self.provider = provider }
+
+    /// Keeps `task` as a login with `context` until ``end(_:of:)``; returns its number.
+    func begin(_ task: Task<Void, Never>, context: UInt) -> Int {
+        logins.withLock { logins in
+            logins.next += 1
+            logins.byContext[context, default: [:]][logins.next] = task
+            return logins.next
+        }
+    }
+
+    func end(_ login: Int, of context: UInt) {
+        logins.withLock { logins in
+            logins.byContext[context]?[login] = nil
+            if logins.byContext[context]?.isEmpty == true { logins.byContext[context] = nil }
+        }
+    }
+
+    /// Cancels every login in progress with `context`.
+    func cancel(_ context: UInt) {
+        logins.withLock { $0.byContext[context].map { Array($0.values) } ?? [] }.forEach { $0.cancel() }
+    }
 
     static func from(_ pointer: UnsafeMutableRawPointer?) -> ExportedInstance? {
         pointer.map { Unmanaged<ExportedInstance>.fromOpaque($0).takeUnretainedValue() }
@@ -260,10 +283,10 @@ private let exportedAuthenticate:
             }
             done.post()
         }
-        instance.logins.withLock { $0[key] = task }
+        let login = instance.begin(task, context: key)
         if callbacks.is_cancelled(callbacks.context) != 0 { task.cancel() }
         done.wait()
-        instance.logins.withLock { $0[key] = nil }
+        instance.end(login, of: key)
         fill(outcome, with: result.withLock { $0 })
         return 0
     }
@@ -362,7 +385,7 @@ private let exportedRelease: @convention(c) (UnsafeMutableRawPointer?, UnsafeMut
 private let exportedCancel: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = {
     pointer, context in
     guard let instance = ExportedInstance.from(pointer) else { return }
-    instance.logins.withLock { $0[UInt(bitPattern: context)] }?.cancel()
+    instance.cancel(UInt(bitPattern: context))
 }
 
 private let exportedSignOut: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Void = {

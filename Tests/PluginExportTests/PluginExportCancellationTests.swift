@@ -73,6 +73,27 @@ struct PluginExportCancellationTests {
         #expect(await secondCall.value()?.kind == ExportedAnswer.authenticated)
     }
 
+    /// Two logins given one context (a host that keeps one for all its logins): the first ending does not
+    /// put the second out of reach of a cancel for that context.
+    @Test func aCancelReachesEveryLoginOfItsContext() async throws {
+        let gates = ["alice": Gate(), "bob": Gate()]
+        let provider = DoubleProvider { request throws(AuthError) in
+            guard await gates[request.username]!.wait() else { throw .cancelled }
+            return .authenticated(Identity(username: request.username, provider: "double"))
+        }
+        let instance = try ExportedInstance(provider)
+        let host = HostConversation()
+        let alice = instance.start("alice", host)
+        let bob = instance.start("bob", host)
+        defer { gates.values.forEach { $0.open() } }
+        #expect(await eventually { gates.values.allSatisfy { $0.waitingCount == 1 } })
+        gates["alice"]!.open()
+        #expect(await alice.value()?.kind == ExportedAnswer.authenticated)
+        host.cancel(instance)
+        let answer = await bob.value()
+        #expect(answer?.kind == ExportedAnswer.cancelled, "\(String(describing: answer))")
+    }
+
     /// A cancel for no login in progress — before its login, for an unknown context, with no context
     /// or instance — changes nothing: the next login with that context runs to its end.
     @Test func aCancelWithoutItsLoginChangesNothing() async throws {
