@@ -292,6 +292,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "OfflineCacheTests",
+            dependencies: ["Authentication", "AuthenticationTesting", "OfflineCache", "TestSupport"]
+        ),
+        .testTarget(
             name: "OIDCProviderTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "OIDCProvider", "ProviderPlugins", "TestSupport",
@@ -312,6 +316,10 @@ let package = Package(
                 "Authentication", "AuthenticationTesting", "HelperPrograms", "PluginHost", "ProviderPlugins",
                 "TestSupport", "gatekeeper-run",
             ]
+        ),
+        .testTarget(
+            name: "PluginExportTests",
+            dependencies: ["Authentication", "PluginExport", "ProviderPlugins", "CGatekeeperPlugin", "TestSupport"]
         ),
         .testTarget(
             name: "HostProtectionTests",

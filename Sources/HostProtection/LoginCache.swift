@@ -36,6 +36,8 @@ public final class LoginCache: Sendable {
     /// configuration is never used under another, which may ask for more (a second factor, a group).
     public let scope: String
     private let directory: StateDirectory
+    /// What a record's age is measured on: ``BootClock/now()`` but in tests.
+    private let clock: @Sendable () -> BootInstant?
     /// At most this many places are remembered per user; the oldest are forgotten first.
     static let maxRecordsPerUser = 32
 
@@ -43,9 +45,20 @@ public final class LoginCache: Sendable {
     /// - Throws: ``AuthError/providerUnavailable(reason:)`` when it cannot be used safely.
     /// - Parameter scope: What the logins are made through, as a digest of the configuration (see
     ///   ``scope(of:)``).
-    public init(directory: String, timeout: Duration, scope: String = "default") throws(AuthError) {
+    public convenience init(directory: String, timeout: Duration, scope: String = "default") throws(AuthError) {
+        try self.init(directory: directory, timeout: timeout, scope: scope, clock: BootClock.now)
+    }
+
+    /// The cache, its times read from `clock` instead of `CLOCK_BOOTTIME` (for tests, which move time
+    /// on rather than wait for it). `nil` from the clock means the time cannot be told: nothing is
+    /// remembered or found.
+    package init(
+        directory: String, timeout: Duration, scope: String = "default",
+        clock: @escaping @Sendable () -> BootInstant?
+    ) throws(AuthError) {
         self.timeout = timeout
         self.scope = Self.scope(of: scope)
+        self.clock = clock
         do {
             self.directory = try StateDirectory(directory, creatingWith: 0o700)
         } catch {
@@ -65,7 +78,7 @@ public final class LoginCache: Sendable {
 
     /// The login `username` made at `place`, if it is fresh.
     public func lookup(_ username: String, in place: LoginPlace) -> RememberedLogin? {
-        guard timeout > .zero, let now = BootClock.now(),
+        guard timeout > .zero, let now = clock(),
             let record = records(of: username).last(where: { $0.place == place && $0.scope == scope }),
             record.time <= now.nanoseconds, record.boot == now.boot
         else { return nil }
@@ -90,7 +103,7 @@ public final class LoginCache: Sendable {
 
     /// Remembers that `identity` signed in at `place` now.
     public func remember(_ identity: Identity, in place: LoginPlace) throws(AuthError) {
-        guard timeout > .zero, let now = BootClock.now() else { return }
+        guard timeout > .zero, let now = clock() else { return }
         try changing { () throws(AuthError) in
             var kept = records(of: identity.username).filter {
                 !($0.place == place && $0.scope == scope) && $0.boot == now.boot
@@ -321,16 +334,30 @@ public struct TerminalSession: Sendable, Hashable {
     }
 }
 
+/// A time on `CLOCK_BOOTTIME`, with the id of the boot it belongs to: what a ``LoginCache`` record keeps.
+package struct BootInstant: Sendable, Hashable {
+    /// Nanoseconds since the boot.
+    package var nanoseconds: Int64
+    /// The boot's id (`/proc/sys/kernel/random/boot_id`, 36 characters).
+    package var boot: String
+
+    package init(nanoseconds: Int64, boot: String) {
+        self.nanoseconds = nanoseconds
+        self.boot = boot
+    }
+}
+
 /// `CLOCK_BOOTTIME` and the boot's id.
 enum BootClock {
-    static func now() -> (nanoseconds: Int64, boot: String)? {
+    /// Now, or `nil` when the clock or the boot's id cannot be read.
+    static func now() -> BootInstant? {
         var spec = timespec()
         guard clock_gettime(CLOCK_BOOTTIME, &spec) == 0,
             case .success(let id) = readProcFile("/proc/sys/kernel/random/boot_id")
         else { return nil }
         let boot = String(decoding: id.prefix(while: { $0 != 0x0A }), as: UTF8.self)
         guard boot.utf8.count == 36 else { return nil }
-        return (Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec), boot)
+        return BootInstant(nanoseconds: Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec), boot: boot)
     }
 }
 

@@ -46,17 +46,34 @@ public final class OfflineCachingProvider: AuthProvider {
     private let directory: StateDirectory
     private let fileName = "offline-logins"
     private let lockName = "offline-logins.lock"
+    /// Seconds since the epoch, what an entry's age is measured on: the system's clock but in tests.
+    private let clock: @Sendable () -> Int64
 
     /// - Throws: ``AuthError/providerUnavailable(reason:)`` when the directory cannot be used safely.
-    public init(
+    public convenience init(
         wrapping inner: any ReachabilityReporting,
         directory: String,
         maxAge: Duration,
         maxOfflineFailures: Int = 5
     ) throws(AuthError) {
+        try self.init(
+            wrapping: inner, directory: directory, maxAge: maxAge, maxOfflineFailures: maxOfflineFailures,
+            clock: { Int64(time(nil)) })
+    }
+
+    /// The cache, its times (seconds since the epoch) read from `clock` instead of the system's clock: for
+    /// tests, which move time on rather than wait for it.
+    package init(
+        wrapping inner: any ReachabilityReporting,
+        directory: String,
+        maxAge: Duration,
+        maxOfflineFailures: Int = 5,
+        clock: @escaping @Sendable () -> Int64
+    ) throws(AuthError) {
         self.inner = inner
         self.maxAge = maxAge
         self.maxOfflineFailures = maxOfflineFailures
+        self.clock = clock
         do {
             self.directory = try StateDirectory(directory, creatingWith: 0o700)
         } catch {
@@ -82,10 +99,11 @@ public final class OfflineCachingProvider: AuthProvider {
                 _ = try? update { $0[identity.username] = nil }
             } else if let password = capturing.password {
                 let (username, displayName, groups) = (identity.username, identity.displayName, identity.groups)
+                let savedAt = clock()
                 let entry = await PasswordHash.checks.run { () -> CacheEntry? in
                     guard let verifier = try? PasswordHash.make(password, scheme: .yescrypt) else { return nil }
                     return CacheEntry(
-                        username: username, verifier: verifier.text, savedAt: Int64(time(nil)), failures: 0,
+                        username: username, verifier: verifier.text, savedAt: savedAt, failures: 0,
                         displayName: displayName, groups: groups.sorted())
                 }
                 if let entry = entry ?? nil { _ = try? update { $0[entry.username] = entry } }
@@ -112,8 +130,9 @@ public final class OfflineCachingProvider: AuthProvider {
         async throws(AuthError) -> AuthOutcome
     {
         guard let cached = read()[request.username] else { return onlineOutcome }
-        let now = Int64(time(nil))
-        guard Duration.seconds(now - cached.savedAt) < maxAge, cached.savedAt <= now else { return onlineOutcome }
+        // An entry saved later than now, or so long ago that its age cannot be counted, is not used.
+        let (age, overflow) = clock().subtractingReportingOverflow(cached.savedAt)
+        guard !overflow, age >= 0, Duration.seconds(age) < maxAge else { return onlineOutcome }
         let password: Secret
         if let asked = capturing.password {
             password = asked

@@ -56,6 +56,9 @@ public enum PluginExport {
         }
     }
 
+    /// The most options `create` reads.
+    static let maxOptions = 1024
+
     /// Questions go to the host from these threads, never from the cooperative pool: the host answers
     /// them with tasks of its own, which blocked cooperative threads would starve.
     static let threads = ThreadPool(name: "gatekeeper.plugin-export", maxThreads: 64, maxIdle: 2)
@@ -77,9 +80,32 @@ private final class ExportedPlugin: @unchecked Sendable {
 /// One instance: the provider, and the logins in progress by their conversation context.
 private final class ExportedInstance: Sendable {
     let provider: any AuthProvider
-    let logins = Locked<[UInt: Task<Void, Never>]>([:])
+    /// Several logins may share a context (a host that keeps one for all): each is kept under its own
+    /// number, so that one ending leaves the others within reach of a `cancel` for it.
+    private let logins = Locked<(next: Int, byContext: [UInt: [Int: Task<Void, Never>]])>((0, [:]))
 
     init(_ provider: any AuthProvider) { self.provider = provider }
+
+    /// Keeps `task` as a login with `context` until ``end(_:of:)``; returns its number.
+    func begin(_ task: Task<Void, Never>, context: UInt) -> Int {
+        logins.withLock { logins in
+            logins.next += 1
+            logins.byContext[context, default: [:]][logins.next] = task
+            return logins.next
+        }
+    }
+
+    func end(_ login: Int, of context: UInt) {
+        logins.withLock { logins in
+            logins.byContext[context]?[login] = nil
+            if logins.byContext[context]?.isEmpty == true { logins.byContext[context] = nil }
+        }
+    }
+
+    /// Cancels every login in progress with `context`.
+    func cancel(_ context: UInt) {
+        logins.withLock { $0.byContext[context].map { Array($0.values) } ?? [] }.forEach { $0.cancel() }
+    }
 
     static func from(_ pointer: UnsafeMutableRawPointer?) -> ExportedInstance? {
         pointer.map { Unmanaged<ExportedInstance>.fromOpaque($0).takeUnretainedValue() }
@@ -112,11 +138,26 @@ private struct Callbacks: @unchecked Sendable {
 }
 
 /// The host's conversation, reached through its callbacks off the cooperative pool.
+///
+/// What the host answers is checked before the provider sees it, as a ``Gatekeeper`` checks it: a
+/// provider may rely on the same answers whether it runs in a host of this package or another. An
+/// answer longer than any may be is refused before it is read; a hidden one must pass
+/// ``Credentials/validatePassword(_:)``, a visible one must be UTF-8 without a NUL (as the ABI says).
 private struct CallbackConversation: Conversation {
     let wrapped: Callbacks
     var callbacks: gk_conversation { wrapped.value }
 
-    func askBytes(_ prompt: String, style: gk_style) async throws(AuthError) -> [UInt8] {
+    /// The longest visible answer taken from the host.
+    static let maxVisibleBytes = 65_536
+
+    /// The host's answer, at most `limit` bytes (`tooLong` when the host says it is longer).
+    func askBytes(_ prompt: String, style: gk_style, limit: Int, tooLong: AuthError) async throws(AuthError)
+        -> [UInt8]
+    {
+        // A C string ends at its first NUL: the host would ask another question.
+        guard !prompt.utf8.contains(0) else {
+            throw .providerUnavailable(reason: "a prompt with a NUL byte cannot cross the plugin ABI")
+        }
         let wrapped = self.wrapped
         let answer = await PluginExport.threads.run { () -> Result<[UInt8], AuthError> in
             let callbacks = wrapped.value
@@ -128,6 +169,8 @@ private struct CallbackConversation: Conversation {
             switch status {
             case Int32(GK_OK.rawValue):
                 guard let pointer else { return .failure(.providerUnavailable(reason: "the host gave no answer")) }
+                // A size_t past Int.max reads as negative here.
+                guard (0...limit).contains(length) else { return .failure(tooLong) }
                 return .success(Array(UnsafeRawBufferPointer(start: pointer, count: length)))
             case Int32(GK_CANCELLED.rawValue): return .failure(.cancelled)
             default: return .failure(.providerUnavailable(reason: "the host's conversation failed"))
@@ -138,16 +181,28 @@ private struct CallbackConversation: Conversation {
     }
 
     func ask(_ prompt: String) async throws(AuthError) -> String {
-        String(decoding: try await askBytes(prompt, style: GK_ASK_VISIBLE), as: UTF8.self)
+        let limit = Self.maxVisibleBytes
+        let bytes = try await askBytes(
+            prompt, style: GK_ASK_VISIBLE, limit: limit,
+            tooLong: .providerUnavailable(reason: "the host's answer is longer than \(limit) bytes"))
+        guard !bytes.contains(0), let text = String(validating: bytes, as: UTF8.self) else {
+            throw .providerUnavailable(reason: "the host's answer is not UTF-8 text without NUL bytes")
+        }
+        return text
     }
 
     func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
-        var bytes = try await askBytes(prompt, style: GK_ASK_HIDDEN)
+        let limit = Credentials.maxPasswordBytes
+        var bytes = try await askBytes(
+            prompt, style: GK_ASK_HIDDEN, limit: limit, tooLong: .invalidPassword(.tooLong(maxBytes: limit)))
         defer { bytes.withUnsafeMutableBytes { Secret.wipe($0) } }
-        return Secret(copying: bytes)
+        let secret = Secret(copying: bytes)
+        try Credentials.validatePassword(secret)
+        return secret
     }
 
     func show(_ message: String, as kind: MessageKind) async {
+        let message = withoutNUL(message)
         let wrapped = self.wrapped
         let style = Int32((kind == .error ? GK_SHOW_ERROR : GK_SHOW_INFO).rawValue)
         _ = await PluginExport.threads.run {
@@ -162,9 +217,20 @@ private let exportedCreate:
         UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
     ) -> UnsafeMutableRawPointer? = { names, values, count, error in
         guard let plugin = exported.withLock({ $0 }) else { return nil }
+        func refuse(_ message: String) -> UnsafeMutableRawPointer? {
+            error?.pointee = strdup(message)
+            return nil
+        }
+        // A size_t past Int.max reads as negative here.
+        guard (0...PluginExport.maxOptions).contains(count) else {
+            return refuse(
+                "the host gave \(UInt(bitPattern: count)) options; at most \(PluginExport.maxOptions) are read")
+        }
         var options: [String: String] = [:]
         for index in 0..<count {
-            guard let name = names?[index], let value = values?[index] else { continue }
+            guard let name = names?[index], let value = values?[index] else {
+                return refuse("option \(index + 1) of \(count) has no name or no value")
+            }
             options[String(cString: name)] = String(cString: value)
         }
         do {
@@ -184,12 +250,30 @@ private let exportedAuthenticate:
         guard let instance = ExportedInstance.from(pointer), let username, let conversation, let outcome else {
             return -1
         }
+        // A conversation shorter than version 1's, or without one of its callbacks, is not one: nothing is
+        // read past its size, nothing is called.
+        let sizeOffset = MemoryLayout<gk_conversation>.offset(of: \.size)!
+        guard
+            UnsafeRawPointer(conversation).load(fromByteOffset: sizeOffset, as: UInt32.self)
+                >= MemoryLayout<gk_conversation>.size
+        else { return -1 }
+        let callbacks = conversation.pointee
+        guard callbacks.ask != nil, callbacks.show != nil, callbacks.is_cancelled != nil else { return -1 }
+        // The provider may rely on the name passing Username.validate, as behind a Gatekeeper. A name no
+        // account can have is no account of this plugin's; it is read no further than the longest name.
+        let length = strnlen(username, Username.maxBytes + 1)
+        guard
+            let name = try? Username.validate(
+                utf8: UnsafeRawBufferPointer(start: UnsafeRawPointer(username), count: length))
+        else {
+            fill(outcome, with: .success(.notMine))
+            return 0
+        }
         let request = AuthRequest(
-            username: String(cString: username),
-            conversation: CallbackConversation(wrapped: Callbacks(value: conversation.pointee)))
+            username: name, conversation: CallbackConversation(wrapped: Callbacks(value: callbacks)))
         let done = Signal()
         let result = Locked<Result<AuthOutcome, AuthError>>(.failure(.cancelled))
-        let key = UInt(bitPattern: conversation.pointee.context)
+        let key = UInt(bitPattern: callbacks.context)
         let task = Task {
             do throws(AuthError) {
                 let answer = try await instance.provider.authenticate(request)
@@ -199,15 +283,46 @@ private let exportedAuthenticate:
             }
             done.post()
         }
-        instance.logins.withLock { $0[key] = task }
-        if conversation.pointee.is_cancelled(conversation.pointee.context) != 0 { task.cancel() }
+        let login = instance.begin(task, context: key)
+        if callbacks.is_cancelled(callbacks.context) != 0 { task.cancel() }
         done.wait()
-        instance.logins.withLock { $0[key] = nil }
+        instance.end(login, of: key)
         fill(outcome, with: result.withLock { $0 })
         return 0
     }
 
+/// `text` with each NUL byte replaced by U+FFFD: a C string ends at its first NUL, and a message cut
+/// there would say less than it was written to.
+private func withoutNUL(_ text: String) -> String {
+    guard text.utf8.contains(0) else { return text }
+    return String(decoding: text.utf8.flatMap { $0 == 0 ? [0xEF, 0xBF, 0xBD] : [$0] }, as: UTF8.self)
+}
+
+/// What of `result` the ABI can carry. An identity or an account's spelling with a NUL byte is no
+/// answer — the host would read the name before the NUL, another name — and a reason's NULs are
+/// replaced.
+private func crossable(_ result: Result<AuthOutcome, AuthError>) -> Result<AuthOutcome, AuthError> {
+    func hasNUL(_ text: String) -> Bool { text.utf8.contains(0) }
+    let refused = "the provider answered a name with a NUL byte, which the plugin ABI cannot carry"
+    switch result {
+    case .success(.authenticated(let identity)):
+        let texts =
+            [identity.username, identity.displayName] + identity.groups
+            + identity.attributes.flatMap { [$0.key, $0.value] }
+        return texts.contains(where: hasNUL) ? .success(.unavailable(reason: refused)) : result
+    case .success(.rejected(_, let canonical?)) where hasNUL(canonical):
+        return .success(.unavailable(reason: refused))
+    case .success(.unavailable(let reason)):
+        return .success(.unavailable(reason: withoutNUL(reason)))
+    case .success(.failed(let code, let reason)):
+        return .success(.failed(code, reason: withoutNUL(reason)))
+    default:
+        return result
+    }
+}
+
 private func fill(_ outcome: UnsafeMutablePointer<gk_outcome>, with result: Result<AuthOutcome, AuthError>) {
+    let result = crossable(result)
     let storage = OutcomeStorage()
     var filled = gk_outcome()
     switch result {
@@ -247,9 +362,14 @@ private func fill(_ outcome: UnsafeMutablePointer<gk_outcome>, with result: Resu
         // The plugin ABI (version 1) has no PAM code of its own: the host sees the backend down.
         filled.kind = Int32(GK_OUTCOME_UNAVAILABLE.rawValue)
         filled.reason = storage.string("\(code.rawValue): \(reason)")
-    case .failure:
-        // Cancelled, or the conversation failed: the host knows which, and answers with its own error.
+    case .failure(let error) where error == .cancelled:
         filled.kind = Int32(GK_OUTCOME_CANCELLED.rawValue)
+    case .failure(let error):
+        // The conversation failed — at the host, which then answers with its own error, or here, on an
+        // answer that could not be used — and the provider passed it on: no answer, but no cancellation
+        // either. An error's description quotes no input.
+        filled.kind = Int32(GK_OUTCOME_UNAVAILABLE.rawValue)
+        filled.reason = storage.string(withoutNUL("\(error)"))
     }
     filled.plugin_data = Unmanaged.passRetained(storage).toOpaque()
     outcome.pointee = filled
@@ -265,7 +385,7 @@ private let exportedRelease: @convention(c) (UnsafeMutableRawPointer?, UnsafeMut
 private let exportedCancel: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Void = {
     pointer, context in
     guard let instance = ExportedInstance.from(pointer) else { return }
-    instance.logins.withLock { $0[UInt(bitPattern: context)] }?.cancel()
+    instance.cancel(UInt(bitPattern: context))
 }
 
 private let exportedSignOut: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Void = {

@@ -41,13 +41,72 @@ struct LoginCacheTests {
         #expect(try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int == 0o700)
     }
 
-    @Test func aLoginIsForgottenAfterTheTimeoutOrWhenAsked() throws {
-        let brief = try LoginCache(directory: directory, timeout: .milliseconds(200))
-        try brief.remember(alice, in: LoginPlace(session))
-        #expect(brief.lookup("alice", in: LoginPlace(session)) != nil)
-        usleep(300_000)
-        #expect(brief.lookup("alice", in: LoginPlace(session)) == nil)
+    /// The clock moved on by hand: a login is found until its age reaches the timeout, and not from then.
+    @Test func aLoginIsForgottenOnceItsTimeoutHasPassed() throws {
+        let clock = ManualBootClock()
+        let cache = try LoginCache(directory: directory, timeout: .seconds(300), clock: clock.now)
+        try cache.remember(alice, in: LoginPlace(session))
+        #expect(cache.lookup("alice", in: LoginPlace(session))?.age == .zero)
+        clock.advance(by: .seconds(300) - .nanoseconds(1))
+        #expect(cache.lookup("alice", in: LoginPlace(session))?.age == .seconds(300) - .nanoseconds(1))
+        #expect(cache.logins(in: session).map(\.username) == ["alice"])
+        clock.advance(by: .nanoseconds(1))
+        #expect(cache.lookup("alice", in: LoginPlace(session)) == nil, "a login as old as the timeout was used")
+        #expect(cache.logins(in: session).isEmpty)
+        // Remembered again, it counts from then.
+        try cache.remember(alice, in: LoginPlace(session))
+        clock.advance(by: .seconds(299))
+        #expect(cache.lookup("alice", in: LoginPlace(session))?.age == .seconds(299))
+    }
 
+    /// A record of another boot, or from later than now (the clock read before it was written), is never
+    /// used; remembering under a new boot drops the old boot's records.
+    @Test func aLoginOfAnotherBootOrFromTheFutureIsIgnored() throws {
+        let clock = ManualBootClock()
+        let cache = try LoginCache(directory: directory, timeout: .seconds(300), clock: clock.now)
+        var other = session
+        other.leader += 1
+        try cache.remember(alice, in: LoginPlace(session))
+        clock.advance(by: .seconds(-1))
+        #expect(cache.lookup("alice", in: LoginPlace(session)) == nil, "a login from the future was used")
+        clock.advance(by: .seconds(1))
+        #expect(cache.lookup("alice", in: LoginPlace(session)) != nil)
+        let firstBoot = clock.boot
+        clock.reboot()
+        #expect(cache.lookup("alice", in: LoginPlace(session)) == nil, "a login of another boot was used")
+        try cache.remember(alice, in: LoginPlace(other))
+        clock.reboot(into: firstBoot)
+        #expect(cache.lookup("alice", in: LoginPlace(session)) == nil, "the old boot's record was kept")
+    }
+
+    /// A clock that cannot be read remembers nothing and finds nothing.
+    @Test func withoutATimeNothingIsRemembered() throws {
+        let clock = ManualBootClock()
+        let cache = try LoginCache(directory: directory, timeout: .seconds(300), clock: clock.now)
+        try cache.remember(alice, in: LoginPlace(session))
+        clock.stop()
+        #expect(cache.lookup("alice", in: LoginPlace(session)) == nil)
+        try cache.remember(alice, in: LoginPlace(session, input: "stdin-pipe-1"))
+        clock.start()
+        #expect(cache.lookup("alice", in: LoginPlace(session)) != nil)
+        #expect(cache.lookup("alice", in: LoginPlace(session, input: "stdin-pipe-1")) == nil)
+    }
+
+    /// Without a clock given, times are CLOCK_BOOTTIME's, with this boot's id.
+    @Test func theDefaultClockIsTheBootClock() throws {
+        let cache = try LoginCache(directory: directory, timeout: .seconds(300))
+        let before = bootNanoseconds()
+        try cache.remember(alice, in: LoginPlace(session))
+        let after = bootNanoseconds()
+        let fields =
+            try String(contentsOfFile: directory + "/alice", encoding: .utf8)
+            .split(separator: "\n").first?.split(separator: " ").map(String.init) ?? []
+        #expect(fields.count == 11 && fields[7] == bootID, "\(fields)")
+        let time = fields.count == 11 ? Int64(fields[8]) : nil
+        #expect(time.map { (before...after).contains($0) } == true, "\(before) \(fields) \(after)")
+    }
+
+    @Test func aLoginIsForgottenWhenAsked() throws {
         let cache = try LoginCache(directory: directory, timeout: .seconds(300))
         var other = session
         other.leader += 1
@@ -95,13 +154,14 @@ struct LoginCacheTests {
         "another invoking user", "another input",
     ])
     func aRecordThatCannotBeTrustedIsIgnored(_ what: String) throws {
-        let cache = try LoginCache(directory: directory, timeout: .seconds(300))
+        let clock = ManualBootClock()
+        let cache = try LoginCache(directory: directory, timeout: .seconds(300), clock: clock.now)
         // The format is what the test writes: a good record is accepted…
-        try Self.record("good", boot: bootID, now: bootNanoseconds())
+        try Self.record("good", boot: clock.boot, now: clock.nanoseconds)
             .write(toFile: directory + "/alice", atomically: true, encoding: .utf8)
         #expect(cache.lookup("alice", in: LoginPlace(session)) != nil)
         // …and one from elsewhere is not.
-        try Self.record(what, boot: bootID, now: bootNanoseconds())
+        try Self.record(what, boot: clock.boot, now: clock.nanoseconds)
             .write(toFile: directory + "/alice", atomically: true, encoding: .utf8)
         #expect(cache.lookup("alice", in: LoginPlace(session)) == nil, "a record from \(what) was accepted")
     }
@@ -139,6 +199,47 @@ struct LoginCacheTests {
         try cache.remember(alice, in: LoginPlace(session))
         chmod(directory + "/alice", 0o666)
         #expect(cache.lookup("alice", in: LoginPlace(session)) == nil)
+    }
+}
+
+/// A boot clock moved on by hand: tests say how much time passes instead of waiting for it.
+final class ManualBootClock: Sendable {
+    private let state: Locked<(instant: BootInstant, running: Bool)>
+
+    /// Starts an hour into a boot of its own.
+    init(boot: String = ManualBootClock.newBoot(), nanoseconds: Int64 = 3_600_000_000_000) {
+        state = Locked((BootInstant(nanoseconds: nanoseconds, boot: boot), true))
+    }
+
+    /// What the cache reads: the time, or `nil` while stopped.
+    var now: @Sendable () -> BootInstant? {
+        { [state] in state.withLock { $0.running ? $0.instant : nil } }
+    }
+
+    var boot: String { state.withLock { $0.instant.boot } }
+    var nanoseconds: Int64 { state.withLock { $0.instant.nanoseconds } }
+
+    func advance(by duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        state.withLock { $0.instant.nanoseconds += seconds * 1_000_000_000 + attoseconds / 1_000_000_000 }
+    }
+
+    /// The same time, in another boot (a new one unless `boot` is given).
+    func reboot(into boot: String = ManualBootClock.newBoot()) { state.withLock { $0.instant.boot = boot } }
+
+    /// The clock cannot be read until ``start()``.
+    func stop() { state.withLock { $0.running = false } }
+    func start() { state.withLock { $0.running = true } }
+
+    private static let boots = Locked(0)
+
+    /// A boot id of the kernel's shape (36 characters), never the same twice in a run.
+    static func newBoot() -> String {
+        let digits = String(
+            boots.withLock {
+                $0 += 1; return $0
+            }, radix: 16)
+        return "00000000-0000-4000-8000-" + String(repeating: "0", count: 12 - digits.count) + digits
     }
 }
 
