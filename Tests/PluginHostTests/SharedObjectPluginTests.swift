@@ -95,6 +95,18 @@ struct SharedObjectPluginTests {
         }
     }
 
+    /// A users= entry written without its colon may be a password: the plugins' messages never quote it.
+    @Test func aMalformedUsersEntryIsNotQuoted() throws {
+        for path in [try Self.cPath.get(), try Self.swiftPath.get()] {
+            let plugin = try SharedObjectPlugin.load(path)
+            #expect {
+                try plugin.makeProvider(ProviderOptions(["users": "bob:builder,alicewonderland"]))
+            } throws: { error in
+                !"\(error)".contains("wonderland") && "\(error)".contains("name:password")
+            }
+        }
+    }
+
     @Test func anIdentityComesBackWithItsGroups() async throws {
         for path in [try Self.cPath.get(), try Self.swiftPath.get()] {
             let provider = try SharedObjectPlugin.load(path).makeProvider(Self.users)

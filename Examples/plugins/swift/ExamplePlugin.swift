@@ -14,11 +14,12 @@ final class ExampleProvider: AuthProvider {
             throw ProviderConfigurationError.missingOption("users", provider: "swift-example")
         }
         var accounts: [String: Secret] = [:]
-        for pair in list.split(separator: ",") {
+        for (index, pair) in list.split(separator: ",").enumerated() {
             let parts = pair.split(separator: ":", maxSplits: 1)
             guard parts.count == 2 else {
-                throw ProviderConfigurationError.invalidValue(
-                    option: "users", value: String(pair), expected: "name:password")
+                // The entry is not quoted: a pair written without its colon may be a password.
+                throw ProviderConfigurationError.unusable(
+                    provider: "swift-example", reason: "users= entry \(index + 1) is not name:password")
             }
             accounts[String(parts[0])] = Secret(copying: parts[1].utf8)
         }
