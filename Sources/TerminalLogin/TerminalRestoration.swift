@@ -55,6 +55,16 @@ public enum TerminalRestoration {
         }
     }
 
+    /// Puts back the settings of a change still in effect, for a tool about to exit: a prompt whose
+    /// reader, on a thread of its own, has not returned yet when a signal ends the login would otherwise
+    /// leave the shell a terminal with echo off.
+    public static func restoreBeforeExit() {
+        changes.withLock { state in
+            let descriptor = Saved.descriptor.load(ordering: .acquiring)
+            if state.depth > 0 && descriptor >= 0 { tcsetattr(descriptor, TCSANOW, Saved.settings) }
+        }
+    }
+
     private static func installHandlers() {
         _ = Saved.settings  // Initialised here, never first inside a handler.
         for signal in fatalSignals {

@@ -15,6 +15,7 @@ import ToolSupport
 /// whatever they started) has been stopped.
 func fail(_ status: ExitStatus, _ message: String) -> Never {
     ChildProcesses.stopAll()
+    TerminalRestoration.restoreBeforeExit()
     writeStandardError("gatekeeper-run: \(message)\n")
     exit(status.code)
 }
