@@ -113,8 +113,13 @@ public final class FileAuthProvider: AuthProvider {
         case .hash(let hash):
             guard try await verifyOffPool(password, hash) else { return .rejected(.wrongCredentials) }
             if hash.scheme.isWeak && configuration.upgradesWeakHashes {
-                // Hashing and writing take a while; the login does not wait for them.
-                ThreadPool.shared.submit { self.upgrade(entry, password) }
+                // Hashing and writing take a while; the login does not wait for them. The new hash is made
+                // where every check is, one per processor; the file is written on the shared pool.
+                PasswordHash.checks.submit {
+                    guard let hash = try? PasswordHash.make(password, scheme: self.configuration.defaultScheme)
+                    else { return }
+                    ThreadPool.shared.submit { self.upgrade(entry, to: hash) }
+                }
             }
             return .authenticated(
                 Identity(
@@ -290,8 +295,7 @@ public final class FileAuthProvider: AuthProvider {
         }
     }
 
-    private func upgrade(_ entry: UsersFile.Entry, _ password: Secret) {
-        guard let hash = try? PasswordHash.make(password, scheme: configuration.defaultScheme) else { return }
+    private func upgrade(_ entry: UsersFile.Entry, to hash: PasswordHash) {
         _ = try? store.update { (file: inout UsersFile) throws(UsersFileError) in
             // Only if the entry is still the one that was verified.
             guard let current = file[entry.username], current.password == entry.password else { return }
