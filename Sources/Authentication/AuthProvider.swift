@@ -66,6 +66,27 @@ public protocol AuthProvider: Sendable {
     /// ``changePassword(of:conversation:expiredOnly:terminal:remoteHost:requestingUser:)``.
     /// - Throws: ``AuthError/cancelled``, or the conversation's error.
     func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome
+
+    /// ``authenticate(_:)``, with the trace of how a stack decided it (``ProviderChain/Trace``): which
+    /// entry answered what, and which one gave the identity. The default, for a backend that is no
+    /// stack, answers ``authenticate(_:)``'s outcome with no trace; a provider that wraps a stack
+    /// forwards the stack's.
+    func authenticateWithTrace(_ request: AuthRequest) async throws(AuthError) -> Traced<AuthOutcome>
+
+    /// ``changePassword(_:)``, with the trace of how a stack decided the pass.
+    func changePasswordWithTrace(_ request: PasswordChangeRequest) async throws(AuthError)
+        -> Traced<PasswordChangeOutcome>
+}
+
+/// An outcome, and the trace of the stack that decided it (`nil` when no stack did).
+public struct Traced<Outcome: Sendable>: Sendable {
+    public var outcome: Outcome
+    public var trace: ProviderChain.Trace?
+
+    public init(_ outcome: Outcome, trace: ProviderChain.Trace? = nil) {
+        self.outcome = outcome
+        self.trace = trace
+    }
 }
 
 extension AuthProvider {
@@ -85,6 +106,16 @@ extension AuthProvider {
 
     public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
         .ignored
+    }
+
+    public func authenticateWithTrace(_ request: AuthRequest) async throws(AuthError) -> Traced<AuthOutcome> {
+        Traced(try await authenticate(request))
+    }
+
+    public func changePasswordWithTrace(_ request: PasswordChangeRequest) async throws(AuthError)
+        -> Traced<PasswordChangeOutcome>
+    {
+        Traced(try await changePassword(request))
     }
 }
 

@@ -179,14 +179,30 @@ extension AuthProvider {
         remoteHost: String? = nil,
         requestingUser: String? = nil
     ) async throws(AuthError) -> PasswordChangeOutcome {
+        try await changePasswordWithTrace(
+            of: username, conversation: conversation, expiredOnly: expiredOnly, terminal: terminal,
+            remoteHost: remoteHost, requestingUser: requestingUser
+        ).outcome
+    }
+
+    /// ``changePassword(of:conversation:expiredOnly:terminal:remoteHost:requestingUser:)``, with the trace
+    /// of the pass that decided: the update, or the preliminary check when it refused.
+    public func changePasswordWithTrace(
+        of username: String,
+        conversation: any Conversation,
+        expiredOnly: Bool = false,
+        terminal: String? = nil,
+        remoteHost: String? = nil,
+        requestingUser: String? = nil
+    ) async throws(AuthError) -> Traced<PasswordChangeOutcome> {
         var request = PasswordChangeRequest(
             username: username, conversation: SharingConversation(conversation), pass: .preliminaryCheck,
             expiredOnly: expiredOnly, terminal: terminal, remoteHost: remoteHost, requestingUser: requestingUser)
-        let preliminary = try await changePassword(request)
-        guard preliminary.pamResult == .success else { return preliminary }
+        let preliminary = try await changePasswordWithTrace(request)
+        guard preliminary.outcome.pamResult == .success else { return preliminary }
         if Task.isCancelled { throw .cancelled }
         request.pass = .update
-        return try await changePassword(request)
+        return try await changePasswordWithTrace(request)
     }
 }
 

@@ -230,14 +230,15 @@ struct LDAPProviderTests {
                 ldap([doomed.uri])),
             .init(.required, StubAuthProvider(accounts: ["alice": ("wonderland", [])])),
         ])
-        let outcome = try await stack.authenticate(
+        let answer = try await stack.authenticateWithTrace(
             AuthRequest(username: "alice", conversation: KillingConversation(doomed, "wonderland")))
+        let outcome = answer.outcome
         guard case .authenticated(let identity) = outcome else {
             Issue.record("the stack did not fall back: \(outcome)")
             return
         }
         #expect(identity.provider == "stub")
-        #expect(stack.lastTrace?.steps.first?.result == .authinfoUnavailable)
+        #expect(answer.trace?.steps.first?.result == .authinfoUnavailable)
         // Two servers, the first dead: the second answers.
         guard case .authenticated(let second) = try await login(ldap([doomed.uri, shared.uri]), "alice", "wonderland")
         else {

@@ -164,6 +164,29 @@ struct PasswordChangeAtLoginTests {
         }
     }
 
+    /// A change through a stack leaves its trace as the gatekeeper's latest, as a login does: the update
+    /// pass when the preliminary check passed, the preliminary check when it refused.
+    @Test func aChangeLeavesItsTrace() async throws {
+        let gatekeeper = Gatekeeper(
+            provider: ProviderChain([
+                .init(.optional, DebugAuthProvider(result: .userUnknown, changeResult: .ignore)),
+                .init(.required, provider()),
+            ]),
+            configuration: .init(maxAttempts: 1, failDelay: .zero))
+        try await gatekeeper.signIn(try credentials("bob", "builder"))
+        #expect(gatekeeper.latestTrace?.identityEntry == "2:mock")
+        try await gatekeeper.changePassword(
+            conversation: ScriptedConversation(.secret("builder"), .secret("builder-two"), .secret("builder-two")))
+        #expect(
+            gatekeeper.latestTrace?.description
+                == "1. optional debug: ignore -> ignore\n2. required mock: success -> ok\nresult: success")
+        await #expect(throws: AuthError.passwordNotChanged(reason: "")) {
+            try await gatekeeper.changePassword(
+                conversation: ScriptedConversation(.secret("guess"), .secret("x-y-z-1"), .secret("x-y-z-1")))
+        }
+        #expect(gatekeeper.latestTrace?.steps.last?.result == .authenticationError)
+    }
+
     /// The answers of a change are checked as a login's are: a password holding a NUL byte (which C would
     /// cut short) never reaches a provider.
     @Test func aChangesAnswersAreValidated() async throws {

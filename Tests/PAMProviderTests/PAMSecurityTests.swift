@@ -166,17 +166,17 @@ struct FileOverPAMOverMockTests {
         for (user, password, entry) in [
             ("erin", "erin-pw", "file"), ("alice", "secret", "pam"), ("mia", "mia-pw", "mock"),
         ] {
-            let outcome = try await stack.authenticate(
+            let answer = try await stack.authenticateWithTrace(
                 AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
-            guard case .authenticated(let identity) = outcome else {
-                Issue.record("\(user): \(outcome)\n\(stack.lastTrace.map(String.init(describing:)) ?? "")")
+            guard case .authenticated(let identity) = answer.outcome else {
+                Issue.record("\(user): \(answer.outcome)\n\(answer.trace?.description ?? "")")
                 continue
             }
-            #expect(identity.provider == entry, "\(stack.lastTrace?.description ?? "")")
+            #expect(identity.provider == entry, "\(answer.trace?.description ?? "")")
         }
         // A wrong password where the user is known ends the stack there (die), whatever comes after.
-        let wrong = try await stack.authenticate(
+        let wrong = try await stack.authenticateWithTrace(
             AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("nope"))))
-        #expect(wrong == .rejected(.wrongCredentials), "\(stack.lastTrace?.description ?? "")")
+        #expect(wrong.outcome == .rejected(.wrongCredentials), "\(wrong.trace?.description ?? "")")
     }
 }

@@ -125,15 +125,15 @@ struct ProviderChainTests {
             .init(.sufficient, DebugAuthProvider(result: .userUnknown)),
             .init(.required, MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero)),
         ])
-        let outcome = try await stack.authenticate(
+        let answer = try await stack.authenticateWithTrace(
             AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("builder"))))
-        guard case .authenticated(let identity) = outcome else {
-            Issue.record("expected bob, got \(outcome)")
+        guard case .authenticated(let identity) = answer.outcome else {
+            Issue.record("expected bob, got \(answer.outcome)")
             return
         }
         #expect(identity.provider == "mock")
         #expect(
-            stack.lastTrace?.description
+            answer.trace?.description
                 == "1. sufficient debug: user_unknown -> ignore\n2. required mock: success -> ok\nidentity: 2:mock\nresult: success"
         )
     }

@@ -64,15 +64,14 @@ struct StackConfigurationTests {
             required mock delay=0
             """
         ).makeChain(registry: registry)
-        guard
-            case .authenticated(let bob) = try await chain.authenticate(
-                AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("builder"))))
-        else {
+        let answer = try await chain.authenticateWithTrace(
+            AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("builder"))))
+        guard case .authenticated(let bob) = answer.outcome else {
             Issue.record("bob was not admitted")
             return
         }
         #expect(bob.provider == "mock")
-        #expect(chain.lastTrace?.steps.map(\.action) == [.ignore, .ignore, .ok])
+        #expect(answer.trace?.steps.map(\.action) == [.ignore, .ignore, .ok])
     }
 
     /// Numbers past every bound are refused with an error naming them, never an arithmetic trap (each of

@@ -77,11 +77,11 @@ final class REPL: Sendable {
         case "whoami":
             screen.say(gatekeeper.identity.map { shown("\($0.username) (\($0.displayName))") } ?? "Not signed in.")
         case "why":
-            guard let stack = gatekeeper.provider as? ProviderChain else {
+            let trace = gatekeeper.latestTrace.map { shown($0.description) }
+            if trace == nil && !(gatekeeper.provider is ProviderChain) {
                 screen.say("The provider is not a stack; start with --config FILE to stack providers.")
                 break
             }
-            let trace = stack.lastTrace.map { shown($0.description) }
             guard let place = lastCancellation.withLock({ $0 }) else {
                 screen.say(trace ?? "No login yet.")
                 break

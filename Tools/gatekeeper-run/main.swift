@@ -172,12 +172,6 @@ if administers { exit(0) }
 // Built above whenever there is a command to run.
 let provider: any AuthProvider = backend!
 
-/// The trace of the login, on standard error, when --explain asked for it.
-func explain() {
-    guard invocation.explains, let trace = (provider as? ProviderChain)?.lastTrace else { return }
-    writeStandardError(trace.description + "\n")
-}
-
 // Without a password on standard input, prompts go to the controlling terminal, or — when there is none —
 // are read from standard input line by line, so the tool can be scripted.
 let terminal = TerminalConversation.controllingTerminal()
@@ -222,6 +216,12 @@ do throws(AuthError) {
     fail(.unavailable, error.reason ?? error.description)
 }
 let gatekeeper = login.gatekeeper
+
+/// The trace of the login, on standard error, when --explain asked for it.
+func explain() {
+    guard invocation.explains, let trace = gatekeeper.latestTrace else { return }
+    writeStandardError(trace.description + "\n")
+}
 let requirement: Requirement = invocation.group.map { .member(of: $0) } ?? .signedIn
 let command = invocation.command
 

@@ -22,8 +22,8 @@ import GatekeeperSupport
 /// never from a second factor. A later entry's success confirms it and must answer for the same user: a
 /// success for anyone else counts as a wrong credential. Groups, display name and attributes are never
 /// a factor's. Cancellation stops the chain at once: no later entry asks anything, and the login is
-/// cancelled, not failed. Every login leaves a ``Trace`` of which entry answered what, which entry gave
-/// the identity, and what decided.
+/// cancelled, not failed. Every login answers, with ``authenticateWithTrace(_:)``, a ``Trace`` of which
+/// entry answered what, which entry gave the identity, and what decided.
 public final class ProviderChain: AuthProvider {
     /// One provider and how its answer counts.
     public struct Entry: Sendable {
@@ -62,6 +62,15 @@ public final class ProviderChain: AuthProvider {
             public var depth: Int = 0
             /// Which backend of its kind the entry is (``AuthProvider/detail``): an issuer, a server.
             public var detail: String? = nil
+            /// When the entry's provider is itself a stack (not a substack, which runs in place): the
+            /// steps of its own login.
+            public var nested: [Step] = []
+
+            /// Whether this entry, or an entry of a stack nested in it, refused a credential (`auth_err`,
+            /// `maxtries`).
+            var refusedCredential: Bool {
+                result == .authenticationError || result == .maximumTries || nested.contains(where: \.refusedCredential)
+            }
         }
 
         public var steps: [Step] = []
@@ -78,20 +87,27 @@ public final class ProviderChain: AuthProvider {
             return "\(step.index + 1):\(step.provider)"
         }
 
+        /// Whether an entry of the stack, or of a stack nested in it, refused a credential (`auth_err`,
+        /// `maxtries`): a login it ended is a failed guess, whatever the stack's own answer.
+        public var refusedCredential: Bool { steps.contains(where: \.refusedCredential) }
+
         public var description: String {
-            let lines = steps.map { step in
-                String(repeating: "  ", count: step.depth)
-                    + "\(step.index + 1). \(step.control) \(step.provider)"
-                    + (step.detail.map { " (\($0))" } ?? "") + ": \(step.result.rawValue) -> \(step.action)"
+            func lines(_ steps: [Step], indent: Int) -> [String] {
+                steps.flatMap { step in
+                    let line =
+                        String(repeating: "  ", count: indent + step.depth)
+                        + "\(step.index + 1). \(step.control) \(step.provider)"
+                        + (step.detail.map { " (\($0))" } ?? "") + ": \(step.result.rawValue) -> \(step.action)"
+                    return [line] + lines(step.nested, indent: indent + step.depth + 1)
+                }
             }
             let identity = identityEntry.map { ["identity: \($0)"] } ?? []
-            return (lines + identity + ["result: \(result.rawValue)"]).joined(separator: "\n")
+            return (lines(steps, indent: 0) + identity + ["result: \(result.rawValue)"]).joined(separator: "\n")
         }
     }
 
     public let name: String
     public let entries: [Entry]
-    private let traces: TraceLog
     /// The entries of the stack and of its substacks, in the order the dispatch meets them.
     private let modules: [Entry]
     /// Each module's provider name and control as a trace shows them, made once rather than at every login.
@@ -102,7 +118,6 @@ public final class ProviderChain: AuthProvider {
     public init(name: String = "chain", _ entries: [Entry]) {
         self.name = name
         self.entries = entries
-        self.traces = TraceLog()
         var modules: [Entry] = []
         var steps: [Dispatch.Step] = []
         func flatten(_ entries: [Entry], level: Int) {
@@ -140,9 +155,6 @@ public final class ProviderChain: AuthProvider {
         }
     }
 
-    /// The trace of the last login that ended (for `explain` and `--explain`).
-    public var lastTrace: Trace? { traces.last }
-
     /// Asks the entry that signed `identity` in (by its provider's name), searching nested stacks — and
     /// every other entry that keeps passwords (``AuthProvider/changesPasswords``: an account of its own,
     /// that can be locked or expire), any of which refuses a remembered login for an account it has
@@ -175,6 +187,11 @@ public final class ProviderChain: AuthProvider {
     ]
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        try await authenticateWithTrace(request).outcome
+    }
+
+    /// The login, and its trace: which entry answered what, which one gave the identity, and what decided.
+    public func authenticateWithTrace(_ request: AuthRequest) async throws(AuthError) -> Traced<AuthOutcome> {
         // The identity so far, the entry that gave it, and whether that entry establishes identities.
         var identity: (who: Identity, index: Int, establishes: Bool)?
         var rejection: (Rejection, String?)?
@@ -186,8 +203,9 @@ public final class ProviderChain: AuthProvider {
         var shared = request
         shared.conversation = SharingConversation(request.conversation)
         var outcome = AuthOutcome.ignored
-        var trace = try await walk { (index, entry) async throws(AuthError) -> PAMResult in
-            outcome = try await entry.provider.authenticate(shared).normalized
+        var trace = try await walk { (index, entry) async throws(AuthError) -> (PAMResult, Trace?) in
+            let answer = try await entry.provider.authenticateWithTrace(shared)
+            outcome = answer.outcome.normalized
             // A factor vouching for someone other than the user the stack has is no confirmation.
             if case .authenticated(let who) = outcome, let current = identity,
                 !Username.same(who.username, current.who.username)
@@ -197,7 +215,7 @@ public final class ProviderChain: AuthProvider {
             // Any entry that found its password right but expired, whatever its control made of the success
             // (a jump over `pam_deny` counts nothing): the admitted identity says so.
             if case .authenticated(let who) = outcome, who.mustChangePassword { mustChangePassword = true }
-            return outcome.pamResult
+            return (outcome.pamResult, answer.trace)
         } counted: { index, entry in
             switch outcome {
             case .authenticated(let who):
@@ -213,10 +231,10 @@ public final class ProviderChain: AuthProvider {
         if trace.result == .success, let identity {
             trace.identityEntry = "\(identity.index + 1):\(labels[identity.index].provider)"
         }
-        record(trace)
         var admitted = identity?.who
         if mustChangePassword { admitted?.mustChangePassword = true }
-        return self.outcome(trace.result, identity: admitted, rejection: rejection, reason: reason)
+        let decided = self.outcome(trace.result, identity: admitted, rejection: rejection, reason: reason)
+        return Traced(decided, trace: trace)
     }
 
     /// Whether any entry keeps passwords it can change.
@@ -227,26 +245,35 @@ public final class ProviderChain: AuthProvider {
     /// password answers `ignore` and so does not count. The refusal reported is the one of the entry
     /// whose answer decided.
     public func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+        try await changePasswordWithTrace(request).outcome
+    }
+
+    /// One pass of a password change, and its trace.
+    public func changePasswordWithTrace(_ request: PasswordChangeRequest) async throws(AuthError)
+        -> Traced<PasswordChangeOutcome>
+    {
         var shared = request
         shared.conversation = SharingConversation(request.conversation)
         var outcome = PasswordChangeOutcome.ignored
         var decided: PasswordChangeOutcome?
-        let trace = try await walk { (_, entry) async throws(AuthError) -> PAMResult in
-            outcome = try await entry.provider.changePassword(shared)
-            return outcome.pamResult
+        let trace = try await walk { (_, entry) async throws(AuthError) -> (PAMResult, Trace?) in
+            let answer = try await entry.provider.changePasswordWithTrace(shared)
+            outcome = answer.outcome
+            return (outcome.pamResult, answer.trace)
         } counted: { _, _ in
             decided = outcome
         }
-        record(trace)
-        if let decided, decided.pamResult == trace.result { return decided }
-        return PasswordChangeOutcome(pamResult: trace.result, reason: "the stack answered \(trace.result.rawValue)")
+        if let decided, decided.pamResult == trace.result { return Traced(decided, trace: trace) }
+        return Traced(
+            PasswordChangeOutcome(pamResult: trace.result, reason: "the stack answered \(trace.result.rawValue)"),
+            trace: trace)
     }
 
-    /// Walks the stack as `_pam_dispatch_aux` does: `answer` runs an entry and gives its PAM result;
-    /// `counted` is told of each entry whose answer became the stack's status. Cancellation ends the walk
+    /// Walks the stack as `_pam_dispatch_aux` does: `answer` runs an entry and gives its PAM result (and,
+    /// when the entry is itself a stack, that stack's trace); `counted` is told of each entry whose answer became the stack's status. Cancellation ends the walk
     /// at once: no later entry runs.
     private func walk(
-        _ answer: (Int, Entry) async throws(AuthError) -> PAMResult,
+        _ answer: (Int, Entry) async throws(AuthError) -> (PAMResult, Trace?),
         counted: (Int, Entry) -> Void
     ) async throws(AuthError) -> Trace {
         var dispatch = Dispatch(steps)
@@ -255,23 +282,17 @@ public final class ProviderChain: AuthProvider {
         while let index = dispatch.next() {
             if Task.isCancelled { throw .cancelled }
             let entry = modules[index]
-            let result = try await answer(index, entry)
+            let (result, nested) = try await answer(index, entry)
             let depth = dispatch.depth
             let (action, isCounted) = dispatch.apply(result)
             trace.steps.append(
                 .init(
                     index: index, provider: labels[index].provider, control: labels[index].control, result: result,
-                    action: action, depth: depth, detail: labels[index].detail))
+                    action: action, depth: depth, detail: labels[index].detail, nested: nested?.steps ?? []))
             if isCounted { counted(index, entry) }
         }
         trace.result = dispatch.result
         return trace
-    }
-
-    private func record(_ trace: Trace) {
-        traces.record(trace)
-        // The gatekeeper running this login collects the trace for its audit; an outer chain's comes last.
-        ProviderChain.collector?.record(trace)
     }
 
     /// The account as the first entry that knows it spells it; unknown only when every entry says so.
@@ -502,30 +523,6 @@ struct Dispatch {
     }
 }
 
-extension ProviderChain {
-    /// Where the trace of the login running in this task goes, for the gatekeeper's audit.
-    @TaskLocal static var collector: TraceCollector?
-}
-
-/// Receives the trace of one login: the outermost stack's, which comes last, and whether any stack of
-/// it, nested ones included, had an entry refuse a credential.
-final class TraceCollector: Sendable {
-    private let storage = Locked<(trace: ProviderChain.Trace?, refusedCredential: Bool)>((nil, false))
-
-    var trace: ProviderChain.Trace? { storage.withLock { $0.trace } }
-
-    /// Whether an entry of any stack of the login answered a wrong credential (`auth_err`, `maxtries`).
-    var refusedCredential: Bool { storage.withLock { $0.refusedCredential } }
-
-    func record(_ trace: ProviderChain.Trace) {
-        let refused = trace.steps.contains { $0.result == .authenticationError || $0.result == .maximumTries }
-        storage.withLock {
-            $0.trace = trace
-            $0.refusedCredential = $0.refusedCredential || refused
-        }
-    }
-}
-
 /// A conversation that asks each hidden question once: the answer is kept for this login only (a
 /// `Secret`, wiped when the login ends) and given again to a later entry asking the same prompt.
 final class SharingConversation: Conversation {
@@ -552,13 +549,4 @@ final class SharingConversation: Conversation {
     func show(_ message: String, as kind: MessageKind) async {
         await base.show(message, as: kind)
     }
-}
-
-/// The last trace, shared between logins.
-private final class TraceLog: Sendable {
-    private let storage = Locked<ProviderChain.Trace?>(nil)
-
-    var last: ProviderChain.Trace? { storage.withLock { $0 } }
-
-    func record(_ trace: ProviderChain.Trace) { storage.withLock { $0 = trace } }
 }

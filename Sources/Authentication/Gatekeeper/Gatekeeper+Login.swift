@@ -238,20 +238,20 @@ extension Gatekeeper {
             mayChangeExpiredPassword: true,
             readsGroups: configuration.readsGroups
         )
-        let collector = TraceCollector()
-        let answer = await ProviderChain.$collector.withValue(collector) { () async -> Result<AuthOutcome, AuthError> in
-            do throws(AuthError) {
-                return .success(try await provider.authenticate(request))
-            } catch {
-                return .failure(error)
-            }
+        let number = traces.begin()
+        let answer: Result<Traced<AuthOutcome>, AuthError>
+        do throws(AuthError) {
+            answer = .success(try await provider.authenticateWithTrace(request))
+        } catch {
+            answer = .failure(error)
         }
-        let trace = collector.trace
         // The attempt as it stands now: `nil` when the login was abandoned meanwhile and it was taken back.
         let attempt = slot.take().flatMap { ticket in counted.map { (ticket: ticket, status: $0.status) } }
         let outcome: AuthOutcome
+        let trace: ProviderChain.Trace?
         do throws(AuthError) {
-            outcome = try answer.get().normalized
+            (outcome, trace) = try answer.map { ($0.outcome.normalized, $0.trace) }.get()
+            traces.land(trace, number: number)
         } catch {
             // Cancelled, or the conversation failed. Before any answer reached the backend nothing was
             // checked, and the attempt is taken back; after, it stands: the backend may have checked it.
@@ -293,7 +293,7 @@ extension Gatekeeper {
             }
             return try await changeExpiredPassword(of: identity, conversation: conversation)
         case .rejected(let rejection, let canonical)
-        where rejection.followsTheRightCredential && !collector.refusedCredential:
+        where rejection.followsTheRightCredential && trace?.refusedCredential != true:
             // The right password, expired or for an account not activated yet (a backend says so only once
             // it has checked it), and no entry of the stack refused a credential: no failed guess to count.
             withdraw(attempt)
@@ -373,10 +373,12 @@ extension Gatekeeper {
         let outcome: PasswordChangeOutcome
         do throws(AuthError) {
             // Every answer checked as a login's are, so providers may rely on it here too.
-            outcome = try await provider.changePassword(
-                of: identity.username, conversation: ValidatingConversation(conversation),
-                terminal: configuration.terminal, remoteHost: configuration.remoteHost,
-                requestingUser: configuration.requestingUser)
+            outcome = try await tracing { () async throws(AuthError) in
+                try await provider.changePasswordWithTrace(
+                    of: identity.username, conversation: ValidatingConversation(conversation),
+                    terminal: configuration.terminal, remoteHost: configuration.remoteHost,
+                    requestingUser: configuration.requestingUser)
+            }
         } catch {
             withdraw(counted)
             record(.passwordChangeFailed, identity.username, error)
@@ -409,10 +411,12 @@ extension Gatekeeper {
         await conversation.show("Changing password for \(identity.username).", as: .info)
         let outcome: PasswordChangeOutcome
         do throws(AuthError) {
-            outcome = try await provider.changePassword(
-                of: identity.username, conversation: ValidatingConversation(conversation), expiredOnly: true,
-                terminal: configuration.terminal, remoteHost: configuration.remoteHost,
-                requestingUser: configuration.requestingUser)
+            outcome = try await tracing { () async throws(AuthError) in
+                try await provider.changePasswordWithTrace(
+                    of: identity.username, conversation: ValidatingConversation(conversation), expiredOnly: true,
+                    terminal: configuration.terminal, remoteHost: configuration.remoteHost,
+                    requestingUser: configuration.requestingUser)
+            }
         } catch {
             record(.passwordChangeFailed, identity.username, error)
             await provider.signOut(identity)
@@ -428,6 +432,16 @@ extension Gatekeeper {
         admitted.mustChangePassword = false
         remember(admitted)
         return admitted
+    }
+
+    /// Runs a password change, keeping its trace as the latest (``latestTrace``).
+    private func tracing(
+        _ change: () async throws(AuthError) -> Traced<PasswordChangeOutcome>
+    ) async throws(AuthError) -> PasswordChangeOutcome {
+        let number = traces.begin()
+        let answer = try await change()
+        traces.land(answer.trace, number: number)
+        return answer.outcome
     }
 
     /// The lockout policy in force, if any.

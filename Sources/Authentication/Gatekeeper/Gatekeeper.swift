@@ -34,6 +34,7 @@ public final class Gatekeeper: Sendable {
     /// The attempt each login in flight has counted, by flight: taken back at once when the login is
     /// abandoned, so a cancelled login is never counted, even if the tool exits before the backend answers.
     let attempts = Locked<[UInt64: AttemptSlot]>([:])
+    let traces = LatestTrace()
 
     /// Creates a gatekeeper.
     /// - Parameters:
@@ -87,6 +88,13 @@ public final class Gatekeeper: Sendable {
             return session.identity
         }
     }
+
+    /// How the stack decided the latest login attempt or password change this gatekeeper began, of those
+    /// it answered (a cancelled one answers nothing): which entry answered what, which one gave the
+    /// identity, and the result, without secrets. `nil` before any, and when the provider is no stack
+    /// (``AuthProvider/authenticateWithTrace(_:)``). A backend answering an abandoned login after a later
+    /// login began does not replace the later one's trace.
+    public var latestTrace: ProviderChain.Trace? { traces.trace }
 
     /// Returns an identity that meets `requirement`, signing in through `conversation` if there is no valid
     /// session. This is the check every protected action makes before it starts.
