@@ -15,8 +15,8 @@ public enum DebugProviderPlugin: AuthProviderPlugin {
         ProviderOption("chauthtok", valueName: "RESULT", help: "a password change's update pass: \(codes)"),
     ]
 
-    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
-        func result(_ option: String) throws(ProviderConfigurationError) -> PAMResult {
+    public static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
+        func result(_ option: String) throws(ConfigurationError) -> PAMResult {
             guard let text = options[option] else { return .success }
             guard let result = PAMResult(rawValue: text) else {
                 let names = PAMResult.allCases.map(\.rawValue).joined(separator: ", ")

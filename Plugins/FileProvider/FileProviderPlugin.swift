@@ -9,7 +9,7 @@ public enum FileProviderPlugin: AuthProviderPlugin {
         ProviderOption("users", valueName: "PATH", help: "the users file (required)")
     ]
 
-    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+    public static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
         guard let path = options["users"] else { throw .missingOption("users", provider: name) }
         do {
             return try FileAuthProvider(.init(path: path))

@@ -31,9 +31,9 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
             "offline_max_age", valueName: "AGE", help: "how old a cached login may be, e.g. 7d (default 7d)"),
     ]
 
-    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
-        let uris = try options.value("uri") { text throws(ConfigurationValue.Invalid) in
-            try ConfigurationValue.list(text).map { uri throws(ConfigurationValue.Invalid) in
+    public static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
+        let uris = try options.value("uri") { text throws(ConfigurationError) in
+            try ConfigurationValue.list(text).map { uri throws(ConfigurationError) in
                 try ConfigurationValue.uri(uri, schemes: ["ldap", "ldaps"])
             }
         }
@@ -56,10 +56,10 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         if let timeout = try options.duration("timeout") { configuration.timeout = timeout }
         if let sources = try options.value(
             "groups",
-            { text throws(ConfigurationValue.Invalid) in
-                try ConfigurationValue.list(text).map { word throws(ConfigurationValue.Invalid) in
+            { text throws(ConfigurationError) in
+                try ConfigurationValue.list(text).map { word throws(ConfigurationError) in
                     guard let source = LDAPAuthProvider.Configuration.GroupSource(rawValue: word) else {
-                        throw ConfigurationValue.Invalid(expected: "memberof, memberuid, or both")
+                        throw ConfigurationError.invalid(expected: "memberof, memberuid, or both")
                     }
                     return source
                 }

@@ -10,7 +10,7 @@ public enum MockProviderPlugin: AuthProviderPlugin {
             "delay", valueName: "DURATION", help: "how long each login takes, such as 1s or 250ms (default 1s)")
     ]
 
-    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+    public static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
         MockAuthProvider(users: MockAuthProvider.demoUsers, delay: try options.duration("delay") ?? .seconds(1))
     }
 }

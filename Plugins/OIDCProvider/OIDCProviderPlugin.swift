@@ -30,7 +30,7 @@ public enum OIDCProviderPlugin: AuthProviderPlugin {
             "qr", valueName: "yes|no", help: "show the device login's URL as a QR code (default: on a UTF-8 terminal)"),
     ]
 
-    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+    public static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
         guard let issuer = options["issuer"] else { throw .missingOption("issuer", provider: name) }
         guard let clientID = options["client_id"], !clientID.isEmpty else {
             throw .missingOption("client_id", provider: name)

@@ -177,7 +177,7 @@ public enum OTPProviderPlugin: AuthProviderPlugin {
         ProviderOption("digits", valueName: "N", help: "require codes of N digits, 6 to 8 (default: each entry's)"),
     ]
 
-    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+    public static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
         guard let path = options["usersfile"] else { throw .missingOption("usersfile", provider: name) }
         guard path.hasPrefix("/") else {
             throw .invalidValue(option: "usersfile", value: path, expected: "an absolute path")

@@ -20,7 +20,7 @@ public enum PAMProviderPlugin: AuthProviderPlugin {
         ProviderOption("pam-helper", valueName: "PATH", help: "that helper (default: PREFIX/libexec/gatekeeper)"),
     ]
 
-    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+    public static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
         guard let service = options["service"] else { throw .missingOption("service", provider: name) }
         // A service file outside /etc/pam.d decides who gets in: held to the rule of configuration files.
         if let directory = options["pam-dir"] {

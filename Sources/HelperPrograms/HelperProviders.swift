@@ -20,7 +20,7 @@ public struct HelperSettings: Sendable {
     public var maxOutput: Int
 
     /// From `program=`, `env=NAME=VALUE,…` (default `PATH=/usr/bin:/bin`) and `timeout=` (a duration, default 10s).
-    public init(_ options: ProviderOptions, provider: String) throws(ProviderConfigurationError) {
+    public init(_ options: ProviderOptions, provider: String) throws(ConfigurationError) {
         guard let program = options["program"] else { throw .missingOption("program", provider: provider) }
         switch TrustedFile.check(program, executable: true) {
         case .success(let resolved): self.program = resolved
@@ -47,7 +47,7 @@ public struct HelperSettings: Sendable {
 
     /// A helper of this package's own: `program` checked as any helper is, run with `arguments`.
     public init(program: String, arguments: [String], timeout: Duration, provider: String)
-        throws(ProviderConfigurationError)
+        throws(ConfigurationError)
     {
         switch TrustedFile.check(program, executable: true) {
         case .success(let resolved): self.program = resolved
@@ -352,7 +352,7 @@ public enum CheckpasswordPlugin: AuthProviderPlugin {
     public static let summary = "a checkpassword program (qmail's interface), run for each login"
     public static let options = HelperSettings.options
 
-    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+    public static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
         CheckpasswordProvider(try HelperSettings(options, provider: name))
     }
 }
@@ -363,7 +363,7 @@ public enum ConversationHelperPlugin: AuthProviderPlugin {
     public static let summary = "a helper program carrying the whole conversation in JSON lines"
     public static let options = HelperSettings.options
 
-    public static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+    public static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
         ConversationHelperProvider(try HelperSettings(options, provider: name))
     }
 }

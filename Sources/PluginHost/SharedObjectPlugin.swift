@@ -129,14 +129,14 @@ public final class SharedObjectPlugin: Sendable {
     /// The plugin as a registry entry: its name, options and how to build it.
     public var descriptor: ProviderPluginDescriptor {
         ProviderPluginDescriptor(name: name, summary: summary, options: options) {
-            options throws(ProviderConfigurationError) in
+            options throws(ConfigurationError) in
             try self.makeProvider(options)
         }
     }
 
     /// Makes an instance from `options` (the plugin's own `create`).
-    /// - Throws: ``ProviderConfigurationError/unusable(provider:reason:)`` with the plugin's message.
-    public func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> SharedObjectProvider {
+    /// - Throws: ``ConfigurationError/unusable(provider:reason:)`` with the plugin's message.
+    public func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> SharedObjectProvider {
         let pairs = self.options.compactMap { option in options[option.name].map { (option.name, $0) } }
         var names = pairs.map { strdup($0.0) }
         var values = pairs.map { strdup($0.1) }

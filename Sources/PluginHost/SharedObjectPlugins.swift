@@ -20,8 +20,8 @@ public enum SharedObjectPlugins {
     /// plugin never looks for its installation).
     public static func resolver(
         directory: String? = nil
-    ) -> @Sendable (String) throws(ProviderConfigurationError) -> ProviderPluginDescriptor? {
-        { name throws(ProviderConfigurationError) in
+    ) -> @Sendable (String) throws(ConfigurationError) -> ProviderPluginDescriptor? {
+        { name throws(ConfigurationError) in
             let directory = directory ?? Self.directory
             let path: String
             if name.hasPrefix("/") {

@@ -12,15 +12,6 @@
 /// | absolute path | `/var/lib/gatekeeper` | no `..` |
 /// | URI | `ldaps://host:636` | one of the schemes the option names |
 public enum ConfigurationValue {
-    /// A value that is not of its kind or is out of its bounds: what was expected, for a message that
-    /// names the option or the word.
-    public struct Invalid: Error, Sendable, Hashable, CustomStringConvertible {
-        /// What was expected, as a phrase: "a duration from 1s to 30d, such as 90s, 2.5m, 8h or 7d".
-        public let expected: String
-        public init(expected: String) { self.expected = expected }
-        public var description: String { "expected \(expected)" }
-    }
-
     /// `name=value`, split at its first `=`; `nil` for a word without one or with no name.
     public static func pair(_ word: some StringProtocol) -> (name: String, value: String)? {
         guard let equals = word.firstIndex(of: "="), equals != word.startIndex else { return nil }
@@ -33,16 +24,17 @@ public enum ConfigurationValue {
 
     /// A duration in `range`: a number (digits, then at most three decimals) and a unit (`ms`, `s`, `m`,
     /// `h`, `d`; none is seconds), a whole number of milliseconds.
-    /// - Throws: ``Invalid`` for another unit, a sign, an exponent, a value finer than a millisecond,
+    /// - Throws: ``ConfigurationError/invalid(expected:)`` for another unit, a sign, an exponent, a value finer than a millisecond,
     ///   one past the bound or too large to compute.
-    public static func duration(_ text: String, in range: ClosedRange<Duration>) throws(Invalid) -> Duration {
+    public static func duration(_ text: String, in range: ClosedRange<Duration>) throws(ConfigurationError) -> Duration
+    {
         // Made only when refusing: a login reads durations too, and a message is not free.
-        func invalid() -> Invalid {
+        func invalid() -> ConfigurationError {
             let examples =
                 range.upperBound <= .seconds(60)
                 ? "2s, 1.5s or 500ms"
                 : range.upperBound <= .seconds(3600) ? "90s, 2.5m or 500ms" : "90s, 2.5m, 8h or 7d"
-            return Invalid(
+            return ConfigurationError.invalid(
                 expected:
                     "a duration from \(describe(range.lowerBound)) to \(describe(range.upperBound)), such as \(examples)"
             )
@@ -94,46 +86,47 @@ public enum ConfigurationValue {
     }
 
     /// A count in `range`: digits only, no sign.
-    public static func count(_ text: String, in range: ClosedRange<Int>) throws(Invalid) -> Int {
+    public static func count(_ text: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
             let count = Int(text), range.contains(count)
-        else { throw Invalid(expected: "a number from \(range.lowerBound) to \(range.upperBound)") }
+        else { throw ConfigurationError.invalid(expected: "a number from \(range.lowerBound) to \(range.upperBound)") }
         return count
     }
 
     /// `yes`/`no`, `true`/`false` or `on`/`off`.
-    public static func boolean(_ text: String) throws(Invalid) -> Bool {
+    public static func boolean(_ text: String) throws(ConfigurationError) -> Bool {
         switch text {
         case "yes", "true", "on": return true
         case "no", "false", "off": return false
-        default: throw Invalid(expected: "yes or no")
+        default: throw ConfigurationError.invalid(expected: "yes or no")
         }
     }
 
     /// A comma-separated list, with no empty item.
-    public static func list(_ text: String) throws(Invalid) -> [String] {
+    public static func list(_ text: String) throws(ConfigurationError) -> [String] {
         let items = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         guard !items.contains(where: \.isEmpty) else {
-            throw Invalid(expected: "a list such as a,b,c, with no empty item")
+            throw ConfigurationError.invalid(expected: "a list such as a,b,c, with no empty item")
         }
         return items
     }
 
     /// An absolute path without `..`, so that it does not depend on where the tool was started, in one
     /// spelling: `//x/./y/` is `/x/y`, so that two spellings of one file are seen to be one.
-    public static func absolutePath(_ text: String) throws(Invalid) -> String {
+    public static func absolutePath(_ text: String) throws(ConfigurationError) -> String {
         let components = text.split(separator: "/").filter { $0 != "." }
         guard text.hasPrefix("/"), !components.contains("..") else {
-            throw Invalid(expected: "an absolute path without ..")
+            throw ConfigurationError.invalid(expected: "an absolute path without ..")
         }
         return "/" + components.joined(separator: "/")
     }
 
     /// A URI of one of `schemes` (`["ldap", "ldaps"]`), with something after `scheme://`.
-    public static func uri(_ text: String, schemes: [String]) throws(Invalid) -> String {
+    public static func uri(_ text: String, schemes: [String]) throws(ConfigurationError) -> String {
         for scheme in schemes where text.hasPrefix(scheme + "://") && text.utf8.count > scheme.utf8.count + 3 {
             return text
         }
-        throw Invalid(expected: "a URI starting with " + schemes.map { $0 + "://" }.joined(separator: " or "))
+        throw ConfigurationError.invalid(
+            expected: "a URI starting with " + schemes.map { $0 + "://" }.joined(separator: " or "))
     }
 }

@@ -17,8 +17,8 @@ public protocol AuthProviderPlugin: Sendable {
     /// without any such check.
     static var checksCredentials: Bool { get }
     /// Builds the provider from checked options.
-    /// - Throws: ``ProviderConfigurationError`` when an option's value is unusable or a resource is missing.
-    static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider
+    /// - Throws: ``ConfigurationError`` when an option's value is unusable or a resource is missing.
+    static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider
 }
 
 extension AuthProviderPlugin {
@@ -57,16 +57,16 @@ public struct ProviderOptions: Sendable {
     public subscript(_ name: String) -> String? { values[name] }
 
     /// `name`'s value read with one of ``ConfigurationValue``'s parsers; `nil` when not given.
-    /// - Throws: ``ProviderConfigurationError/invalidValue(option:value:expected:)`` saying what was expected.
+    /// - Throws: ``ConfigurationError/invalidValue(option:value:expected:)`` saying what was expected.
     public func value<T>(
         _ name: String,
-        _ parse: (String) throws(ConfigurationValue.Invalid) -> T
-    ) throws(ProviderConfigurationError) -> T? {
+        _ parse: (String) throws(ConfigurationError) -> T
+    ) throws(ConfigurationError) -> T? {
         guard let text = values[name] else { return nil }
-        do throws(ConfigurationValue.Invalid) {
+        do throws(ConfigurationError) {
             return try parse(text)
         } catch {
-            throw .invalidValue(option: name, value: text, expected: error.expected)
+            throw .invalidValue(option: name, value: text, expected: error.expected ?? error.message)
         }
     }
 
@@ -74,31 +74,31 @@ public struct ProviderOptions: Sendable {
     public func duration(
         _ name: String,
         in range: ClosedRange<Duration> = .zero ... .seconds(3600)
-    ) throws(ProviderConfigurationError) -> Duration? {
-        try value(name) { text throws(ConfigurationValue.Invalid) in try ConfigurationValue.duration(text, in: range) }
+    ) throws(ConfigurationError) -> Duration? {
+        try value(name) { text throws(ConfigurationError) in try ConfigurationValue.duration(text, in: range) }
     }
 
     /// A count in `range`.
-    public func count(_ name: String, in range: ClosedRange<Int>) throws(ProviderConfigurationError) -> Int? {
-        try value(name) { text throws(ConfigurationValue.Invalid) in try ConfigurationValue.count(text, in: range) }
+    public func count(_ name: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
+        try value(name) { text throws(ConfigurationError) in try ConfigurationValue.count(text, in: range) }
     }
 
     /// `yes` or `no`.
-    public func boolean(_ name: String) throws(ProviderConfigurationError) -> Bool? {
+    public func boolean(_ name: String) throws(ConfigurationError) -> Bool? {
         try value(name, ConfigurationValue.boolean)
     }
 
     /// A comma-separated list.
-    public func list(_ name: String) throws(ProviderConfigurationError) -> [String]? {
+    public func list(_ name: String) throws(ConfigurationError) -> [String]? {
         try value(name, ConfigurationValue.list)
     }
 
     /// The secret in the file `name` names (a service account's password, a client's secret): the file's
     /// bytes without a trailing line break. The file is read as every file that decides who gets in is
     /// (not a link, owned by root or the user running the tool, written by no one else, at most 4 KiB).
-    /// - Throws: ``ProviderConfigurationError/unusable(provider:reason:)`` naming the file and what is
+    /// - Throws: ``ConfigurationError/unusable(provider:reason:)`` naming the file and what is
     ///   wrong with it, or that it is empty.
-    public func secretFile(_ name: String, provider: String) throws(ProviderConfigurationError) -> Secret? {
+    public func secretFile(_ name: String, provider: String) throws(ConfigurationError) -> Secret? {
         guard let path = values[name] else { return nil }
         switch readPrivateFile(path, maxBytes: 4096) {
         case .success(var bytes):
@@ -111,45 +111,6 @@ public struct ProviderOptions: Sendable {
     }
 }
 
-/// Why a backend could not be built from its name and options: a ``code`` to act on and a message.
-/// Equal when the codes are, as ``AuthError`` is.
-public struct ProviderConfigurationError: CodedError {
-    /// What went wrong. Codes may be added; a `switch` needs a `default`.
-    public typealias Code = ErrorCode<ProviderConfigurationError>
-
-    public let code: Code
-    /// The option at fault, without dashes, when one is.
-    public let option: String?
-    public let description: String
-
-    private init(_ code: Code, option: String? = nil, _ description: String) {
-        self.code = code
-        self.option = option
-        self.description = description
-    }
-
-    public static func unknownProvider(_ name: String, available: [String]) -> Self {
-        Self(.unknownProvider, "Unknown provider '\(name)'; available: \(available.joined(separator: ", ")).")
-    }
-
-    public static func unknownOption(_ option: String, provider: String) -> Self {
-        Self(.unknownOption, option: option, "The \(provider) provider has no option --\(option).")
-    }
-
-    public static func invalidValue(option: String, value: String, expected: String) -> Self {
-        let shown = value.count <= 64 ? value : String(value.prefix(64)) + "…"
-        return Self(.invalidValue, option: option, "--\(option) \(shown.debugDescription) is not \(expected).")
-    }
-
-    public static func missingOption(_ option: String, provider: String) -> Self {
-        Self(.missingOption, option: option, "The \(provider) provider needs --\(option).")
-    }
-
-    public static func unusable(provider: String, reason: String) -> Self {
-        Self(.unusable, "The \(provider) provider cannot start: \(reason)")
-    }
-}
-
 /// A backend as a registry holds it: its name, options, and how to build it — from a plugin type
 /// compiled in, or from a plugin loaded at run time.
 public struct ProviderPluginDescriptor: Sendable {
@@ -157,14 +118,14 @@ public struct ProviderPluginDescriptor: Sendable {
     public let summary: String
     public let options: [ProviderOption]
     public let checksCredentials: Bool
-    private let make: @Sendable (ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider
+    private let make: @Sendable (ProviderOptions) throws(ConfigurationError) -> any AuthProvider
 
     public init(
         name: String,
         summary: String,
         options: [ProviderOption],
         checksCredentials: Bool = true,
-        make: @escaping @Sendable (ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider
+        make: @escaping @Sendable (ProviderOptions) throws(ConfigurationError) -> any AuthProvider
     ) {
         self.name = name
         self.summary = summary
@@ -177,13 +138,13 @@ public struct ProviderPluginDescriptor: Sendable {
     public init(_ type: any AuthProviderPlugin.Type) {
         self.init(
             name: type.name, summary: type.summary, options: type.options, checksCredentials: type.checksCredentials
-        ) { options throws(ProviderConfigurationError) in
+        ) { options throws(ConfigurationError) in
             try type.makeProvider(options)
         }
     }
 
     /// Builds the provider from checked options.
-    public func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+    public func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
         try make(options)
     }
 }
@@ -192,7 +153,7 @@ public struct ProviderPluginDescriptor: Sendable {
 /// at run time by path or short name (`PluginHost`'s shared objects).
 public struct ProviderRegistry: Sendable {
     private let plugins: [ProviderPluginDescriptor]
-    private let resolver: (@Sendable (String) throws(ProviderConfigurationError) -> ProviderPluginDescriptor?)?
+    private let resolver: (@Sendable (String) throws(ConfigurationError) -> ProviderPluginDescriptor?)?
 
     /// A registry of `plugins`, in the order given (the first is the default).
     public init(_ plugins: [any AuthProviderPlugin.Type]) {
@@ -202,7 +163,7 @@ public struct ProviderRegistry: Sendable {
 
     private init(
         plugins: [ProviderPluginDescriptor],
-        resolver: (@Sendable (String) throws(ProviderConfigurationError) -> ProviderPluginDescriptor?)?
+        resolver: (@Sendable (String) throws(ConfigurationError) -> ProviderPluginDescriptor?)?
     ) {
         self.plugins = plugins
         self.resolver = resolver
@@ -212,7 +173,7 @@ public struct ProviderRegistry: Sendable {
     /// object, a short name in a plugin directory). The resolver returns `nil` for a name it does not
     /// know, and throws for one it knows but cannot load.
     public func resolving(
-        with resolver: @escaping @Sendable (String) throws(ProviderConfigurationError) -> ProviderPluginDescriptor?
+        with resolver: @escaping @Sendable (String) throws(ConfigurationError) -> ProviderPluginDescriptor?
     ) -> ProviderRegistry {
         ProviderRegistry(plugins: plugins, resolver: resolver)
     }
@@ -226,8 +187,8 @@ public struct ProviderRegistry: Sendable {
     }
 
     /// The plugin named `name`: compiled in, or found by the resolver.
-    /// - Throws: ``ProviderConfigurationError`` when the resolver found it but could not load it.
-    public func resolve(_ name: String) throws(ProviderConfigurationError) -> ProviderPluginDescriptor? {
+    /// - Throws: ``ConfigurationError`` when the resolver found it but could not load it.
+    public func resolve(_ name: String) throws(ConfigurationError) -> ProviderPluginDescriptor? {
         if let plugin = plugin(named: name) { return plugin }
         return try resolver?(name)
     }
@@ -238,11 +199,11 @@ public struct ProviderRegistry: Sendable {
     }
 
     /// Builds the backend `name` with `options`, refusing options it does not take.
-    /// - Throws: ``ProviderConfigurationError``.
+    /// - Throws: ``ConfigurationError``.
     public func makeProvider(
         named name: String,
         options: [String: String] = [:]
-    ) throws(ProviderConfigurationError) -> any AuthProvider {
+    ) throws(ConfigurationError) -> any AuthProvider {
         guard let plugin = try resolve(name) else { throw .unknownProvider(name, available: names) }
         let accepted = Set(plugin.options.map(\.name))
         if let stray = options.keys.sorted().first(where: { !accepted.contains($0) }) {
@@ -250,17 +211,4 @@ public struct ProviderRegistry: Sendable {
         }
         return try plugin.makeProvider(ProviderOptions(options))
     }
-}
-
-extension ErrorCode where Domain == ProviderConfigurationError {
-    /// No backend has this name.
-    public static var unknownProvider: Self { Self("unknownProvider") }
-    /// The backend does not take this option.
-    public static var unknownOption: Self { Self("unknownOption") }
-    /// The option's value is unusable.
-    public static var invalidValue: Self { Self("invalidValue") }
-    /// The backend needs this option.
-    public static var missingOption: Self { Self("missingOption") }
-    /// The backend cannot start (a file it needs is missing or unsafe, for instance).
-    public static var unusable: Self { Self("unusable") }
 }

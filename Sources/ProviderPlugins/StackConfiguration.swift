@@ -147,15 +147,13 @@ public struct StackConfiguration: Sendable {
                 built.append(.substack(try build(entry.substack, registry: registry), name: entry.provider))
                 continue
             }
-            do {
+            do throws(ConfigurationError) {
                 built.append(
                     .init(entry.control, try registry.makeProvider(named: entry.provider, options: entry.options)))
             } catch {
                 // An option's error is the option's, where it was written.
                 let at = error.option.flatMap { entry.optionLocations[$0] } ?? entry.location
-                let code: ConfigurationError.Code =
-                    error.code == .invalidValue ? .value : error.code == .missingOption ? .option : .provider
-                throw ConfigurationError(code, at: at, word: error.option ?? entry.provider, error.description)
+                throw error.located(at: at, word: error.option ?? entry.provider)
             }
         }
         return built
@@ -317,7 +315,7 @@ public struct StackConfiguration: Sendable {
                     let contents: [UInt8]
                     do throws(ConfigurationError) {
                         contents = try read(path)
-                    } catch  where error.location.line == 0 {
+                    } catch  where error.location?.line == 0 {
                         throw ConfigurationError(.include, at: place, word: words[1].text, error.message)
                     }
                     if first.text == "substack" && depth + 1 >= Self.maxSubstackDepth {
@@ -409,16 +407,17 @@ public struct StackConfiguration: Sendable {
             var values: [String: (value: String, at: Location)] = [:]
             var flags: Set<String> = []
 
-            /// `name`'s value read with `parse`, an ``ConfigurationValue/Invalid`` one refused naming it.
+            /// `name`'s value read with `parse`, an ``ConfigurationError/invalid(expected:)`` one refused naming it.
             func value<T>(
                 _ name: String,
-                _ parse: (String) throws(ConfigurationValue.Invalid) -> T
+                _ parse: (String) throws(ConfigurationError) -> T
             ) throws(ConfigurationError) -> T? {
                 guard let (text, at) = values[name] else { return nil }
-                do throws(ConfigurationValue.Invalid) {
+                do throws(ConfigurationError) {
                     return try parse(text)
                 } catch {
-                    throw ConfigurationError(.value, at: at, word: text, "\(name) takes \(error.expected)")
+                    throw ConfigurationError(
+                        .value, at: at, word: text, "\(name) takes \(error.expected ?? error.message)")
                 }
             }
         }
@@ -467,24 +466,24 @@ public struct StackConfiguration: Sendable {
         static let month = Duration.seconds(30 * 86_400)
 
         /// A duration of at most 30 days, or `none`.
-        static func limit(_ text: String) throws(ConfigurationValue.Invalid) -> Limit {
+        static func limit(_ text: String) throws(ConfigurationError) -> Limit {
             if text == "none" { return .never }
-            do throws(ConfigurationValue.Invalid) {
+            do throws(ConfigurationError) {
                 return .after(try ConfigurationValue.duration(text, in: .zero...month))
             } catch {
-                throw ConfigurationValue.Invalid(expected: error.expected + ", or none")
+                throw ConfigurationError.invalid(expected: (error.expected ?? error.message) + ", or none")
             }
         }
 
         /// An unlock time: a duration of at most 30 days, or `never` (or `0`) for only when an administrator
         /// unlocks.
-        static func unlockTime(_ text: String) throws(ConfigurationValue.Invalid) -> Duration? {
+        static func unlockTime(_ text: String) throws(ConfigurationError) -> Duration? {
             if text == "never" { return nil }
-            do throws(ConfigurationValue.Invalid) {
+            do throws(ConfigurationError) {
                 let duration = try ConfigurationValue.duration(text, in: .zero...month)
                 return duration == .zero ? nil : duration
             } catch {
-                throw ConfigurationValue.Invalid(expected: error.expected + ", or never")
+                throw ConfigurationError.invalid(expected: (error.expected ?? error.message) + ", or never")
             }
         }
 
@@ -505,18 +504,19 @@ public struct StackConfiguration: Sendable {
             }
             /// The line's one value, read with `parse`.
             func single<T>(
-                _ parse: (String) throws(ConfigurationValue.Invalid) -> T,
+                _ parse: (String) throws(ConfigurationError) -> T,
                 example: String
             ) throws(ConfigurationError) -> T {
                 guard words.count == 2 else {
                     throw ConfigurationError(
                         .syntax, at: at, word: name, "\(name) takes one value, such as \(example)")
                 }
-                do throws(ConfigurationValue.Invalid) {
+                do throws(ConfigurationError) {
                     return try parse(words[1].text)
                 } catch {
                     throw ConfigurationError(
-                        .value, at: location(words[1]), word: words[1].text, "\(name) takes \(error.expected)")
+                        .value, at: location(words[1]), word: words[1].text,
+                        "\(name) takes \(error.expected ?? error.message)")
                 }
             }
             switch name {
@@ -528,19 +528,19 @@ public struct StackConfiguration: Sendable {
             case "attempts":
                 try once(configuration.attempts != nil)
                 configuration.attempts = try single(
-                    { text throws(ConfigurationValue.Invalid) in
+                    { text throws(ConfigurationError) in
                         try ConfigurationValue.count(text, in: 1...10)
                     }, example: "3")
             case "delay":
                 try once(configuration.failDelay != nil)
                 configuration.failDelay = try single(
-                    { text throws(ConfigurationValue.Invalid) in
+                    { text throws(ConfigurationError) in
                         try ConfigurationValue.duration(text, in: .zero ... .seconds(60))
                     }, example: "2s or 0")
             case "cache":
                 try once(configuration.cacheTimeout != nil || configuration.cacheDirectory != nil)
                 let given = try values(["timeout", "dir"])
-                configuration.cacheTimeout = try given.value("timeout") { text throws(ConfigurationValue.Invalid) in
+                configuration.cacheTimeout = try given.value("timeout") { text throws(ConfigurationError) in
                     try ConfigurationValue.duration(text, in: .zero...Self.month)
                 }
                 configuration.cacheDirectory = try given.value("dir", ConfigurationValue.absolutePath)
@@ -588,11 +588,11 @@ public struct StackConfiguration: Sendable {
                 var policy = LockoutPolicy()
                 if let deny = try given.value(
                     "deny",
-                    { text throws(ConfigurationValue.Invalid) in
-                        do throws(ConfigurationValue.Invalid) {
+                    { text throws(ConfigurationError) in
+                        do throws(ConfigurationError) {
                             return try ConfigurationValue.count(text, in: 0...1000)
                         } catch {
-                            throw ConfigurationValue.Invalid(expected: "a number from 0 (off) to 1000")
+                            throw ConfigurationError.invalid(expected: "a number from 0 (off) to 1000")
                         }
                     })
                 {
@@ -600,7 +600,7 @@ public struct StackConfiguration: Sendable {
                 }
                 if let interval = try given.value(
                     "interval",
-                    { text throws(ConfigurationValue.Invalid) in
+                    { text throws(ConfigurationError) in
                         try ConfigurationValue.duration(text, in: .milliseconds(1)...Self.month)
                     })
                 {
@@ -623,10 +623,10 @@ public struct StackConfiguration: Sendable {
             }
             let name = words[1].text
             let resolved: ProviderPluginDescriptor?
-            do throws(ProviderConfigurationError) {
+            do throws(ConfigurationError) {
                 resolved = try registry.resolve(name)
             } catch {
-                throw ConfigurationError(.provider, at: location(words[1]), word: name, error.description)
+                throw error.located(at: location(words[1]), word: name)
             }
             guard let plugin = resolved else {
                 throw ConfigurationError(
@@ -733,52 +733,4 @@ public struct StackConfiguration: Sendable {
             return ChainControl(actions: actions, default: defaultAction ?? .bad)
         }
     }
-}
-
-/// A configuration that cannot be used: a ``code``, where, the word at fault, and what was expected.
-/// Equal when the codes are.
-public struct ConfigurationError: CodedError {
-    /// What is wrong. Codes may be added; a `switch` needs a `default`.
-    public typealias Code = ErrorCode<ConfigurationError>
-
-    public let code: Code
-    public let location: StackConfiguration.Location
-    /// The word at fault, escaped.
-    public let word: String
-    public let message: String
-
-    public init(_ code: Code, at location: StackConfiguration.Location, word: String, _ message: String) {
-        self.code = code
-        self.location = location
-        self.word = Self.shortened(TextSafety.escaped(word))
-        self.message = message
-    }
-
-    /// `text` cut to 64 characters, so that a megabyte-long word is not echoed whole.
-    static func shortened(_ text: String) -> String {
-        text.count <= 64 ? text : String(text.prefix(64)) + "…"
-    }
-
-    /// `FILE:LINE:COLUMN: WORD: message`, or `FILE: message` for the file as a whole.
-    public var description: String {
-        location.line == 0 ? "\(location.file): \(message)" : "\(location): \(word): \(message)"
-    }
-
-    /// Where the problem is and its kind, without anything of the file's contents (the word at fault and
-    /// a message that may quote it): what goes to syslog or an audit trail, which others read, when the
-    /// file named may be one they may not (`--config /etc/shadow`).
-    public var withoutContents: String {
-        location.line == 0 ? "\(location.file): \(message)" : "\(location): the file is refused (\(code) error)"
-    }
-}
-
-extension ErrorCode where Domain == ConfigurationError {
-    public static var syntax: Self { Self("syntax") }
-    public static var control: Self { Self("control") }
-    public static var provider: Self { Self("provider") }
-    public static var option: Self { Self("option") }
-    public static var value: Self { Self("value") }
-    public static var duplicate: Self { Self("duplicate") }
-    public static var include: Self { Self("include") }
-    public static var file: Self { Self("file") }
 }

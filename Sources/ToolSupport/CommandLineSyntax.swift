@@ -84,13 +84,14 @@ public struct ParsedCommandLine: Sendable, Equatable {
     /// - Throws: ``UsageError`` saying what was expected.
     public func value<T>(
         _ name: String,
-        _ parse: (String) throws(ConfigurationValue.Invalid) -> T
+        _ parse: (String) throws(ConfigurationError) -> T
     ) throws(UsageError) -> T? {
         guard let text = values[name] else { return nil }
-        do throws(ConfigurationValue.Invalid) {
+        do throws(ConfigurationError) {
             return try parse(text)
         } catch {
-            throw UsageError(.badArgument, "--\(name) takes \(error.expected), not \(TextSafety.escaped(text)).")
+            throw UsageError(
+                .badArgument, "--\(name) takes \(error.expected ?? error.message), not \(TextSafety.escaped(text)).")
         }
     }
 }

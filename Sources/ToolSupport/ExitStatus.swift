@@ -3,7 +3,7 @@ import ProviderPlugins
 
 /// The exit statuses of the tools that guard a login, from `sysexits.h` and the shell's conventions:
 /// one mapping from what went wrong to a status, for every tool.
-public struct ExitStatus: Error, Hashable, Sendable {
+public struct ExitStatus: Hashable, Sendable {
     public let code: Int32
 
     /// Done: the command ran and ended well, or the change was made.
@@ -24,7 +24,7 @@ public struct ExitStatus: Error, Hashable, Sendable {
     /// The status for a backend that could not be built: a resource it needs is unusable (69), or the
     /// command line is wrong (64).
     public init(configuration error: any Error) {
-        self = (error as? ProviderConfigurationError)?.code == .unusable ? .unavailable : .usage
+        self = (error as? ConfigurationError)?.code == .unusable ? .unavailable : .usage
     }
 
     /// A login that ended without running the command: cancelled (130), unusable input (65), the

@@ -27,7 +27,7 @@ public struct ProviderSelection: Sendable {
     /// is set (a demo may default; a host tool must not, or a forgotten `--provider` would admit the
     /// demo backend's published accounts).
     /// - Throws: ``UsageError`` when no backend was named and there is no default;
-    ///   ``ProviderConfigurationError`` when the name is unknown or an option does not fit it.
+    ///   ``ConfigurationError`` when the name is unknown or an option does not fit it.
     public func makeProvider(defaultsToFirst: Bool = false) throws -> any AuthProvider {
         guard let chosen = name ?? (defaultsToFirst ? registry.names.first : nil) else {
             throw UsageError(

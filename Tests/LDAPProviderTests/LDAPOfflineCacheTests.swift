@@ -22,7 +22,7 @@ struct LDAPOfflineCacheTests {
     /// process with SIGILL).
     @Test(arguments: ["200000000000000d", "91d", "0d", "-1d", "7x"])
     func anOfflineAgePastItsBoundIsRefused(_ age: String) {
-        #expect(throws: ProviderConfigurationError.self) {
+        #expect(throws: ConfigurationError.self) {
             try LDAPProviderPlugin.makeProvider(
                 ProviderOptions([
                     "uri": "ldap://127.0.0.1:1", "base": "dc=example,dc=test", "offline_cache": directory,

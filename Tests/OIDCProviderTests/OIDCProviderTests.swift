@@ -207,15 +207,15 @@ struct OIDCProviderTests {
         #expect(oidc.configuration.scopes == ["openid", "profile", "groups"])
         #expect(oidc.configuration.clientSecret == Secret(copying: "s3cret".utf8))
         chmod(secret, 0o646)
-        #expect(throws: ProviderConfigurationError.self) {
+        #expect(throws: ConfigurationError.self) {
             try OIDCProviderPlugin.makeProvider(
                 ProviderOptions(["issuer": "https://id.example.com", "client_id": "tool", "client_secret_file": secret])
             )
         }
-        #expect(throws: ProviderConfigurationError.self) {
+        #expect(throws: ConfigurationError.self) {
             try OIDCProviderPlugin.makeProvider(ProviderOptions(["issuer": "https://id.example.com", "flow": "magic"]))
         }
-        #expect(throws: ProviderConfigurationError.self) {
+        #expect(throws: ConfigurationError.self) {
             try OIDCProviderPlugin.makeProvider(ProviderOptions(["client_id": "tool"]))
         }
     }

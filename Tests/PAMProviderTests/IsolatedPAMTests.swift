@@ -134,7 +134,7 @@ struct IsolatedPAMTests {
 /// would admit every password.
 @Suite(.timeLimit(.minutes(1)))
 struct PAMDirectoryTests {
-    private func make(_ directory: String) throws(ProviderConfigurationError) -> any AuthProvider {
+    private func make(_ directory: String) throws(ConfigurationError) -> any AuthProvider {
         try ProviderRegistry([PAMProviderPlugin.self]).makeProvider(
             named: "pam", options: ["service": "permit", "pam-dir": directory])
     }

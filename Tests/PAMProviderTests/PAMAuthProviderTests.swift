@@ -173,12 +173,12 @@ struct PAMAuthProviderTests {
     @Test func thePluginNeedsAService() throws {
         let registry = ProviderRegistry([PAMProviderPlugin.self])
         #expect(
-            throws: ProviderConfigurationError.invalidValue(
+            throws: ConfigurationError.invalidValue(
                 option: "service", value: "../x", expected: "the name of a PAM service file")
         ) {
             try registry.makeProvider(named: "pam", options: ["service": "../x"])
         }
-        #expect(throws: ProviderConfigurationError.missingOption("service", provider: "pam")) {
+        #expect(throws: ConfigurationError.missingOption("service", provider: "pam")) {
             try registry.makeProvider(named: "pam")
         }
         let provider = try registry.makeProvider(named: "pam", options: ["service": "other", "pam-dir": "/etc/pam.d"])
@@ -186,6 +186,6 @@ struct PAMAuthProviderTests {
         // A service file in a directory others may write is refused: anyone could put pam_permit.so there.
         #expect {
             try registry.makeProvider(named: "pam", options: ["service": "login", "pam-dir": "/tmp"])
-        } throws: { ($0 as? ProviderConfigurationError)?.code == .unusable }
+        } throws: { ($0 as? ConfigurationError)?.code == .unusable }
     }
 }

@@ -38,9 +38,9 @@ enum ExportedPlugin {
     }
 
     private static func make(_ options: ProviderOptions) throws -> any AuthProvider {
-        if let message = options["fail"] { throw ProviderConfigurationError.unusable(provider: name, reason: message) }
+        if let message = options["fail"] { throw ConfigurationError.unusable(provider: name, reason: message) }
         guard let id = options["double"], let provider = registered.withLock({ $0.providers.removeValue(forKey: id) })
-        else { throw ProviderConfigurationError.missingOption("double", provider: name) }
+        else { throw ConfigurationError.missingOption("double", provider: name) }
         return provider
     }
 }

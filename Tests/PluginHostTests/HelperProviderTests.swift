@@ -199,7 +199,7 @@ struct HelperProviderTests {
     }
 
     @Test func theProgramMustBeSafe() throws {
-        #expect(throws: ProviderConfigurationError.self) {
+        #expect(throws: ConfigurationError.self) {
             try ConversationHelperPlugin.makeProvider(ProviderOptions(["program": "helpers/x"]))
         }
         let shared = temporaryDirectory("gatekeeper-helper-shared")
@@ -211,7 +211,7 @@ struct HelperProviderTests {
         } throws: { error in
             "\(error)".contains("may be written by group or others")
         }
-        #expect(throws: ProviderConfigurationError.self) {
+        #expect(throws: ConfigurationError.self) {
             try ConversationHelperPlugin.makeProvider(ProviderOptions(["program": "/bin/true", "env": "lower=case"]))
         }
     }

@@ -25,7 +25,7 @@ struct PluginLoadingTests {
     @Test func unsafeFilesAreRefusedBeforeTheyAreLoaded() throws {
         let plugin = try ExamplePlugins.cPlugin(in: directory)
         // A relative path: through the configuration's resolver, and directly.
-        #expect(throws: ProviderConfigurationError.self) { try SharedObjectPlugins.resolver()("plugins/c-example.so") }
+        #expect(throws: ConfigurationError.self) { try SharedObjectPlugins.resolver()("plugins/c-example.so") }
         #expect(refusal("c-example.so")?.contains("not an absolute path") == true)
         // Writable by others.
         chmod(plugin, 0o757)

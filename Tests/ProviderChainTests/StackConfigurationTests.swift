@@ -12,8 +12,10 @@ import Testing
 struct StackConfigurationTests {
     let registry = ProviderRegistry([MockProviderPlugin.self, DebugProviderPlugin.self])
 
-    private func parse(_ text: String, includes: [String: String] = [:]) throws -> StackConfiguration {
-        try StackConfiguration.parse(Array(text.utf8), file: "test.conf", registry: registry) {
+    private func parse(
+        _ text: String, includes: [String: String] = [:], registry: ProviderRegistry? = nil
+    ) throws -> StackConfiguration {
+        try StackConfiguration.parse(Array(text.utf8), file: "test.conf", registry: registry ?? self.registry) {
             path throws(ConfigurationError) in
             guard let text = includes[path] else {
                 throw ConfigurationError(.file, at: .init(file: path, line: 0, column: 0), word: path, "cannot be read")
@@ -105,7 +107,7 @@ struct StackConfigurationTests {
             "31d", "200000000000000d", "9223372036854775807s", "9223372036854775807", "-1s", "+5m", "m", "5x", "",
             "1.", ".5s", "1.2345s", "0.5ms", "1e3s", "5 s", "١٢s", "nan", "inf", "5M", "1..5s", "0x10s",
         ] {
-            #expect(throws: ConfigurationValue.Invalid.self, "\(text)") { try read(text) }
+            #expect(throws: ConfigurationError.invalid(expected: ""), "\(text)") { try read(text) }
         }
     }
 
@@ -277,6 +279,37 @@ struct StackConfigurationTests {
         } throws: { "\($0)".utf8.count < 600 }
     }
 
+    /// A backend's own refusal (an option it needs, a resource it cannot use) keeps its code in a file and
+    /// is placed where it was written; given outside a file, the same error has no place and says only
+    /// its message.
+    @Test func aBackendsRefusalKeepsItsCodeAndGainsItsPlace() {
+        let registry = ProviderRegistry([NeedyPlugin.self, DebugProviderPlugin.self])
+        #expect {
+            try parse("required debug\nrequired needy\n", registry: registry).makeChain(registry: registry)
+        } throws: { error in
+            let refused = error as! ConfigurationError
+            return refused.code == .missingOption && refused.option == "service"
+                && refused.location?.description == "test.conf:2:1"
+                && "\(refused)" == "test.conf:2:1: service: The needy provider needs --service."
+                && refused.withoutContents == "test.conf:2:1: the file is refused (missingOption error)"
+        }
+        #expect {
+            try parse("required needy service=broken\n", registry: registry).makeChain(registry: registry)
+        } throws: { error in
+            let refused = error as! ConfigurationError
+            return refused.code == .unusable && refused.location?.line == 1
+                && "\(refused)".hasPrefix("test.conf:1:1: needy: The needy provider cannot start")
+        }
+        #expect {
+            try registry.makeProvider(named: "needy", options: [:])
+        } throws: { error in
+            let refused = error as! ConfigurationError
+            return refused.code == .missingOption && refused.location == nil
+                && "\(refused)" == "The needy provider needs --service."
+                && refused.withoutContents == "the configuration is refused (missingOption error)"
+        }
+    }
+
     /// Two spellings of one file are one destination.
     @Test func pathsHaveOneSpelling() throws {
         #expect(try parse("audit json path=//var/log/./gk.jsonl/\n").audit == [.json(path: "/var/log/gk.jsonl")])
@@ -445,7 +478,20 @@ private enum PathPlugin: AuthProviderPlugin {
         ProviderOption("name", valueName: "NAME", help: "a name"),
     ]
 
-    static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+    static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
         DebugAuthProvider()
+    }
+}
+
+/// A backend that needs `service=` and cannot start with `service=broken`.
+private enum NeedyPlugin: AuthProviderPlugin {
+    static let name = "needy"
+    static let summary = "a backend that needs an option"
+    static let options = [ProviderOption("service", valueName: "NAME", help: "a service")]
+
+    static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
+        guard let service = options["service"] else { throw .missingOption("service", provider: name) }
+        guard service != "broken" else { throw .unusable(provider: name, reason: "the service is broken") }
+        return DebugAuthProvider()
     }
 }

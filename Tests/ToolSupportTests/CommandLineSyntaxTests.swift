@@ -58,7 +58,7 @@ struct ExitStatusTests {
             #expect(ExitStatus(dismissal: refused) == .denied)
         }
         #expect(
-            ExitStatus(configuration: ProviderConfigurationError.unusable(provider: "file", reason: "x"))
+            ExitStatus(configuration: ConfigurationError.unusable(provider: "file", reason: "x"))
                 == .unavailable)
         #expect(ExitStatus(configuration: UsageError("x")) == .usage)
     }

@@ -9,7 +9,7 @@ struct ProviderSelectionTests {
         static let summary = "a fake backend"
         static let options = [ProviderOption("delay", valueName: "SECONDS", help: "wait")]
 
-        static func makeProvider(_ options: ProviderOptions) throws(ProviderConfigurationError) -> any AuthProvider {
+        static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
             _ = try options.duration("delay")
             return Stub()
         }
@@ -53,11 +53,11 @@ struct ProviderSelectionTests {
     }
 
     @Test func refusesUnknownProvidersAndBadValues() throws {
-        #expect(throws: ProviderConfigurationError.unknownProvider("pam", available: ["fake"])) {
+        #expect(throws: ConfigurationError.unknownProvider("pam", available: ["fake"])) {
             try parse(["--provider", "pam"]).0.makeProvider()
         }
         #expect(
-            throws: ProviderConfigurationError.invalidValue(
+            throws: ConfigurationError.invalidValue(
                 option: "delay", value: "nan", expected: "a number of seconds from 0 to 3600"
             )
         ) {
@@ -66,7 +66,7 @@ struct ProviderSelectionTests {
     }
 
     @Test func optionsOfAnotherProviderAreRefused() {
-        #expect(throws: ProviderConfigurationError.unknownOption("users", provider: "fake")) {
+        #expect(throws: ConfigurationError.unknownOption("users", provider: "fake")) {
             try registry.makeProvider(named: "fake", options: ["users": "/etc/x"])
         }
     }

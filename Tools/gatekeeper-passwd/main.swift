@@ -200,7 +200,7 @@ func oneTimeCodes(_ action: String, user: String) -> Never {
             let digits: Int
             do throws(UsageError) {
                 digits =
-                    try parsed.value("digits") { text throws(ConfigurationValue.Invalid) in
+                    try parsed.value("digits") { text throws(ConfigurationError) in
                         try ConfigurationValue.count(text, in: 6...8)
                     } ?? 6
             } catch {

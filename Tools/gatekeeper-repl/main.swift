@@ -63,7 +63,7 @@ do {
     } else {
         provider = try selection.makeProvider(defaultsToFirst: true)  // A demo: the mock backend by default.
     }
-} catch let error as ConfigurationError {
+} catch let error as ConfigurationError where error.location != nil {
     HostSettings.reportRefused(error, tool: "gatekeeper-repl")
     writeStandardError("gatekeeper-repl: \(error)\n")
     exit(ExitStatus.unavailable.code)

@@ -107,7 +107,7 @@ if administers {
 } else {
     do {
         backend = try makeBackend()
-    } catch let error as ConfigurationError {
+    } catch let error as ConfigurationError where error.location != nil {
         HostSettings.reportRefused(error, tool: "gatekeeper-run")
         fail(.unavailable, "\(error)")
     } catch {

@@ -11,14 +11,14 @@ final class ExampleProvider: AuthProvider {
 
     init(_ options: ProviderOptions) throws {
         guard let list = options["users"], !list.isEmpty else {
-            throw ProviderConfigurationError.missingOption("users", provider: "swift-example")
+            throw ConfigurationError.missingOption("users", provider: "swift-example")
         }
         var accounts: [String: Secret] = [:]
         for (index, pair) in list.split(separator: ",").enumerated() {
             let parts = pair.split(separator: ":", maxSplits: 1)
             guard parts.count == 2 else {
                 // The entry is not quoted: a pair written without its colon may be a password.
-                throw ProviderConfigurationError.unusable(
+                throw ConfigurationError.unusable(
                     provider: "swift-example", reason: "users= entry \(index + 1) is not name:password")
             }
             accounts[String(parts[0])] = Secret(copying: parts[1].utf8)
