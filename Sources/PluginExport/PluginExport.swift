@@ -260,12 +260,8 @@ private let exportedAuthenticate:
         let callbacks = conversation.pointee
         guard callbacks.ask != nil, callbacks.show != nil, callbacks.is_cancelled != nil else { return -1 }
         // The provider may rely on the name passing Username.validate, as behind a Gatekeeper. A name no
-        // account can have is no account of this plugin's; it is read no further than the longest name.
-        let length = strnlen(username, Username.maxBytes + 1)
-        guard
-            let name = try? Username.validate(
-                utf8: UnsafeRawBufferPointer(start: UnsafeRawPointer(username), count: length))
-        else {
+        // account can have is no account of this plugin's.
+        guard let name = validUsername(username) else {
             fill(outcome, with: .success(.notMine))
             return 0
         }
@@ -390,16 +386,25 @@ private let exportedCancel: @convention(c) (UnsafeMutableRawPointer?, UnsafeMuta
 
 private let exportedSignOut: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Void = {
     pointer, username in
-    guard let instance = ExportedInstance.from(pointer), let username, let plugin = exported.withLock({ $0 }) else {
-        return
-    }
-    let identity = Identity(username: String(cString: username), provider: plugin.name)
+    // A name no account can have was never signed in here: the provider is not told of it.
+    guard let instance = ExportedInstance.from(pointer), let username = validUsername(username),
+        let plugin = exported.withLock({ $0 })
+    else { return }
+    let identity = Identity(username: username, provider: plugin.name)
     let done = Signal()
     Task {
         await instance.provider.signOut(identity)
         done.post()
     }
     done.wait()
+}
+
+/// The C string at `pointer` as a user name that passes `Username.validate`, read no further than the
+/// longest name; `nil` for a null pointer or a name no account can have.
+private func validUsername(_ pointer: UnsafePointer<CChar>?) -> String? {
+    guard let pointer else { return nil }
+    let length = strnlen(pointer, Username.maxBytes + 1)
+    return try? Username.validate(utf8: UnsafeRawBufferPointer(start: UnsafeRawPointer(pointer), count: length))
 }
 
 private let exportedDestroy: @convention(c) (UnsafeMutableRawPointer?) -> Void = { pointer in

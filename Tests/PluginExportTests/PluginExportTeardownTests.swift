@@ -44,6 +44,7 @@ struct PluginExportTeardownTests {
         #expect(released == [true, true])
     }
 
+    /// `sign_out` tells the provider of a name a login could have given, and of nothing else.
     @Test func signOutReachesTheProvider() async throws {
         let provider = DoubleProvider.alice()
         let instance = try ExportedInstance(provider)
@@ -51,10 +52,17 @@ struct PluginExportTeardownTests {
             ExportedPlugin.table.entry.sign_out(instance.pointer, "alice")
             ExportedPlugin.table.entry.sign_out(instance.pointer, nil)
             ExportedPlugin.table.entry.sign_out(nil, "bob")
+            // Names no account can have, which no login of this plugin gave: the provider is not told.
+            for hostile in [
+                "", "   ", "a:b", "\u{7}bell", "evil\u{202E}", " alice", String(repeating: "n", count: 10_000),
+            ] {
+                ExportedPlugin.table.entry.sign_out(instance.pointer, hostile)
+            }
             return true
         }.value()
         #expect(done == true)
         let signedOut = provider.signOuts.withLock { $0 }
-        #expect(signedOut.map(\.username) == ["alice"] && signedOut.map(\.provider) == [ExportedPlugin.name])
+        #expect(signedOut.map(\.username) == ["alice"], "\(signedOut.map { $0.username.prefix(16) })")
+        #expect(signedOut.map(\.provider) == [ExportedPlugin.name])
     }
 }
