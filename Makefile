@@ -201,7 +201,7 @@ faults: deps
 	$(SWIFT) test --skip-build --no-parallel --filter '$(FAULT_TESTS)'
 
 # ThreadSanitizer's share of make sanitize: the tests that run logins, writers and look-ups side by side.
-TSAN_TESTS := $(call regex, GatekeeperTests|ProtectedActionTests|SingleFlightTests|LoadTests|ProviderChainTests|ThreadPoolTests|\
+TSAN_TESTS := $(call regex, GatekeeperTests|ProtectedActionTests|SingleFlightTests|LoadTests|ProviderChainTests|BlockingPoolTests|\
 	FileAuthProviderTests|PAMAuthProviderTests|IsolatedPAMTests|LDAPProviderTests|LDAPFaultTests|\
 	LDAPCancellationTests|OfflineCacheTests|FaillockStoreTests|AuditLogTests|PluginLoadingTests|BrokenPipeTests)
 # Left out under ThreadSanitizer: tests whose concurrency is between processes (hundreds of instrumented

@@ -280,7 +280,8 @@ let package = Package(
         .testTarget(
             name: "GatekeeperSupportTests",
             dependencies: [
-                "GatekeeperSupport", "TestSupport", "CLibraryLoader", "CPAMLoader", "CCryptLoader", "CAPRUtilLoader",
+                "Authentication", "GatekeeperSupport", "TestSupport", "CLibraryLoader", "CPAMLoader", "CCryptLoader",
+                "CAPRUtilLoader",
                 "COathLoader", "CQREncodeLoader", "CUnicodeFold", "CLDAPLoader", "CPWQualityLoader",
             ]
         ),

@@ -60,7 +60,7 @@ struct PAMBench {
         return nanoseconds(start.duration(to: .now)) / 1e9
     }
 
-    static let pool = ThreadPool(name: "bench.pam", maxThreads: 4, maxIdle: 4)
+    static let pool = BlockingPool(name: "bench.pam", maxThreads: 4, maxIdle: 4)
 
     /// Seconds for `count` look-ups of the account and its groups, in C: what the provider's identity
     /// costs on top of a login.

@@ -26,6 +26,9 @@ public final class FileAuthProvider: AuthProvider {
         public var defaultScheme: PasswordHash.Scheme
         /// The prompt for the password.
         public var passwordPrompt: String
+        /// The threads the file is read and rewritten on: the process's shared pool by default. Password
+        /// checks run on the process's one pool for them, a thread per processor.
+        public var threads: BlockingPool = .shared
 
         public init(
             path: String,
@@ -114,11 +117,11 @@ public final class FileAuthProvider: AuthProvider {
             guard try await verifyOffPool(password, hash) else { return .rejected(.wrongCredentials) }
             if hash.scheme.isWeak && configuration.upgradesWeakHashes {
                 // Hashing and writing take a while; the login does not wait for them. The new hash is made
-                // where every check is, one per processor; the file is written on the shared pool.
+                // where every check is, one per processor; the file is written on the provider's threads.
                 PasswordHash.checks.submit {
                     guard let hash = try? PasswordHash.make(password, scheme: self.configuration.defaultScheme)
                     else { return }
-                    ThreadPool.shared.submit { self.upgrade(entry, to: hash) }
+                    self.configuration.threads.submit { self.upgrade(entry, to: hash) }
                 }
             }
             return .authenticated(
@@ -242,7 +245,7 @@ public final class FileAuthProvider: AuthProvider {
         case .failure(let refusal): return .rejected(refusal)
         }
         if Task.isCancelled { throw .cancelled }
-        let written = await ThreadPool.shared.runToTheEnd { () -> Result<Void, UsersFileError> in
+        let written = await configuration.threads.runToTheEnd { () -> Result<Void, UsersFileError> in
             do throws(UsersFileError) {
                 try self.store.update { (file: inout UsersFile) throws(UsersFileError) in
                     guard var changed = file[username], changed.password == entry.password else {
@@ -337,11 +340,11 @@ public final class FileAuthProvider: AuthProvider {
         return result
     }
 
-    /// Runs blocking file work (reading, parsing, upgrading a weak hash) on the shared pool, apart from
+    /// Runs blocking file work (reading, parsing, upgrading a weak hash) on the provider's threads, apart from
     /// the checks, so a reload never waits behind a queue of them; returns at once when the task is
     /// cancelled.
     private func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws(AuthError) -> T {
-        guard let result = await ThreadPool.shared.run(work) else { throw .cancelled }
+        guard let result = await configuration.threads.run(work) else { throw .cancelled }
         return result
     }
 }

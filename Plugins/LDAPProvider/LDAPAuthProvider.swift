@@ -40,6 +40,9 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         public var connections: Int
         /// Where groups come from: the entry's `memberOf`, `posixGroup` entries' `memberUid`, or both.
         public var groupSources: Set<GroupSource> = [.memberOf, .memberUid]
+        /// The threads the directory's blocking calls run on: the process's shared pool by default; one of
+        /// their own keeps a directory that hangs (until `timeout`) from holding up other backends.
+        public var threads: BlockingPool = .shared
 
         public enum GroupSource: String, Sendable, Hashable, CaseIterable {
             case memberOf = "memberof"
@@ -196,7 +199,7 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         let bridge = BlockingBridge<(T, [String])>()
         let connection = LDAPConnectionSlot()
         bridge.onCancel { connection.shut() }
-        return await bridge.run(on: ThreadPool.shared) { [pool] _ in
+        return await bridge.run(on: configuration.threads) { [pool] _ in
             work(LDAPLogin(configuration: configuration, slot: connection, pool: pool))
         }
     }

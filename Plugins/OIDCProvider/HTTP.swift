@@ -14,6 +14,8 @@ struct HTTPClient: Sendable {
     var caFile: String?
     var allowsPlainHTTP: Bool
     var timeout: Duration
+    /// Where the requests run.
+    var threads: BlockingPool = .shared
     /// The longest answer read; a longer one is a failure of its own.
     var maxBody = 1 << 20
 
@@ -93,7 +95,7 @@ struct HTTPClient: Sendable {
         let bridge = BlockingBridge<Result<Answer, Failure>>()
         bridge.onCancel { transfer.cancel() }
         let client = self
-        let outcome = await bridge.run(on: ThreadPool.shared) { _ in
+        let outcome = await bridge.run(on: threads) { _ in
             client.perform(transfer, url, body, headers, secretHeader)
         }
         return outcome ?? .failure(.cancelled)

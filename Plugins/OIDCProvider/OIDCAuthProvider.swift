@@ -60,6 +60,8 @@ public final class OIDCAuthProvider: AuthProvider {
         /// Whether the device login also shows its URL as a QR code; `nil` shows it where standard error is
         /// a terminal with a UTF-8 locale, which can draw one.
         public var showsQRCode: Bool?
+        /// The threads the HTTP requests run on: the process's shared pool by default.
+        public var threads: BlockingPool = .shared
 
         public init(
             issuer: String,
@@ -122,7 +124,7 @@ public final class OIDCAuthProvider: AuthProvider {
         self.configuration = configuration
         http = HTTPClient(
             caFile: configuration.caFile, allowsPlainHTTP: configuration.allowsPlainHTTP,
-            timeout: configuration.timeout)
+            timeout: configuration.timeout, threads: configuration.threads)
         if let directory = configuration.tokenDirectory {
             do throws(StateFileError) {
                 tokens = try TokenStore(directory)

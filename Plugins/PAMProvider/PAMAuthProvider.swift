@@ -45,6 +45,10 @@ public final class PAMAuthProvider: AuthProvider {
         public var opensSession: Bool
         /// The user on the remote side, for `PAM_RUSER`.
         public var remoteUser: String?
+        /// The threads the account look-ups (`getpwnam_r`, which may ask a directory) run on: the
+        /// process's shared pool by default. PAM transactions, which may wait on a person, keep a pool
+        /// of their own.
+        public var threads: BlockingPool = .shared
 
         public init(
             service: String,
@@ -101,7 +105,13 @@ public final class PAMAuthProvider: AuthProvider {
     /// Whether the system account still exists, and — where this process may read the shadow file — is
     /// neither locked (`passwd -l`) nor expired.
     public func recheck(_ identity: Identity) async -> Recheck {
-        await ThreadPool.shared.run { SystemAccount.recheck(identity.username, provider: self.name) }
+        await Self.recheckSystemAccount(identity, provider: name, on: configuration.threads)
+    }
+
+    /// ``recheck(_:)`` on `threads` (a name service may block), for this provider and its isolated form.
+    static func recheckSystemAccount(_ identity: Identity, provider: String, on threads: BlockingPool) async -> Recheck
+    {
+        await threads.run { SystemAccount.recheck(identity.username, provider: provider) }
             ?? .unavailable(reason: "the account check was cancelled")
     }
 
@@ -109,13 +119,13 @@ public final class PAMAuthProvider: AuthProvider {
     /// from the lockout unless `even_deny_root`). A name the database does not know may still be a PAM
     /// module's own account: that cannot be told before the stack runs.
     public func lookUpAccount(_ username: String) async -> AccountLookup {
-        await Self.lookUpSystemAccount(username)
+        await Self.lookUpSystemAccount(username, on: configuration.threads)
     }
 
-    /// The system database's account for `username` (off the cooperative pool: a name service may block),
-    /// for this provider and its isolated form alike.
-    static func lookUpSystemAccount(_ username: String) async -> AccountLookup {
-        let found = await ThreadPool.shared.run { SystemAccounts.account(named: username) }
+    /// The system database's account for `username` (off the cooperative pool, on `threads`: a name
+    /// service may block), for this provider and its isolated form alike.
+    static func lookUpSystemAccount(_ username: String, on threads: BlockingPool) async -> AccountLookup {
+        let found = await threads.run { SystemAccounts.account(named: username) }
         guard let account = found ?? nil, (try? Username.validate(account.name)) != nil else { return .cannotTell }
         return .known(canonicalName: account.name, isSystemAdministrator: account.uid == 0)
     }

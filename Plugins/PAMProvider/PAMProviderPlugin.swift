@@ -76,12 +76,13 @@ struct IsolatedPAMProvider: AuthProvider {
         try await helper.authenticate(request)
     }
 
+    /// The same check as in-process PAM's, off the cooperative pool (a name service may block).
     func recheck(_ identity: Identity) async -> Recheck {
-        SystemAccount.recheck(identity.username, provider: name)
+        await PAMAuthProvider.recheckSystemAccount(identity, provider: name, on: .shared)
     }
 
     /// The same look-up as in-process PAM: the accounts are the system's, whichever process runs libpam.
     func lookUpAccount(_ username: String) async -> AccountLookup {
-        await PAMAuthProvider.lookUpSystemAccount(username)
+        await PAMAuthProvider.lookUpSystemAccount(username, on: .shared)
     }
 }

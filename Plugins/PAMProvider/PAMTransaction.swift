@@ -53,7 +53,7 @@ final class PAMTransaction: Sendable {
     /// The threads transactions run on: one per transaction, from `pam_start` to `pam_end` (a session
     /// held until sign-out keeps its thread). At most 64 at once; more wait in line. A finished thread is
     /// kept for the next transaction, as starting one costs about as much as a `pam_matrix` login.
-    static let threads = ThreadPool(name: "gatekeeper.pam", maxThreads: 64, maxIdle: 4)
+    static let threads = BlockingPool(name: "gatekeeper.pam", maxThreads: 64, maxIdle: 4)
 
     /// Whether the caller stopped waiting or the person cancelled a question: no further phase starts.
     private var isCancelled: Bool { bridge.isCancelled || conversationState.withLock { $0.cancelled } }

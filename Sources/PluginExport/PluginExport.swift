@@ -61,7 +61,7 @@ public enum PluginExport {
 
     /// Questions go to the host from these threads, never from the cooperative pool: the host answers
     /// them with tasks of its own, which blocked cooperative threads would starve.
-    static let threads = ThreadPool(name: "gatekeeper.plugin-export", maxThreads: 64, maxIdle: 2)
+    static let threads = BlockingPool(name: "gatekeeper.plugin-export", maxThreads: 64, maxIdle: 2)
 }
 
 private let exported = Locked<ExportedPlugin?>(nil)

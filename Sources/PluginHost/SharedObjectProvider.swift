@@ -18,7 +18,7 @@ public final class SharedObjectProvider: AuthProvider {
     let instance: PluginInstance
 
     /// Plugins' logins: at most 64 at once, the rest in line.
-    static let threads = ThreadPool(name: "gatekeeper.plugin", maxThreads: 64, maxIdle: 4)
+    static let threads = BlockingPool(name: "gatekeeper.plugin", maxThreads: 64, maxIdle: 4)
 
     init(plugin: SharedObjectPlugin, instance: PluginInstance) {
         self.plugin = plugin

@@ -26,7 +26,7 @@ public final class TerminalConversation: Conversation {
     private let ownsDescriptors: Bool
     /// The conversation's reads, one at a time, each on a thread of this pool (none kept between reads:
     /// a person types far slower than a thread starts).
-    private let reader = ThreadPool(name: "gatekeeper.terminal", maxThreads: 1, maxIdle: 0)
+    private let reader = BlockingPool(name: "gatekeeper.terminal", maxThreads: 1, maxIdle: 0)
 
     /// The longest answer kept; longer lines are consumed but cut here, so validation refuses them.
     static let maxAnswerBytes = 16 * 1024

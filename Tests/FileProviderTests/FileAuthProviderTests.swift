@@ -37,6 +37,21 @@ struct FileAuthProviderTests {
     }
 
     /// Hashes written by Apache's htpasswd (-B, -5, -m, -s) and by mkpasswd verify here.
+    /// The file is read on the threads the configuration gives (`threads`), not the shared pool.
+    @Test func theFileIsReadOnTheThreadsGiven() async throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let path = try scratch.write("users", "alice:" + (try sh("mkpasswd -m yescrypt wonderland")) + "\n")
+        let (queued, lookup) = try await queuesOn { threads in
+            var configuration = FileAuthProvider.Configuration(path: path)
+            configuration.threads = threads
+            let provider = try FileAuthProvider(configuration)
+            return { await provider.lookUpAccount("alice") }
+        }
+        #expect(queued)
+        #expect(lookup == .known(canonicalName: "alice"))
+    }
+
     @Test(arguments: [
         ("htpasswd -nbB u pw-bcrypt", "pw-bcrypt", PasswordHash.Scheme.bcrypt),
         ("htpasswd -nb5 u pw-sha512", "pw-sha512", .sha512),

@@ -1,3 +1,4 @@
+import Authentication
 import GatekeeperSupport
 import Synchronization
 import Testing
@@ -60,7 +61,7 @@ struct BrokenPipeTests {
     @Test func aPoolThreadGetsEPIPENotSIGPIPE() async {
         await watchingForSIGPIPE {
             // A new pool: its thread is made now, from this thread, with SIGPIPE unblocked.
-            let pool = ThreadPool(name: "test.pipes", maxThreads: 1, maxIdle: 1)
+            let pool = BlockingPool(name: "test.pipes", maxThreads: 1, maxIdle: 1)
             let socket = brokenSocket()
             defer { close(socket) }
             let result = await pool.run { write(to: socket) }

@@ -1,3 +1,4 @@
+import Authentication
 import GatekeeperSupport
 import Testing
 
@@ -28,7 +29,7 @@ struct ThreadExecutorTests {
                 seen.withLock { $0.append(Self.currentThread()) }
                 return 2
             }
-            let pool = ThreadPool(name: "test", maxThreads: 1, maxIdle: 0)
+            let pool = BlockingPool(name: "test", maxThreads: 1, maxIdle: 0)
             let fromPool = await pool.run { Self.currentThread() } ?? 0
             seen.withLock { $0.append(Self.currentThread()) }
             return await child + other.value + (fromPool == caller ? 100 : 0)

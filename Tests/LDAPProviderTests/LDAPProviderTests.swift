@@ -27,6 +27,19 @@ struct LDAPProviderTests {
         try provider()
     }
 
+    /// The directory's calls run on the threads the configuration gives (`threads`), not the shared pool.
+    @Test func theCallsRunOnTheThreadsGiven() async throws {
+        let (queued, outcome) = try await queuesOn { threads in
+            let provider = try Self.provider { $0.threads = threads }
+            return { try? await self.login(provider, "alice", "wonderland") }
+        }
+        #expect(queued)
+        guard case .authenticated? = outcome else {
+            Issue.record("alice was refused: \(String(describing: outcome))")
+            return
+        }
+    }
+
     @Test(arguments: ProviderConformance.checks)
     func conforms(_ check: ProviderConformance.Check) async {
         let problems = await Self.conformance.run(check)

@@ -48,6 +48,21 @@ struct OIDCProviderTests {
         #expect(problems.isEmpty, "\(problems)")
     }
 
+    /// The HTTP requests run on the threads the configuration gives (`threads`), not the shared pool.
+    @Test func theRequestsRunOnTheThreadsGiven() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("good")
+        let (queued, outcome) = try await queuesOn { threads in
+            let provider = try Self.provider(server) { $0.threads = threads }
+            return { try? await self.login(provider) }
+        }
+        #expect(queued)
+        guard case .authenticated? = outcome else {
+            Issue.record("alice was refused: \(String(describing: outcome))")
+            return
+        }
+    }
+
     @Test func aPasswordLoginGivesWhoTheTokenAndUserinfoSay() async throws {
         let server = try TestServer.shared.get()
         try server.set("good")

@@ -13,6 +13,18 @@ struct PAMAuthProviderTests {
         try PAMFixture.shared.get().provider()
     }
 
+    /// The account look-ups run on the threads the configuration gives (`threads`), not the shared pool.
+    @Test func theLookUpsRunOnTheThreadsGiven() async throws {
+        let (queued, lookup) = try await queuesOn { threads in
+            var configuration = PAMAuthProvider.Configuration(service: "login")
+            configuration.threads = threads
+            let provider = try PAMAuthProvider(configuration)
+            return { await provider.lookUpAccount("root") }
+        }
+        #expect(queued)
+        #expect(lookup == .known(canonicalName: "root", isSystemAdministrator: true))
+    }
+
     @Test(arguments: ProviderConformance.checks)
     func conforms(_ check: ProviderConformance.Check) async {
         let problems = await Self.conformance.run(check)

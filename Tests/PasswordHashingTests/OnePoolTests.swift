@@ -59,6 +59,6 @@ struct OnePoolTests {
             Issue.record("the login failed once the pool was free")
             return
         }
-        #expect(PasswordHash.checks.maxThreads == ThreadPool.processorCount)
+        #expect(PasswordHash.checks.maxThreads == BlockingPool.processorCount)
     }
 }

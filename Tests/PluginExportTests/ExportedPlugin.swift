@@ -191,7 +191,7 @@ final class RunningCall<Value: Sendable>: Sendable {
     }
 }
 
-private let hostThreads = ThreadPool(name: "test.host", maxThreads: 32, maxIdle: 0)
+private let hostThreads = BlockingPool(name: "test.host", maxThreads: 32, maxIdle: 0)
 
 extension ExportedInstance {
     /// `authenticate`, started on a thread of its own.

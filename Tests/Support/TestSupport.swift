@@ -93,3 +93,24 @@ public func trustedDirectory() throws -> String {
 public struct TrustedDirectoryError: Error, CustomStringConvertible {
     public let description: String
 }
+
+/// Runs `work` while the only thread of a one-thread pool is held, and tells whether `work` queued on that
+/// pool (waited for the thread) before it could finish: how a test sees that a backend runs its blocking
+/// calls on the pool it was given. The thread is let go once `work` has queued, or after 2 s.
+public func queuesOn<T: Sendable>(
+    _ make: (BlockingPool) throws -> @Sendable () async -> T
+) async rethrows -> (queued: Bool, value: T) {
+    let pool = BlockingPool(name: "test.one-thread", maxThreads: 1, maxIdle: 0)
+    let holding = Locked(true)
+    let (held, heldContinuation) = AsyncStream<Void>.makeStream()
+    pool.submit {
+        heldContinuation.yield()
+        while holding.withLock({ $0 }) { usleep(1000) }
+    }
+    for await _ in held { break }
+    let work = try make(pool)
+    let task = Task { await work() }
+    let queued = await eventually(within: 2) { pool.waitingCount == 1 }
+    holding.withLock { $0 = false }
+    return (queued, await task.value)
+}

@@ -1,3 +1,4 @@
+import Authentication
 import GatekeeperSupport
 import TestSupport
 import Testing
@@ -8,10 +9,10 @@ import Testing
 
 /// The bounded pool that PAM transactions and password checks run on.
 @Suite(.timeLimit(.minutes(1)))
-struct ThreadPoolTests {
+struct BlockingPoolTests {
     @Test(.timeLimit(.minutes(1)))
     func runsAtMostItsLimitAtOnceAndTheRestInLine() {
-        let pool = ThreadPool(name: "test.pool", maxThreads: 3, maxIdle: 1)
+        let pool = BlockingPool(name: "test.pool", maxThreads: 3, maxIdle: 1)
         let running = Locked((now: 0, most: 0, done: 0))
         let gate = Locked(false)
         for _ in 0..<20 {
@@ -37,7 +38,7 @@ struct ThreadPoolTests {
 
     @Test(.timeLimit(.minutes(1)))
     func aCancelledCallerReturnsAtOnceAndItsWaitingJobNeverRuns() async {
-        let pool = ThreadPool(name: "test.pool", maxThreads: 1, maxIdle: 1)
+        let pool = BlockingPool(name: "test.pool", maxThreads: 1, maxIdle: 1)
         let gate = Locked(false)
         let ran = Counter()
         // The only thread is busy until the gate opens.
@@ -54,7 +55,7 @@ struct ThreadPoolTests {
 
     @Test(.timeLimit(.minutes(1)))
     func returnsTheResultAndReusesItsThreads() async {
-        let pool = ThreadPool(name: "test.pool", maxThreads: 2, maxIdle: 2)
+        let pool = BlockingPool(name: "test.pool", maxThreads: 2, maxIdle: 2)
         for value in 0..<50 {
             #expect(await pool.run { value * 2 } == value * 2)
         }

@@ -1,3 +1,5 @@
+import GatekeeperSupport
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -7,7 +9,7 @@
 /// The one bridge between blocking work — a call into a C library that may block, ask questions and
 /// ignore cancellation — and the async task that wants its result.
 ///
-/// The work runs on a thread of a ``ThreadPool``, never on the cooperative pool. The caller gets the
+/// The work runs on a thread of a ``BlockingPool``, never on the cooperative pool. The caller gets the
 /// work's value, or `nil` as soon as its task is cancelled: the work is told (``onCancel(_:)``,
 /// ``isCancelled``) and its late value is dropped. While it runs, the work may put questions to the async
 /// world (``ask(_:)``): its thread blocks until the answer comes, or until the call is cancelled.
@@ -32,7 +34,8 @@ package final class BlockingBridge<Value: Sendable>: Sendable {
 
     /// Runs `work` on `pool` and returns its value (or the one it ``deliver(_:)``s first), or `nil` as soon
     /// as the calling task is cancelled. Work cancelled before a thread took it never starts.
-    package func run(on pool: ThreadPool, _ work: @escaping @Sendable (BlockingBridge<Value>) -> Value) async -> Value?
+    package func run(on pool: BlockingPool, _ work: @escaping @Sendable (BlockingBridge<Value>) -> Value) async
+        -> Value?
     {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

@@ -1,21 +1,29 @@
+import GatekeeperSupport
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
     import Musl
 #endif
 
-/// A bounded set of ordinary threads for blocking C work (PAM transactions, password hashing), apart
-/// from Swift's cooperative pool.
+/// A bounded set of ordinary threads for blocking C work (PAM transactions, password hashing, LDAP
+/// operations), apart from Swift's cooperative pool.
+///
+/// Backends run their blocking work that ends by itself on ``shared`` unless given a pool of their own
+/// (`LDAPConfiguration.threads`, `OIDCConfiguration.threads`, `PAMAuthProvider.Configuration.threads`,
+/// `FileAuthProvider`'s `threads:`): give a service's backends one pool sized for the service, or give
+/// a backend that may hang (a directory far away) a pool of its own so that it cannot hold up the rest.
 ///
 /// At most `maxThreads` jobs run at once; later ones wait in line, first come first served, so a burst
 /// of logins cannot start threads (or hash with gigabytes of memory) without limit. A thread that
 /// finishes is kept for the next job, up to `maxIdle` of them. A job whose caller stopped waiting before
 /// it started is dropped, never run (as swift-nio's `runIfActive` does).
-package final class ThreadPool: Sendable {
-    package let maxThreads: Int
+public final class BlockingPool: Sendable {
+    /// How many jobs may run at once.
+    public let maxThreads: Int
     private let maxIdle: Int
     /// What the pool is for, in messages.
-    package let name: String
+    public let name: String
     private let state = Locked(State())
 
     private struct State {
@@ -45,7 +53,7 @@ package final class ThreadPool: Sendable {
     ///   - name: What the pool is for.
     ///   - maxThreads: How many jobs may run at once.
     ///   - maxIdle: How many finished threads are kept for later jobs.
-    package init(name: String, maxThreads: Int, maxIdle: Int) {
+    public init(name: String, maxThreads: Int, maxIdle: Int) {
         precondition(maxThreads >= 1, "a pool needs a thread")
         self.name = name
         self.maxThreads = maxThreads
@@ -60,7 +68,7 @@ package final class ThreadPool: Sendable {
     /// shared-object plugins (their conversations), a plugin's answers to its host (a host that calls
     /// back into it from a thread of this pool would otherwise wait on itself), and password hashing,
     /// one check per processor (`PasswordHash.checks`).
-    package static let shared = ThreadPool(name: "gatekeeper.blocking", maxThreads: 64, maxIdle: 4)
+    public static let shared = BlockingPool(name: "gatekeeper.blocking", maxThreads: 64, maxIdle: 4)
 
     /// The number of online processors, at least 1.
     package static var processorCount: Int {
@@ -148,16 +156,16 @@ private struct Job: Sendable {
 
 /// One pool thread.
 private final class Worker: Sendable {
-    private let pool: ThreadPool
+    private let pool: BlockingPool
     private let wakeup = Signal()
     private let assigned = Locked<Job?>(nil)
 
-    private init(pool: ThreadPool) {
+    private init(pool: BlockingPool) {
         self.pool = pool
     }
 
     /// Starts a thread running `job` first; `false` if the system refused a thread.
-    static func start(in pool: ThreadPool, with job: Job) -> Bool {
+    static func start(in pool: BlockingPool, with job: Job) -> Bool {
         let worker = Worker(pool: pool)
         worker.assigned.withLock { $0 = job }
         var attributes = pthread_attr_t()
