@@ -106,7 +106,9 @@ public enum PasswordChangeOutcome: Sendable, Hashable {
     }
 }
 
-/// Why a backend that knows the account will not change its password.
+/// Why a backend that knows the account will not change its password: the reason in a change's outcome,
+/// as ``Rejection`` is a login's, never thrown (callers get ``error``). It is an `Error` only so that a
+/// `Result` can carry it (``PasswordPrompt/askNewPassword(_:)``).
 public enum PasswordChangeRefusal: Error, Sendable, Hashable {
     /// The current password given is wrong.
     case wrongCurrentPassword
