@@ -115,6 +115,50 @@ struct PasswordChangeAtLoginTests {
         }
     }
 
+    /// A wrong password is a failed guess when another entry of the stack is down and its
+    /// `authinfo_unavail` becomes the stack's answer: the entry that refused the credential checked it,
+    /// and its trace (`--explain`) tells right from wrong, so the guess counts, in either order.
+    @Test func aRefusedCredentialIsCountedWhenAnotherEntryIsDown() async throws {
+        for order in [false, true] {
+            let down = ProviderChain.Entry(.required, DebugAuthProvider(result: .authinfoUnavailable))
+            let entry = ProviderChain.Entry(.required, provider())
+            let gatekeeper = Gatekeeper(
+                provider: ProviderChain(order ? [entry, down] : [down, entry]),
+                configuration: .init(maxAttempts: 1, lockout: .init(deny: 2), failDelay: .zero))
+            for _ in 0..<2 {
+                await #expect(throws: AuthError.self) {
+                    try await gatekeeper.signIn(try credentials("alice", "guess"))
+                }
+            }
+            #expect(gatekeeper.latestTrace?.refusedCredential == true)
+            // Counted: the next attempt, the right password included, finds the name locked out.
+            await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+                try await gatekeeper.signIn(try credentials("alice", "wonderland"))
+            }
+        }
+    }
+
+    /// A wrong current password at a change is a failed guess when another entry of the stack is down and
+    /// its `authinfo_unavail` decides the pass: counted, as at a login.
+    @Test func aWrongCurrentPasswordIsCountedWhenAnotherEntryIsDown() async throws {
+        let gatekeeper = Gatekeeper(
+            provider: ProviderChain([
+                .init(.required, DebugAuthProvider(preliminaryChangeResult: .authinfoUnavailable)),
+                .init(.required, provider()),
+            ]),
+            configuration: .init(maxAttempts: 1, lockout: .init(deny: 2), failDelay: .zero))
+        try await gatekeeper.signIn(try credentials("alice", "wonderland"))
+        for _ in 0..<2 {
+            await #expect(throws: AuthError.self) {
+                try await gatekeeper.changePassword(
+                    conversation: ScriptedConversation(
+                        .secret("not-it"), .secret("looking-glass"), .secret("looking-glass")))
+            }
+        }
+        #expect(gatekeeper.latestTrace?.refusedCredential == true)
+        #expect(try gatekeeper.lockout.status(of: LockoutAccount("alice"), policy: .init(deny: 2)).isLocked)
+    }
+
     /// Debian's common-auth shape — the password entry jumps over a `requisite pam_deny` on success, so its
     /// success counts nothing — still changes an expired password before it admits, and, where nothing
     /// can be asked, refuses with its own error, uncounted.

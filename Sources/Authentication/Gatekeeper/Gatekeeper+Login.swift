@@ -325,8 +325,19 @@ extension Gatekeeper {
             failed(account.key, known: false, .userNotFound, status: attempt?.status, stackEntry: entry)
             throw configuration.revealsUnknownUsers ? .userNotFound : .invalidCredentials
         case .unavailable(let reason):
-            withdraw(attempt)
             if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
+            if trace?.refusedCredential == true {
+                // An entry refused the credential before another one, down, became the stack's answer: that
+                // entry checked it, and the trace tells right from wrong, so it is a failed guess, counted.
+                record(
+                    .signInFailed, account.key, known: account.known, .providerUnavailable(reason: reason),
+                    detail: "an entry of the stack refused the credential: counted")
+                if let status = attempt?.status, status.isLocked {
+                    _ = lockedOut(status, account.key, known: account.known)
+                }
+            } else {
+                withdraw(attempt)
+            }
             record(.providerUnavailable, unverified: username, .providerUnavailable(reason: reason))
             throw .providerUnavailable(reason: reason)
         case .failed(let code, let reason):
@@ -371,9 +382,10 @@ extension Gatekeeper {
             throw error
         }
         let outcome: PasswordChangeOutcome
+        let trace: ProviderChain.Trace?
         do throws(AuthError) {
             // Every answer checked as a login's are, so providers may rely on it here too.
-            outcome = try await tracing { () async throws(AuthError) in
+            (outcome, trace) = try await tracing { () async throws(AuthError) in
                 try await provider.changePasswordWithTrace(
                     of: identity.username, conversation: ValidatingConversation(conversation),
                     terminal: configuration.terminal, remoteHost: configuration.remoteHost,
@@ -384,11 +396,13 @@ extension Gatekeeper {
             record(.passwordChangeFailed, identity.username, error)
             throw error
         }
-        // Only a wrong current password was a guess; anything else takes the attempt back.
-        if outcome != .rejected(.wrongCurrentPassword) { withdraw(counted) }
+        // Only a wrong current password was a guess — the stack's answer, or an entry's whose refusal another
+        // entry's answer decided over; anything else takes the attempt back.
+        let guessed = outcome == .rejected(.wrongCurrentPassword) || trace?.refusedCredential == true
+        if !guessed { withdraw(counted) }
         if let error = outcome.error {
             record(.passwordChangeFailed, identity.username, error)
-            if outcome == .rejected(.wrongCurrentPassword) {
+            if guessed {
                 if let status = counted?.status, status.isLocked {
                     _ = lockedOut(status, identity.username, known: true)
                 }
@@ -411,7 +425,7 @@ extension Gatekeeper {
         await conversation.show("Changing password for \(identity.username).", as: .info)
         let outcome: PasswordChangeOutcome
         do throws(AuthError) {
-            outcome = try await tracing { () async throws(AuthError) in
+            (outcome, _) = try await tracing { () async throws(AuthError) in
                 try await provider.changePasswordWithTrace(
                     of: identity.username, conversation: ValidatingConversation(conversation), expiredOnly: true,
                     terminal: configuration.terminal, remoteHost: configuration.remoteHost,
@@ -437,11 +451,11 @@ extension Gatekeeper {
     /// Runs a password change, keeping its trace as the latest (``latestTrace``).
     private func tracing(
         _ change: () async throws(AuthError) -> Traced<PasswordChangeOutcome>
-    ) async throws(AuthError) -> PasswordChangeOutcome {
+    ) async throws(AuthError) -> (PasswordChangeOutcome, ProviderChain.Trace?) {
         let number = traces.begin()
         let answer = try await change()
         traces.land(answer.trace, number: number)
-        return answer.outcome
+        return (answer.outcome, answer.trace)
     }
 
     /// The lockout policy in force, if any.
