@@ -701,7 +701,8 @@ public final class OIDCAuthProvider: AuthProvider {
         guard let error = object["error"]?.string else { return text }
         text += Self.knownErrors.contains(error) ? ": " + error : " with an error of its own"
         if !personal, let description = object["error_description"]?.string, !echoesClientSecret(description) {
-            text += " (" + TextSafety.escaped(String(description.prefix(200))) + ")"
+            // Cut by Unicode scalars: one letter under a megabyte of accents is one `Character`.
+            text += " (" + TextSafety.escaped(String(description.unicodeScalars.prefix(200))) + ")"
         }
         return text
     }

@@ -14,7 +14,7 @@ public struct ConfigurationError: CodedError {
     public let location: StackConfiguration.Location?
     /// The option at fault, without dashes, when one is.
     public let option: String?
-    /// The word at fault, escaped and at most 64 characters long; empty when there is none.
+    /// The word at fault, escaped and at most 64 Unicode scalars long; empty when there is none.
     public let word: String
     public let message: String
     /// For a value refused by ``ConfigurationValue``'s grammar: what it should have been, as a phrase
@@ -43,9 +43,14 @@ public struct ConfigurationError: CodedError {
         Self(code, location: location, option: option, word: word, message, expected: expected)
     }
 
-    /// `text` cut to 64 characters, so that a megabyte-long word is not echoed whole.
+    /// `text` cut to 64 characters, so that a megabyte-long word is not echoed whole — counted as Unicode
+    /// scalars, so that one letter under a megabyte of accents (one `Character`) is cut too.
     static func shortened(_ text: String) -> String {
-        text.count <= 64 ? text : String(text.prefix(64)) + "…"
+        let scalars = text.unicodeScalars
+        guard let cut = scalars.index(scalars.startIndex, offsetBy: 64, limitedBy: scalars.endIndex),
+            cut != scalars.endIndex
+        else { return text }
+        return String(scalars[..<cut]) + "…"
     }
 
     /// `FILE:LINE:COLUMN: WORD: message`, `FILE: message` for a file as a whole, or the message alone for
@@ -85,7 +90,7 @@ extension ConfigurationError {
     }
 
     public static func invalidValue(option: String, value: String, expected: String) -> Self {
-        let shown = value.count <= 64 ? value : String(value.prefix(64)) + "…"
+        let shown = shortened(value)
         return Self(
             .value, location: nil, option: option, word: value,
             "--\(option) \(shown.debugDescription) is not \(expected).", expected: expected)

@@ -149,6 +149,10 @@ struct ScriptedREPLTests {
         #expect(result.status == 0)
         #expect(result.stdout.contains("Unknown command '\(String(repeating: "x", count: 32))…'"))
         #expect(result.stdout.contains("Not signed in."))
+        // One character: a letter under thousands of accents.
+        let accented = try session("a" + String(repeating: "\u{301}", count: 3_000) + "\nwhoami\n")
+        #expect(accented.stdout.contains("Not signed in."))
+        #expect(accented.stdout.utf8.count < 1_000)
     }
 
     @Test func binaryGarbageIsHarmless() throws {

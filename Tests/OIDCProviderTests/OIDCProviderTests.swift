@@ -191,6 +191,17 @@ struct OIDCProviderTests {
         try server.set("good")
     }
 
+    /// A server's error description is shown cut short, one letter under a megabyte of accents (one
+    /// `Character`) included.
+    @Test func aServersErrorDescriptionIsCutShort() throws {
+        let provider = try OIDCAuthProvider(.init(issuer: "https://id.example.com", clientID: "x"))
+        let accented = "a" + String(repeating: "\u{301}", count: 100_000)
+        let body = Array("{\"error\":\"invalid_request\",\"error_description\":\"\(accented)\"}".utf8)
+        let text = provider.errorText(
+            "token", HTTPClient.Answer(status: 400, body: body, contentType: "application/json"))
+        #expect(text.utf8.count < 1_000)
+    }
+
     @Test func configurationsThatCannotBeTrustedAreRefused() throws {
         #expect(throws: (any Error).self) {
             try OIDCAuthProvider(.init(issuer: "http://id.example.com", clientID: "x", allowsPlainHTTP: true))

@@ -277,6 +277,13 @@ struct StackConfigurationTests {
         #expect {
             try parse("required mock " + String(repeating: "x", count: 100_000) + "=1\n")
         } throws: { "\($0)".utf8.count < 600 }
+        // One character long: a letter and a hundred thousand accents on it.
+        let accented = "a" + String(repeating: "\u{301}", count: 100_000)
+        #expect {
+            try parse("required mock delay=\(accented)\n").makeChain(registry: registry)
+        } throws: { "\($0)".utf8.count < 600 }
+        #expect { try parse("required \(accented)\n") } throws: { "\($0)".utf8.count < 600 }
+        #expect { try parse("\(accented) mock\n") } throws: { "\($0)".utf8.count < 600 }
     }
 
     /// A backend's own refusal (an option it needs, a resource it cannot use) keeps its code in a file and

@@ -347,7 +347,8 @@ final class REPL: Sendable {
                 }
             )
         )
-        return cleaned.count > 32 ? cleaned.prefix(32) + "…" : cleaned
+        // Cut by Unicode scalars: one letter under a thousand accents is one `Character`.
+        return cleaned.unicodeScalars.count > 32 ? String(cleaned.unicodeScalars.prefix(32)) + "…" : cleaned
     }
 
     static func describe(_ duration: Duration?) -> String {
