@@ -137,6 +137,42 @@ private struct Callbacks: @unchecked Sendable {
     let value: gk_conversation
 }
 
+/// The host's callbacks one login has running, so that `authenticate` returns only once none is: the
+/// conversation is the host's only during that call (gatekeeper_plugin.h), and a question the provider
+/// stopped waiting for — its task cancelled — may still be running in the host. Once the login ends, no
+/// callback starts.
+private final class HostCalls: Sendable {
+    private let state = Locked<(running: Int, ended: Bool, idle: Signal?)>((0, false, nil))
+
+    /// Runs `call` unless the login has ended; `nil` when it has.
+    func run<T>(_ call: () -> T) -> T? {
+        let started = state.withLock { state in
+            guard !state.ended else { return false }
+            state.running += 1
+            return true
+        }
+        guard started else { return nil }
+        defer {
+            state.withLock { state in
+                state.running -= 1
+                if state.running == 0 { state.idle?.post() }
+            }
+        }
+        return call()
+    }
+
+    /// The login ended: no callback starts any more, and this waits for those running.
+    func end() {
+        let idle = state.withLock { state -> Signal? in
+            state.ended = true
+            guard state.running > 0 else { return nil }
+            state.idle = Signal()
+            return state.idle
+        }
+        idle?.wait()
+    }
+}
+
 /// The host's conversation, reached through its callbacks off the cooperative pool.
 ///
 /// What the host answers is checked before the provider sees it, as a ``Gatekeeper`` checks it: a
@@ -145,6 +181,7 @@ private struct Callbacks: @unchecked Sendable {
 /// ``Credentials/validatePassword(_:)``, a visible one must be UTF-8 without a NUL (as the ABI says).
 private struct CallbackConversation: Conversation {
     let wrapped: Callbacks
+    let calls: HostCalls
     var callbacks: gk_conversation { wrapped.value }
 
     /// The longest visible answer taken from the host.
@@ -158,14 +195,15 @@ private struct CallbackConversation: Conversation {
         guard !prompt.utf8.contains(0) else {
             throw .providerUnavailable(reason: "a prompt with a NUL byte cannot cross the plugin ABI")
         }
-        let wrapped = self.wrapped
+        let (wrapped, calls) = (self.wrapped, self.calls)
         let answer = await PluginExport.threads.run { () -> Result<[UInt8], AuthError> in
             let callbacks = wrapped.value
             var pointer: UnsafePointer<CChar>?
             var length = 0
-            let status = prompt.withCString {
-                callbacks.ask(callbacks.context, Int32(style.rawValue), $0, &pointer, &length)
+            let asked = calls.run {
+                prompt.withCString { callbacks.ask(callbacks.context, Int32(style.rawValue), $0, &pointer, &length) }
             }
+            guard let status = asked else { return .failure(.cancelled) }
             switch status {
             case Int32(GK_OK.rawValue):
                 guard let pointer else { return .failure(.providerUnavailable(reason: "the host gave no answer")) }
@@ -203,10 +241,10 @@ private struct CallbackConversation: Conversation {
 
     func show(_ message: String, as kind: MessageKind) async {
         let message = withoutNUL(message)
-        let wrapped = self.wrapped
+        let (wrapped, calls) = (self.wrapped, self.calls)
         let style = Int32((kind == .error ? GK_SHOW_ERROR : GK_SHOW_INFO).rawValue)
         _ = await PluginExport.threads.run {
-            message.withCString { wrapped.value.show(wrapped.value.context, style, $0) }
+            calls.run { message.withCString { wrapped.value.show(wrapped.value.context, style, $0) } }
         }
     }
 }
@@ -265,8 +303,9 @@ private let exportedAuthenticate:
             fill(outcome, with: .success(.notMine))
             return 0
         }
+        let calls = HostCalls()
         let request = AuthRequest(
-            username: name, conversation: CallbackConversation(wrapped: Callbacks(value: callbacks)))
+            username: name, conversation: CallbackConversation(wrapped: Callbacks(value: callbacks), calls: calls))
         let done = Signal()
         let result = Locked<Result<AuthOutcome, AuthError>>(.failure(.cancelled))
         let key = UInt(bitPattern: callbacks.context)
@@ -283,6 +322,8 @@ private let exportedAuthenticate:
         if callbacks.is_cancelled(callbacks.context) != 0 { task.cancel() }
         done.wait()
         instance.end(login, of: key)
+        // A question the provider stopped waiting for may still be in the host's hands.
+        calls.end()
         fill(outcome, with: result.withLock { $0 })
         return 0
     }

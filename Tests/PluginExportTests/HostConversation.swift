@@ -24,6 +24,9 @@ final class HostConversation: @unchecked Sendable {
         /// Blocks until the login is cancelled, then answers GK_CANCELLED (as a person at a terminal
         /// who never answers, until the host cancels).
         case untilCancelled
+        /// Blocks until the login is cancelled, then takes a while longer before it answers GK_CANCELLED
+        /// (a host whose prompt notices the cancellation at its next poll).
+        case lingeringAfterCancel
 
         static func text(_ text: String) -> Reply { .bytes(Array(text.utf8)) }
         static let cancelled = Reply.status(Int32(GK_CANCELLED.rawValue))
@@ -40,6 +43,7 @@ final class HostConversation: @unchecked Sendable {
     private let recorded = Locked<[Event]>([])
     private let cancelledFlag = Locked(false)
     private let handedOut = Locked<[Allocation]>([])
+    private let inside = Locked(0)
 
     /// An answer handed to the plugin, wiped and freed with the conversation.
     private struct Allocation: @unchecked Sendable {
@@ -61,6 +65,9 @@ final class HostConversation: @unchecked Sendable {
     var events: [Event] { recorded.withLock { $0 } }
 
     var isCancelled: Bool { cancelledFlag.withLock { $0 } }
+
+    /// How many of the host's callbacks are running now.
+    var callbacksRunning: Int { inside.withLock { $0 } }
 
     /// What the host passes to `authenticate`.
     var conversation: gk_conversation {
@@ -85,6 +92,8 @@ final class HostConversation: @unchecked Sendable {
         _ length: UnsafeMutablePointer<Int>?
     ) -> Int32 {
         recorded.withLock { $0.append(.asked(style, prompt)) }
+        inside.withLock { $0 += 1 }
+        defer { inside.withLock { $0 -= 1 } }
         let reply = script.withLock { $0.isEmpty ? Reply.cancelled : $0.removeFirst() }
         switch reply {
         case .status(let status):
@@ -99,6 +108,10 @@ final class HostConversation: @unchecked Sendable {
             return give(bytes, claiming: claimed, answer, length)
         case .untilCancelled:
             _ = eventually { isCancelled }
+            return Int32(isCancelled ? GK_CANCELLED.rawValue : GK_FAILED.rawValue)
+        case .lingeringAfterCancel:
+            _ = eventually { isCancelled }
+            usleep(300_000)
             return Int32(isCancelled ? GK_CANCELLED.rawValue : GK_FAILED.rawValue)
         }
     }

@@ -57,6 +57,19 @@ struct PluginExportCancellationTests {
         #expect(host.events == [.asked(Style.hidden, "Password: ")])
     }
 
+    /// The conversation is the host's only while `authenticate` runs (gatekeeper_plugin.h): a login
+    /// cancelled while the host is still in its question returns only once the host's callback has.
+    @Test func aCancelledLoginReturnsOnlyAfterTheHostsQuestionHas() async throws {
+        let instance = try ExportedInstance(DoubleProvider.alice())
+        let host = HostConversation(.lingeringAfterCancel)
+        let call = instance.start("alice", host)
+        #expect(await eventually { host.callbacksRunning == 1 })
+        host.cancel(instance)
+        let answer = await call.value()
+        #expect(answer?.kind == ExportedAnswer.cancelled, "\(String(describing: answer))")
+        #expect(host.callbacksRunning == 0)
+    }
+
     /// Two logins at once: cancelling one leaves the other to finish.
     @Test func cancelEndsOnlyTheLoginOfItsContext() async throws {
         let gate = Gate()
