@@ -24,8 +24,8 @@ public enum ConfigurationValue {
 
     /// A duration in `range`: a number (digits, then at most three decimals) and a unit (`ms`, `s`, `m`,
     /// `h`, `d`; none is seconds), a whole number of milliseconds.
-    /// - Throws: ``ConfigurationError/invalid(expected:)`` for another unit, a sign, an exponent, a value finer than a millisecond,
-    ///   one past the bound or too large to compute.
+    /// - Throws: ``ConfigurationError/invalid(expected:)`` for another unit, a sign, an exponent, a value
+    ///   finer than a millisecond, one past the bound or too large to compute.
     public static func duration(_ text: String, in range: ClosedRange<Duration>) throws(ConfigurationError) -> Duration
     {
         // Made only when refusing: a login reads durations too, and a message is not free.

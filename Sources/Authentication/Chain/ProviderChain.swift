@@ -270,8 +270,8 @@ public final class ProviderChain: AuthProvider {
     }
 
     /// Walks the stack as `_pam_dispatch_aux` does: `answer` runs an entry and gives its PAM result (and,
-    /// when the entry is itself a stack, that stack's trace); `counted` is told of each entry whose answer became the stack's status. Cancellation ends the walk
-    /// at once: no later entry runs.
+    /// when the entry is itself a stack, that stack's trace); `counted` is told of each entry whose answer
+    /// became the stack's status. Cancellation ends the walk at once: no later entry runs.
     private func walk(
         _ answer: (Int, Entry) async throws(AuthError) -> (PAMResult, Trace?),
         counted: (Int, Entry) -> Void
