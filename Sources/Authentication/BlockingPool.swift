@@ -15,20 +15,24 @@ import GatekeeperSupport
 /// a backend that may hang (a directory far away) a pool of its own so that it cannot hold up the rest.
 ///
 /// At most `maxThreads` jobs run at once; later ones wait in line, first come first served, so a burst
-/// of logins cannot start threads (or hash with gigabytes of memory) without limit. A thread that
-/// finishes is kept for the next job, up to `maxIdle` of them. A job whose caller stopped waiting before
-/// it started is dropped, never run (as swift-nio's `runIfActive` does).
+/// of logins cannot start threads (or hash with gigabytes of memory) without limit. A job whose caller
+/// stopped waiting before it started is dropped, never run (as swift-nio's `runIfActive` does).
+///
+/// A thread that finishes with no job waiting is kept for the next job of any pool, as long as fewer than
+/// its pool's `maxIdle` threads are kept (one set for the process): pools bound the jobs they run, not
+/// the threads they own. A login that looks its account up on ``shared`` and then runs its PAM
+/// transaction on PAM's own pool makes one thread, not two (a first thread costs a process about 0.2 ms).
 public final class BlockingPool: Sendable {
     /// How many jobs may run at once.
     public let maxThreads: Int
-    private let maxIdle: Int
+    fileprivate let maxIdle: Int
     /// What the pool is for, in messages.
     public let name: String
     private let state = Locked(State())
 
     private struct State {
-        var threads = 0
-        var idle: [Worker] = []
+        /// Jobs of this pool running now, each on a thread.
+        var running = 0
         var waiting: [Job] = []
         var head = 0
 
@@ -52,7 +56,8 @@ public final class BlockingPool: Sendable {
     /// - Parameters:
     ///   - name: What the pool is for.
     ///   - maxThreads: How many jobs may run at once.
-    ///   - maxIdle: How many finished threads are kept for later jobs.
+    ///   - maxIdle: How many idle threads (of every pool) may be kept for later jobs when one of this
+    ///     pool's finishes.
     public init(name: String, maxThreads: Int, maxIdle: Int) {
         precondition(maxThreads >= 1, "a pool needs a thread")
         self.name = name
@@ -75,6 +80,9 @@ public final class BlockingPool: Sendable {
         max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
     }
 
+    /// How many threads wait for a job of any pool now.
+    package static var idleThreadCount: Int { Worker.idleCount }
+
     /// How many jobs wait for a thread now.
     package var waitingCount: Int {
         state.withLock { $0.waiting.count - $0.head }
@@ -87,34 +95,24 @@ public final class BlockingPool: Sendable {
         _ job: @escaping @Sendable () -> Void
     ) {
         let job = Job(isAbandoned: isAbandoned, body: job)
-        enum Placement {
-            case worker(Worker)
-            case newThread
-            case queued
-        }
-        let placement = state.withLock { state -> Placement in
-            if let worker = state.idle.popLast() { return .worker(worker) }
-            if state.threads < maxThreads {
-                state.threads += 1
-                return .newThread
+        let runsNow = state.withLock { state -> Bool in
+            guard state.running < maxThreads else {
+                state.waiting.append(job)
+                return false
             }
-            state.waiting.append(job)
-            return .queued
+            state.running += 1
+            return true
         }
-        switch placement {
-        case .worker(let worker):
-            worker.assign(job)
-        case .newThread:
-            if !Worker.start(in: self, with: job) {
-                // No thread could be made (out of resources): the job waits in line, for a running
-                // thread to take it or for the next submission to try making a thread again.
-                state.withLock { state in
-                    state.threads -= 1
-                    state.waiting.append(job)
-                }
+        guard runsNow else { return }
+        if let worker = Worker.takeIdle() {
+            worker.assign(job, of: self)
+        } else if !Worker.start(in: self, with: job) {
+            // No thread could be made (out of resources): the job waits in line, for a running thread
+            // to take it or for the next submission to try making a thread again.
+            state.withLock { state in
+                state.running -= 1
+                state.waiting.append(job)
             }
-        case .queued:
-            break
         }
     }
 
@@ -134,16 +132,13 @@ public final class BlockingPool: Sendable {
         }
     }
 
-    /// What a worker does after a job: the next waiting job, or `nil` to park (`true`) or exit (`false`).
-    fileprivate func next(after worker: Worker) -> (Job?, park: Bool) {
+    /// What a worker does after a job of this pool: the next waiting one, or `nil` when none waits (the
+    /// worker no longer counts as this pool's).
+    fileprivate func nextJob() -> Job? {
         state.withLock { state in
-            if let job = state.nextWaiting() { return (job, false) }
-            if state.idle.count < maxIdle {
-                state.idle.append(worker)
-                return (nil, true)
-            }
-            state.threads -= 1
-            return (nil, false)
+            if let job = state.nextWaiting() { return job }
+            state.running -= 1
+            return nil
         }
     }
 }
@@ -154,20 +149,25 @@ private struct Job: Sendable {
     let body: @Sendable () -> Void
 }
 
-/// One pool thread.
+/// One pool thread, running the jobs of one pool at a time, and kept idle between pools.
 private final class Worker: Sendable {
-    private let pool: BlockingPool
     private let wakeup = Signal()
-    private let assigned = Locked<Job?>(nil)
+    private let assigned = Locked<(job: Job, pool: BlockingPool)?>(nil)
 
-    private init(pool: BlockingPool) {
-        self.pool = pool
+    /// The threads waiting for a job, of every pool.
+    private static let idle = Locked<[Worker]>([])
+
+    static var idleCount: Int { idle.withLock { $0.count } }
+
+    /// An idle thread, taken for a job, if there is one.
+    static func takeIdle() -> Worker? {
+        idle.withLock { $0.popLast() }
     }
 
-    /// Starts a thread running `job` first; `false` if the system refused a thread.
+    /// Starts a thread running `job` of `pool` first; `false` if the system refused a thread.
     static func start(in pool: BlockingPool, with job: Job) -> Bool {
-        let worker = Worker(pool: pool)
-        worker.assigned.withLock { $0 = job }
+        let worker = Worker()
+        worker.assigned.withLock { $0 = (job, pool) }
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
@@ -191,25 +191,31 @@ private final class Worker: Sendable {
         return true
     }
 
-    func assign(_ job: Job) {
-        assigned.withLock { $0 = job }
+    func assign(_ job: Job, of pool: BlockingPool) {
+        assigned.withLock { $0 = (job, pool) }
         wakeup.post()
     }
 
     private func loop() {
         // Pool threads run C libraries that write to sockets; a peer that went away must not end the host.
         BrokenPipes.blockInThisThread()
-        var job = assigned.withLock { $0.take() }
+        guard var (job, pool) = assigned.withLock({ $0.take() }) else { return }
         while true {
-            if let current = job, !current.isAbandoned() { current.body() }
-            let (next, park) = pool.next(after: self)
-            if let next {
+            if !job.isAbandoned() { job.body() }
+            if let next = pool.nextJob() {
                 job = next
                 continue
             }
-            guard park else { return }
+            // Kept while fewer than the finishing pool's `maxIdle` threads wait, else the thread ends.
+            let parked = Self.idle.withLock { idle in
+                guard idle.count < pool.maxIdle else { return false }
+                idle.append(self)
+                return true
+            }
+            guard parked else { return }
             wakeup.wait()
-            job = assigned.withLock { $0.take() }
+            guard let assignment = assigned.withLock({ $0.take() }) else { return }
+            (job, pool) = assignment
         }
     }
 }

@@ -60,4 +60,52 @@ struct BlockingPoolTests {
             #expect(await pool.run { value * 2 } == value * 2)
         }
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aThreadLeftIdleByOnePoolRunsAnothersJob() async {
+        // Other tests' pools share the idle threads too, and may take the one parked here first: the
+        // hand-over has to be seen once in twenty tries (never, when each pool keeps its own threads).
+        let lookUps = BlockingPool(name: "test.look-ups", maxThreads: 4, maxIdle: 4)
+        let transactions = BlockingPool(name: "test.transactions", maxThreads: 4, maxIdle: 4)
+        var handedOver = false
+        for _ in 0..<20 where !handedOver {
+            let first = await lookUps.run { Self.threadID() }
+            #expect(await eventually { BlockingPool.idleThreadCount > 0 })
+            let second = await transactions.run { Self.threadID() }
+            handedOver = first != nil && first != -1 && first == second
+        }
+        #expect(handedOver, "the second pool never ran on the thread the first had left idle")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aPoolKeepingNoIdleThreadLetsItsThreadEnd() async {
+        let once = BlockingPool(name: "test.no-idle", maxThreads: 1, maxIdle: 0)
+        let (thread, threadsBefore) = await once.run { (Self.threadID(), Self.threads()) } ?? (0, [])
+        #expect(threadsBefore.contains(thread))
+        // The thread ends once its job is done: no pool keeps it.
+        #expect(await eventually { !Self.threads().contains(thread) })
+    }
+
+    /// The calling thread's id, from /proc/thread-self (PID/task/TID).
+    private static func threadID() -> Int32 {
+        var target = [CChar](repeating: 0, count: 64)
+        let length = readlink("/proc/thread-self", &target, target.count - 1)
+        guard length > 0 else { return -1 }
+        let path = String(decoding: target.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return Int32(path.split(separator: "/").last ?? "") ?? -1
+    }
+
+    /// The ids of this process's threads now.
+    private static func threads() -> Set<Int32> {
+        guard let directory = opendir("/proc/self/task") else { return [] }
+        defer { closedir(directory) }
+        var found: Set<Int32> = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if let id = Int32(name) { found.insert(id) }
+        }
+        return found
+    }
 }
