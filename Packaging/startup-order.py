@@ -8,9 +8,9 @@ that ran, and writes each symbol once, in the order first seen, leaving out a sy
 more than once or in a code section over 64 KiB, and one in the same section as a symbol listed before
 (its link map, BUILD_DIRECTORY/TOOL.map, says which).
 
-With --check (make test-package), fails unless the tools in BUILD_DIRECTORY were linked in that order —
-gatekeeper-run's code begins with the section of the list's first function, and the list's first
-functions follow at rising addresses — and at least half of
+With --check (make test-package), fails unless gatekeeper-run and gatekeeper-passwd in BUILD_DIRECTORY
+were linked in that order — each one's code begins with the section of the list's first function it has,
+and the list's first functions follow at rising addresses — and at least half of
 the list still names functions of the tools (below that, the list is stale: make startup-order).
 """
 
@@ -101,22 +101,23 @@ def check(build, order_path):
     with open(order_path) as lines:
         order = [line.strip() for line in lines if line.strip()]
     run, text_start = addresses(os.path.join(build, "gatekeeper-run"))
-    passwd, _ = addresses(os.path.join(build, "gatekeeper-passwd"))
+    passwd, passwd_start = addresses(os.path.join(build, "gatekeeper-passwd"))
     present = [symbol for symbol in order if symbol in run or symbol in passwd]
     problems = []
     if len(present) * 2 < len(order):
         problems.append(
             f"only {len(present)} of the {len(order)} functions it lists are in the tools: it is stale "
             "(make startup-order writes it anew)")
-    placed = [run[symbol] for symbol in order if symbol in run][:50]
-    # The first function's section begins the code; the function itself may stand after others of its section.
-    if not placed or not text_start <= placed[0] < text_start + SECTION_LIMIT or placed != sorted(placed):
-        problems.append("gatekeeper-run was not linked in its order (--symbol-ordering-file)")
+    for tool, (found, start) in (("gatekeeper-run", (run, text_start)), ("gatekeeper-passwd", (passwd, passwd_start))):
+        placed = [found[symbol] for symbol in order if symbol in found][:50]
+        # The first function's section begins the code; the function may stand after others of its section.
+        if not placed or not start <= placed[0] < start + SECTION_LIMIT or placed != sorted(placed):
+            problems.append(f"{tool} was not linked in its order (--symbol-ordering-file)")
     for problem in problems:
         print(f"startup-order: {order_path}: {problem}", file=sys.stderr)
     if problems:
         sys.exit(1)
-    print(f"startup-order: {len(present)} of {len(order)} functions present, gatekeeper-run laid out in order")
+    print(f"startup-order: {len(present)} of {len(order)} functions present, the tools laid out in order")
 
 
 def main():

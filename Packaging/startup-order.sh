@@ -67,6 +67,10 @@ profile 4-file 'correct horse battery staple' gatekeeper-run --provider file --u
 profile 5-verify 'correct horse battery staple' gatekeeper-passwd verify "$scratch/users" alice --password-stdin
 profile 6-help '' gatekeeper-run --help
 
-python3 "$here/startup-order.py" "$build" "$scratch/profiles" > "$output.new"
-mv "$output.new" "$output"
+# Written beside the list, under a name no one else can have placed (mktemp), then moved over it.
+written=$(mktemp "$output.XXXXXX")
+trap 'rm -rf "$scratch"; rm -f "$written"' EXIT
+python3 "$here/startup-order.py" "$build" "$scratch/profiles" > "$written"
+chmod 644 "$written"
+mv "$written" "$output"
 echo "startup-order: $(wc -l < "$output") functions in $output"

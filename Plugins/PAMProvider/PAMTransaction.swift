@@ -52,8 +52,11 @@ final class PAMTransaction: Sendable {
 
     /// The threads transactions run on: one per transaction, from `pam_start` to `pam_end` (a session
     /// held until sign-out keeps its thread). At most 64 at once; more wait in line. A finished thread is
-    /// kept for the next transaction, as starting one costs about as much as a `pam_matrix` login.
-    static let threads = BlockingPool(name: "gatekeeper.pam", maxThreads: 64, maxIdle: 4)
+    /// kept for the next transaction, as starting one costs about as much as a `pam_matrix` login. Its
+    /// threads run no other pool's jobs: a transaction may change its thread (credentials, a session
+    /// keyring, a security context) and a helper started from it would inherit that.
+    static let threads = BlockingPool(
+        name: "gatekeeper.pam", maxThreads: 64, maxIdle: 4, sharesThreads: false)
 
     /// Whether the caller stopped waiting or the person cancelled a question: no further phase starts.
     private var isCancelled: Bool { bridge.isCancelled || conversationState.withLock { $0.cancelled } }

@@ -22,10 +22,16 @@ import GatekeeperSupport
 /// its pool's `maxIdle` threads are kept (one set for the process): pools bound the jobs they run, not
 /// the threads they own. A login that looks its account up on ``shared`` and then runs its PAM
 /// transaction on PAM's own pool makes one thread, not two (a first thread costs a process about 0.2 ms).
+/// A pool whose work may change the thread it runs on — a PAM transaction's credentials, session keyring
+/// or security context, a plugin's foreign code — keeps its threads to itself (`sharesThreads: false`):
+/// it may take an idle thread of the others, which is then its own, and never hands one back. A pool that
+/// keeps no idle thread (`maxIdle` 0) takes none of the others', whose next job would lose it.
 public final class BlockingPool: Sendable {
     /// How many jobs may run at once.
     public let maxThreads: Int
     fileprivate let maxIdle: Int
+    /// Whether the threads this pool finishes with may run other pools' jobs.
+    private let sharesThreads: Bool
     /// What the pool is for, in messages.
     public let name: String
     private let state = Locked(State())
@@ -33,6 +39,8 @@ public final class BlockingPool: Sendable {
     private struct State {
         /// Jobs of this pool running now, each on a thread.
         var running = 0
+        /// The idle threads of a pool that keeps its threads to itself.
+        var ownIdle: [Worker] = []
         var waiting: [Job] = []
         var head = 0
 
@@ -56,13 +64,16 @@ public final class BlockingPool: Sendable {
     /// - Parameters:
     ///   - name: What the pool is for.
     ///   - maxThreads: How many jobs may run at once.
-    ///   - maxIdle: How many idle threads (of every pool) may be kept for later jobs when one of this
-    ///     pool's finishes.
-    public init(name: String, maxThreads: Int, maxIdle: Int) {
+    ///   - maxIdle: How many idle threads (of every pool, or of this one when it keeps its threads to
+    ///     itself) may be kept for later jobs when one of this pool's finishes.
+    ///   - sharesThreads: `false` for work that may change the thread it runs on (credentials, a session
+    ///     keyring, a security context, foreign code): its threads then never run another pool's jobs.
+    public init(name: String, maxThreads: Int, maxIdle: Int, sharesThreads: Bool = true) {
         precondition(maxThreads >= 1, "a pool needs a thread")
         self.name = name
         self.maxThreads = maxThreads
         self.maxIdle = min(maxIdle, maxThreads)
+        self.sharesThreads = sharesThreads
     }
 
     /// The pool for blocking C work that ends on its own, with no person in the loop: account look-ups,
@@ -83,6 +94,11 @@ public final class BlockingPool: Sendable {
     /// How many threads wait for a job of any pool now.
     package static var idleThreadCount: Int { Worker.idleCount }
 
+    /// How many idle threads this pool keeps to itself now (`sharesThreads: false`).
+    package var ownIdleThreadCount: Int {
+        state.withLock { $0.ownIdle.count }
+    }
+
     /// How many jobs wait for a thread now.
     package var waitingCount: Int {
         state.withLock { $0.waiting.count - $0.head }
@@ -95,16 +111,30 @@ public final class BlockingPool: Sendable {
         _ job: @escaping @Sendable () -> Void
     ) {
         let job = Job(isAbandoned: isAbandoned, body: job)
-        let runsNow = state.withLock { state -> Bool in
+        enum Placement {
+            case queued
+            case worker(Worker)
+            case anyThread
+        }
+        let placement = state.withLock { state -> Placement in
             guard state.running < maxThreads else {
                 state.waiting.append(job)
-                return false
+                return .queued
             }
             state.running += 1
-            return true
+            if let worker = state.ownIdle.popLast() { return .worker(worker) }
+            return .anyThread
         }
-        guard runsNow else { return }
-        if let worker = Worker.takeIdle() {
+        switch placement {
+        case .queued:
+            return
+        case .worker(let worker):
+            worker.assign(job, of: self)
+            return
+        case .anyThread:
+            break
+        }
+        if maxIdle > 0, let worker = Worker.takeIdle() {
             worker.assign(job, of: self)
         } else if !Worker.start(in: self, with: job) {
             // No thread could be made (out of resources): the job waits in line, for a running thread
@@ -132,13 +162,26 @@ public final class BlockingPool: Sendable {
         }
     }
 
-    /// What a worker does after a job of this pool: the next waiting one, or `nil` when none waits (the
-    /// worker no longer counts as this pool's).
-    fileprivate func nextJob() -> Job? {
+    /// What a worker does after a job of this pool.
+    fileprivate enum Next {
+        /// Run this waiting job.
+        case job(Job)
+        /// Wait for this pool's next job: the worker is among its own idle threads.
+        case parked
+        /// Free for any pool's jobs, if the shared idle threads are fewer than `maxIdle`.
+        case released
+        /// End the thread.
+        case exit
+    }
+
+    fileprivate func next(after worker: Worker) -> Next {
         state.withLock { state in
-            if let job = state.nextWaiting() { return job }
+            if let job = state.nextWaiting() { return .job(job) }
             state.running -= 1
-            return nil
+            if sharesThreads { return .released }
+            guard state.ownIdle.count < maxIdle else { return .exit }
+            state.ownIdle.append(worker)
+            return .parked
         }
     }
 }
@@ -202,17 +245,23 @@ private final class Worker: Sendable {
         guard var (job, pool) = assigned.withLock({ $0.take() }) else { return }
         while true {
             if !job.isAbandoned() { job.body() }
-            if let next = pool.nextJob() {
+            switch pool.next(after: self) {
+            case .job(let next):
                 job = next
                 continue
+            case .parked:
+                break
+            case .exit:
+                return
+            case .released:
+                // Kept while fewer than the finishing pool's `maxIdle` threads wait, else the thread ends.
+                let parked = Self.idle.withLock { idle in
+                    guard idle.count < pool.maxIdle else { return false }
+                    idle.append(self)
+                    return true
+                }
+                guard parked else { return }
             }
-            // Kept while fewer than the finishing pool's `maxIdle` threads wait, else the thread ends.
-            let parked = Self.idle.withLock { idle in
-                guard idle.count < pool.maxIdle else { return false }
-                idle.append(self)
-                return true
-            }
-            guard parked else { return }
             wakeup.wait()
             guard let assignment = assigned.withLock({ $0.take() }) else { return }
             (job, pool) = assignment

@@ -17,8 +17,10 @@ public final class SharedObjectProvider: AuthProvider {
     public let plugin: SharedObjectPlugin
     let instance: PluginInstance
 
-    /// Plugins' logins: at most 64 at once, the rest in line.
-    static let threads = BlockingPool(name: "gatekeeper.plugin", maxThreads: 64, maxIdle: 4)
+    /// Plugins' logins: at most 64 at once, the rest in line; their threads, which ran foreign code, run
+    /// no other pool's jobs.
+    static let threads = BlockingPool(
+        name: "gatekeeper.plugin", maxThreads: 64, maxIdle: 4, sharesThreads: false)
 
     init(plugin: SharedObjectPlugin, instance: PluginInstance) {
         self.plugin = plugin

@@ -86,6 +86,35 @@ struct BlockingPoolTests {
         #expect(await eventually { !Self.threads().contains(thread) })
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func aPoolKeepingItsThreadsNeverHandsOneToAnother() async {
+        // A thread a PAM transaction may have changed (credentials, a session keyring) must never run a
+        // job of another pool: it is parked for its own pool's next job, and only for that.
+        let transactions = BlockingPool(name: "test.own", maxThreads: 1, maxIdle: 1, sharesThreads: false)
+        let others = BlockingPool(name: "test.others", maxThreads: 4, maxIdle: 4)
+        let own = await transactions.run { Self.threadID() }
+        #expect(own != nil && own != -1)
+        #expect(await eventually { transactions.ownIdleThreadCount == 1 })
+        for _ in 0..<20 {
+            let other = await others.run { Self.threadID() }
+            #expect(other != own, "another pool ran on the thread a pool keeping its threads had finished with")
+        }
+        #expect(await transactions.run { Self.threadID() } == own)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aPoolKeepingNoIdleThreadTakesNoneOfTheOthers() async {
+        // Its thread ends after the job: taking another pool's idle thread would end that one.
+        let lookUps = BlockingPool(name: "test.look-ups", maxThreads: 4, maxIdle: 4)
+        let reads = BlockingPool(name: "test.reads", maxThreads: 1, maxIdle: 0)
+        for _ in 0..<5 {
+            let parked = await lookUps.run { Self.threadID() }
+            #expect(await eventually { BlockingPool.idleThreadCount > 0 })
+            let read = await reads.run { Self.threadID() }
+            #expect(read != nil && read != -1 && read != parked)
+        }
+    }
+
     /// The calling thread's id, from /proc/thread-self (PID/task/TID).
     private static func threadID() -> Int32 {
         var target = [CChar](repeating: 0, count: 64)
