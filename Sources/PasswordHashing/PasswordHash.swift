@@ -149,11 +149,13 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
         // Computed in steps that stop before overflowing: 128 × r × 2^logN × p × (t + 1).
         let description = "N=2^\(logN), r=\(r), p=\(p)" + (t > 0 ? ", t=\(t)" : "")
         guard logN <= 40, r <= 1 << 20, p <= 1 << 20, t <= 1 << 20 else { throw .workFactorTooHigh(description) }
-        let memory = 128 * r << logN
-        guard memory <= maxHashMemoryBytes else {
-            throw .workFactorTooHigh("\(description): \(memory >> 20) MiB, over \(maxHashMemoryBytes >> 20) MiB")
+        // Not `128 * r << logN`: `<<` binds tighter than `*`, and that product trapped on a hostile file.
+        let memory = (128 * r).multipliedReportingOverflow(by: 1 << logN)
+        guard !memory.overflow, memory.partialValue <= maxHashMemoryBytes else {
+            let size = memory.overflow ? "" : "\(memory.partialValue >> 20) MiB, "
+            throw .workFactorTooHigh("\(description): \(size)over \(maxHashMemoryBytes >> 20) MiB")
         }
-        let work = memory.multipliedReportingOverflow(by: p * (t + 1))
+        let work = memory.partialValue.multipliedReportingOverflow(by: p * (t + 1))
         guard !work.overflow, work.partialValue <= maxHashWorkBytes else {
             throw .workFactorTooHigh("\(description): over \(maxHashWorkBytes >> 20) MiB of work")
         }

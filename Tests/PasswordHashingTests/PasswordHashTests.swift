@@ -24,6 +24,16 @@ struct PasswordHashTests {
         }
     }
 
+    /// Memory-hard costs whose product is past `Int`: refused as too costly, never a trap (the first was
+    /// found by the users-file fuzz target) and never wrapped round to a small cost that passes.
+    @Test(arguments: [
+        "$y$bawwwd",  // yescrypt, from the fuzz target: r × N past 2^56
+        "$7$c...2./....$salt$hash",  // scrypt, N = 2^40 and r = 2^20, the most the bounds let through
+    ])
+    func refusesMemoryHardCostsPastIntsRange(_ text: String) {
+        #expect(throws: PasswordHash.Problem.workFactorTooHigh("")) { try PasswordHash(text) }
+    }
+
     @Test(arguments: PasswordHash.Scheme.writable)
     func makesAndVerifiesHashes(_ scheme: PasswordHash.Scheme) throws {
         let hash = try PasswordHash.make(Secret(copying: "correct horse".utf8), scheme: scheme)
