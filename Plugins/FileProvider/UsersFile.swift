@@ -196,8 +196,8 @@ public struct UsersFile: Sendable {
         let hash = rest.prefix { $0 != UInt8(ascii: ":") }
         if let first = hash.first, first == UInt8(ascii: "!") || first == UInt8(ascii: "*") { return (username, nil) }
         do {
-            if hash.first == UInt8(ascii: "+") { return (username, try PasswordHash.check(hash.dropFirst())) }
-            return (username, try PasswordHash.check(hash))
+            let marked = hash.first == UInt8(ascii: "+")
+            return (username, try PasswordHash.check(UnsafeBufferPointer(rebasing: marked ? hash.dropFirst() : hash)))
         } catch {
             throw UsersFileError(.malformed, line: line, "for \(username): \(error)")
         }

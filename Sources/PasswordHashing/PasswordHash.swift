@@ -89,13 +89,15 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
 
     /// Checks `text`'s scheme and work factor.
     public init(_ text: String) throws(Problem) {
-        self.scheme = try Self.check(Array(text.utf8)[...])
+        self.scheme = try Array(text.utf8).withUnsafeBufferPointer { bytes throws(Problem) in try Self.check(bytes) }
         self.text = text
     }
 
     /// The scheme of a hash given as bytes, after the same checks as ``init(_:)``, without making a
-    /// string: a users file of a million lines is checked this way.
-    package static func check<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(Problem) -> Scheme {
+    /// string: a users file of a million lines is checked this way. Concrete, not generic over the bytes'
+    /// collection: called from another module, a generic one ran unspecialised, looking up generic
+    /// metadata for every byte it read (a million lines took 16 s to load instead of 1).
+    package static func check(_ bytes: UnsafeBufferPointer<UInt8>) throws(Problem) -> Scheme {
         guard !bytes.isEmpty else { throw .empty }
         guard
             let scheme = Scheme.allCases.first(where: { bytes.starts(with: $0.prefix.utf8) })
@@ -147,7 +149,7 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
         let (logN, r, p, t) = (parameters.logN, parameters.r, parameters.p, parameters.t)
         guard logN >= 1, r >= 1, p >= 1, t >= 0 else { throw .malformed }
         // Computed in steps that stop before overflowing: 128 × r × 2^logN × p × (t + 1).
-        let description = "N=2^\(logN), r=\(r), p=\(p)" + (t > 0 ? ", t=\(t)" : "")
+        var description: String { "N=2^\(logN), r=\(r), p=\(p)" + (t > 0 ? ", t=\(t)" : "") }
         guard logN <= 40, r <= 1 << 20, p <= 1 << 20, t <= 1 << 20 else { throw .workFactorTooHigh(description) }
         // Not `128 * r << logN`: `<<` binds tighter than `*`, and that product trapped on a hostile file.
         let memory = (128 * r).multipliedReportingOverflow(by: 1 << logN)
