@@ -163,8 +163,9 @@ uninstall:
 deb: release
 	VERSION=$(VERSION) BUILD=.build/static/release bash Packaging/deb.sh .build/deb
 
-# The package and the installation, checked: the tools linked in their start-up order (above), lintian, the manual pages, an install of the .deb (as root;
-# unpacked into a directory otherwise) that runs the tools with no toolchain, and its removal.
+# The package and the installation, checked: the tools linked in their start-up order (above), lintian,
+# the manual pages, an install of the .deb (as root; unpacked into a directory otherwise) that runs the
+# tools with no toolchain, and its removal.
 test-package: deb
 	$(if $(PACKED_RELOCATIONS),python3 Packaging/startup-order.py --check .build/static/release $(STARTUP_ORDER))
 	VERSION=$(VERSION) bash Packaging/test-package.sh .build/deb/swift-gatekeeper_$(VERSION)_$$(dpkg --print-architecture).deb

@@ -10,8 +10,9 @@
 # spread over the whole binary.
 #
 # Left out: a name defined more than once in a binary (a local copy in each module: the linker would move
-# every copy, and the code around each), and a function in a section over 64 KiB (the plain code section
-# of a prebuilt library, which is touched anyway and would only push the rest apart).
+# every copy, and the code around each), a function in a section over 64 KiB (the plain code section of
+# a prebuilt library, which is touched anyway and would only push the rest apart), and one in the same
+# section as a function listed before it.
 #
 # A stale list costs start-up time, never correctness: a symbol no longer there is skipped by the linker.
 set -euo pipefail
@@ -44,28 +45,29 @@ for tool in gatekeeper-run gatekeeper-passwd; do
     strip --strip-debug "$scratch/$tool"
 done
 
-# profile NAME INPUT TOOL ARGS...: runs TOOL under callgrind, its standard input the line INPUT; the
+# profile NAME STATUS INPUT TOOL ARGS...: runs TOOL under callgrind, its standard input the line INPUT, and
+# fails unless it exits with STATUS (a run that went another way would profile the wrong code); the
 # profile is written before the tool executes its command, and once more at its end.
 profile() {
-    local name=$1 input=$2 tool=$3
-    shift 3
+    local name=$1 expected=$2 input=$3 tool=$4 status=0
+    shift 4
     printf '%s\n' "$input" | valgrind --tool=callgrind --dump-before='execv*' --dump-instr=no --demangle=no \
-        --callgrind-out-file="$scratch/profiles/$name.$tool.%p" "$scratch/$tool" "$@" >/dev/null 2>&1 || true
-    compgen -G "$scratch/profiles/$name.$tool.*" >/dev/null || {
-        echo "startup-order: $tool $* left no profile" >&2
+        --callgrind-out-file="$scratch/profiles/$name.$tool.%p" "$scratch/$tool" "$@" >/dev/null 2>&1 || status=$?
+    if [ "$status" != "$expected" ] || ! compgen -G "$scratch/profiles/$name.$tool.*" >/dev/null; then
+        echo "startup-order: $tool $* exited $status (expected $expected) or left no profile" >&2
         exit 1
-    }
+    fi
 }
 run=(--state-dir "$scratch/state")
-profile 1-login secret gatekeeper-run --provider pam --service permit --pam-dir "$scratch/pam" --user "$user" \
+profile 1-login 0 secret gatekeeper-run --provider pam --service permit --pam-dir "$scratch/pam" --user "$user" \
     --password-stdin "${run[@]}" -- /bin/true
-profile 2-refused secret gatekeeper-run --provider pam --service deny --pam-dir "$scratch/pam" --user "$user" \
+profile 2-refused 77 secret gatekeeper-run --provider pam --service deny --pam-dir "$scratch/pam" --user "$user" \
     --password-stdin "${run[@]}" -- /bin/true
-profile 3-add 'correct horse battery staple' gatekeeper-passwd add "$scratch/users" alice --password-stdin --create
-profile 4-file 'correct horse battery staple' gatekeeper-run --provider file --users "$scratch/users" \
+profile 3-add 0 'correct horse battery staple' gatekeeper-passwd add "$scratch/users" alice --password-stdin --create
+profile 4-file 0 'correct horse battery staple' gatekeeper-run --provider file --users "$scratch/users" \
     --user alice --password-stdin "${run[@]}" -- /bin/true
-profile 5-verify 'correct horse battery staple' gatekeeper-passwd verify "$scratch/users" alice --password-stdin
-profile 6-help '' gatekeeper-run --help
+profile 5-verify 0 'correct horse battery staple' gatekeeper-passwd verify "$scratch/users" alice --password-stdin
+profile 6-help 0 '' gatekeeper-run --help
 
 # Written beside the list, under a name no one else can have placed (mktemp), then moved over it.
 written=$(mktemp "$output.XXXXXX")
