@@ -45,15 +45,18 @@ def code_sections(map_path):
     return sizes
 
 
-def definitions(binary):
-    """How many times each function name is defined in a binary's symbol table (locals included)."""
-    counts = collections.Counter()
+def function_symbols(binary):
+    """Each function symbol of a binary's symbol table (locals included): (name, address)."""
     listing = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True)
     for line in listing.stdout.splitlines():
         fields = line.split(None, 2)
         if len(fields) == 3 and fields[1] in "tTwW":
-            counts[fields[2]] += 1
-    return counts
+            yield fields[2], int(fields[0], 16)
+
+
+def definitions(binary):
+    """How many times each function name is defined in a binary."""
+    return collections.Counter(name for name, _ in function_symbols(binary))
 
 
 def functions_run(profile, tool):
@@ -87,11 +90,8 @@ def functions_run(profile, tool):
 def addresses(binary):
     """Each function name's address in a binary, and the start of its code section."""
     found = {}
-    listing = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True)
-    for line in listing.stdout.splitlines():
-        fields = line.split(None, 2)
-        if len(fields) == 3 and fields[1] in "tTwW":
-            found.setdefault(fields[2], int(fields[0], 16))
+    for name, address in function_symbols(binary):
+        found.setdefault(name, address)
     sections = subprocess.run(["readelf", "-SW", binary], capture_output=True, text=True, check=True).stdout
     text = re.search(r"\]\s+\.text\s+PROGBITS\s+([0-9a-f]+)", sections)
     return found, int(text.group(1), 16)
@@ -108,7 +108,7 @@ def check(build, order_path):
         problems.append(
             f"only {len(present)} of the {len(order)} functions it lists are in the tools: it is stale "
             "(make startup-order writes it anew)")
-    for tool, (found, start) in (("gatekeeper-run", (run, text_start)), ("gatekeeper-passwd", (passwd, passwd_start))):
+    for tool, found, start in (("gatekeeper-run", run, text_start), ("gatekeeper-passwd", passwd, passwd_start)):
         placed = [found[symbol] for symbol in order if symbol in found][:50]
         # The first function's section begins the code; the function may stand after others of its section.
         if not placed or not start <= placed[0] < start + SECTION_LIMIT or placed != sorted(placed):
@@ -121,6 +121,8 @@ def check(build, order_path):
 
 
 def main():
+    if len(sys.argv) != 3 and not (len(sys.argv) == 4 and sys.argv[1] == "--check"):
+        sys.exit(__doc__.split("\n\n")[1])
     if sys.argv[1] == "--check":
         check(sys.argv[2], sys.argv[3])
         return

@@ -113,8 +113,8 @@ public final class BlockingPool: Sendable {
         let job = Job(isAbandoned: isAbandoned, body: job)
         enum Placement {
             case queued
-            case worker(Worker)
-            case anyThread
+            /// Runs now: on this pool's own idle thread if it has one.
+            case runs(Worker?)
         }
         let placement = state.withLock { state -> Placement in
             guard state.running < maxThreads else {
@@ -122,19 +122,10 @@ public final class BlockingPool: Sendable {
                 return .queued
             }
             state.running += 1
-            if let worker = state.ownIdle.popLast() { return .worker(worker) }
-            return .anyThread
+            return .runs(state.ownIdle.popLast())
         }
-        switch placement {
-        case .queued:
-            return
-        case .worker(let worker):
-            worker.assign(job, of: self)
-            return
-        case .anyThread:
-            break
-        }
-        if maxIdle > 0, let worker = Worker.takeIdle() {
+        guard case .runs(let own) = placement else { return }
+        if let worker = own ?? (maxIdle > 0 ? Worker.takeIdle() : nil) {
             worker.assign(job, of: self)
         } else if !Worker.start(in: self, with: job) {
             // No thread could be made (out of resources): the job waits in line, for a running thread
