@@ -28,9 +28,19 @@ public struct CommandLineSyntax: Sendable {
 
     /// Parses `arguments` (without the program's name).
     /// - Throws: ``UsageError`` for an unknown option, a missing value, or an option given twice.
+    ///
+    /// Inlinable, so that the arguments become an array where the tool calls it: copied by unspecialised
+    /// generic code, the runtime searched every protocol conformance in the program on first use (about
+    /// 0.2 ms of every run of a tool).
+    @inlinable
     public func parse(_ arguments: some Sequence<String>) throws(UsageError) -> ParsedCommandLine {
+        try parse(list: Array(arguments))
+    }
+
+    @usableFromInline
+    func parse(list arguments: [String]) throws(UsageError) -> ParsedCommandLine {
         var parsed = ParsedCommandLine()
-        var rest = Array(arguments)[...]
+        var rest = arguments[...]
         while let argument = rest.popFirst() {
             if argument == "--" {
                 parsed.trailing = Array(rest)

@@ -36,6 +36,25 @@ struct SecretTests {
         #expect(buffer == [0, 0, 0, 0])
     }
 
+    /// Contiguous bytes are copied at once, others one by one through a scratch array that is wiped;
+    /// either way the secret holds the same bytes, in order, and a C string ends after them.
+    @Test func copiesContiguousAndScatteredBytesAlike() {
+        let bytes = Array("correct horse".utf8)
+        let sources: [Secret] = [
+            Secret(copying: bytes), Secret(copying: bytes[...]), Secret(copying: "correct horse".utf8),
+            Secret(copying: bytes.reversed().reversed()), Secret(copying: bytes.lazy.map { $0 }),
+        ]
+        for secret in sources {
+            #expect(secret.count == bytes.count)
+            #expect(secret.withUnsafeBytes { Array($0) } == bytes)
+            #expect(secret.withCString { String(cString: $0) } == "correct horse")
+        }
+        let backwards = Secret(copying: bytes.reversed())
+        #expect(backwards.withUnsafeBytes { Array($0) } == Array(bytes.reversed()))
+        #expect(Secret(copying: EmptyCollection<UInt8>()).isEmpty)
+        #expect(Secret(copying: [UInt8]()[...]).withCString { $0.pointee } == 0)
+    }
+
     @Test func offersACStringForCAPIs() {
         let secret = Secret(copying: "pw".utf8)
         #expect(secret.withCString { String(cString: $0) } == "pw")
