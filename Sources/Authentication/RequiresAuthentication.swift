@@ -45,8 +45,11 @@ public struct RequiresAuthentication<Output: Sendable>: Sendable {
     /// - Returns: ``Access/completed(_:)`` with the content's result, or ``Access/dismissed(_:)`` with why
     ///   the content did not run.
     /// - Throws: only what the content throws.
+    ///
+    /// Generic over the conversation, so that a signed-in call passes it on to nothing and pays for no
+    /// existential box around it; a login boxes it.
     @inlinable
-    public func run(through gatekeeper: Gatekeeper, conversation: any Conversation) async throws -> Access<Output> {
+    public func run(through gatekeeper: Gatekeeper, conversation: some Conversation) async throws -> Access<Output> {
         // The signed-in fast path is a synchronous call; only a login needs the asynchronous one.
         if let identity = gatekeeper.identityIfAdmitted(requirement) {
             return .completed(try await content(identity))

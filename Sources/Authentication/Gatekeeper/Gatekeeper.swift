@@ -109,7 +109,7 @@ public final class Gatekeeper: Sendable {
     ///   the provider is still busy); ``AuthError/notAuthorized(requirement:)``; the last login error
     ///   when the attempts run out; ``AuthError/providerUnavailable(reason:)``.
     @inlinable
-    public func authorize(_ requirement: Requirement, conversation: any Conversation) async throws(AuthError)
+    public func authorize(_ requirement: Requirement, conversation: some Conversation) async throws(AuthError)
         -> Identity
     {
         if let identity = identityIfAdmitted(requirement) { return identity }

@@ -4,7 +4,7 @@ struct LockedState: ~Copyable {
     var session: Session?
     var login = SingleFlight()
     var observers: [UInt64: AsyncStream<Gatekeeper.State>.Continuation] = [:]
-    var lastBroadcast: Gatekeeper.State = .signedOut
+    private var lastBroadcast = Broadcast.signedOut
     private var lastObserverID: UInt64 = 0
 
     mutating func nextObserverID() -> UInt64 {
@@ -13,11 +13,33 @@ struct LockedState: ~Copyable {
     }
 
     func state(at now: Int64, clock: SessionClock) -> Gatekeeper.State {
+        broadcast(at: now).state(clock: clock)
+    }
+
+    /// The state in session time.
+    private func broadcast(at now: Int64) -> Broadcast {
         if login.isInFlight { return .authenticating }
-        if let session, !session.isExpired(at: now) {
-            return .signedIn(session.identity, expires: session.expiry == .max ? nil : clock.instant(session.expiry))
-        }
+        if let session, !session.isExpired(at: now) { return .signedIn(session.identity, expiry: session.expiry) }
         return .signedOut
+    }
+
+    /// ``Gatekeeper/State`` in session time (`SessionClock`), as the last broadcast is kept: a
+    /// `ContinuousClock.Instant` held here would make this state's layout, and so every access to the
+    /// gatekeeper's lock, something looked up at run time (the instant's layout is the standard library's
+    /// own), on the signed-in check too.
+    private enum Broadcast: Equatable {
+        case signedOut
+        case authenticating
+        case signedIn(Identity, expiry: Int64)
+
+        func state(clock: SessionClock) -> Gatekeeper.State {
+            switch self {
+            case .signedOut: .signedOut
+            case .authenticating: .authenticating
+            case .signedIn(let identity, let expiry):
+                .signedIn(identity, expires: expiry == .max ? nil : clock.instant(expiry))
+            }
+        }
     }
 
     /// Runs `change`, then broadcasts the new state to every observer if it differs from the last one
@@ -30,9 +52,10 @@ struct LockedState: ~Copyable {
         _ change: (inout LockedState) -> T
     ) -> (T, SingleFlight.Effects) {
         let result = change(&self)
-        let state = state(at: now, clock: clock)
-        if state != lastBroadcast {
-            lastBroadcast = state
+        let broadcast = broadcast(at: now)
+        if broadcast != lastBroadcast {
+            lastBroadcast = broadcast
+            let state = broadcast.state(clock: clock)
             for observer in observers.values { observer.yield(state) }
         }
         return (result, login.takeEffects())

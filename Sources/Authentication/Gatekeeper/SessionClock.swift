@@ -11,18 +11,27 @@
 /// signed-in check does no work on `ContinuousClock.Instant`, whose layout is opaque to this module and
 /// costs more to copy than the whole check is allowed to take. A clock injected for tests is read
 /// through `ContinuousClock.Instant` as given.
+///
+/// The origin's instant is held behind a reference, so that this struct, and the gatekeeper and state
+/// that hold one, have a layout known when this module is compiled: a field of `ContinuousClock.Instant`
+/// made every signed-in check look up layouts at run time.
 struct SessionClock: Sendable {
-    private let origin: ContinuousClock.Instant
+    private let origin: Origin
     private let originNanoseconds: Int64
     private let injected: (@Sendable () -> ContinuousClock.Instant)?
+
+    private final class Origin: Sendable {
+        let instant: ContinuousClock.Instant
+        init(_ instant: ContinuousClock.Instant) { self.instant = instant }
+    }
 
     init(_ injected: (@Sendable () -> ContinuousClock.Instant)?) {
         self.injected = injected
         if let injected {
-            origin = injected()
+            origin = Origin(injected())
             originNanoseconds = 0
         } else {
-            origin = .now
+            origin = Origin(.now)
             originNanoseconds = Self.bootTime()
         }
     }
@@ -31,12 +40,18 @@ struct SessionClock: Sendable {
     @inline(__always)
     func now() -> Int64 {
         guard let injected else { return Self.bootTime() &- originNanoseconds }
-        return Self.nanoseconds(origin.duration(to: injected()))
+        return injectedNow(injected)
+    }
+
+    /// Out of line, so that a caller's own code never works with an instant (see above).
+    @inline(never)
+    private func injectedNow(_ injected: @Sendable () -> ContinuousClock.Instant) -> Int64 {
+        Self.nanoseconds(origin.instant.duration(to: injected()))
     }
 
     /// The `ContinuousClock` instant of a time from ``now()``.
     func instant(_ nanoseconds: Int64) -> ContinuousClock.Instant {
-        origin.advanced(by: .nanoseconds(nanoseconds))
+        origin.instant.advanced(by: .nanoseconds(nanoseconds))
     }
 
     /// `duration` in whole nanoseconds, saturating at the limits of `Int64`.
