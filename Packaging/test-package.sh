@@ -4,7 +4,8 @@
 # 1. lintian reports no error or warning;
 # 2. make install's script into a staging directory installs what it lists, and uninstall removes all of
 #    it but an edited configuration;
-# 3. as root, the package is installed for real, its tools run with nothing from the toolchain (ldd),
+# 3. as root, the package is installed for real, its tools run with nothing from the toolchain and no
+#    libstdc++.so (ldd),
 #    a mock login and an isolated PAM login work from the installed files, the manual pages and the
 #    completion are where man and bash look; removing it leaves only the conffile, purging leaves nothing.
 #    Not root: the package is unpacked into a directory and its tools run from there (install skipped).
@@ -95,10 +96,11 @@ check_tools() {
         grep -q "not found" <<<"$output" && fail "$tool misses a library: $output"
         grep -q "$toolchain" <<<"$output" && fail "$tool loads from the toolchain ($toolchain): $output"
         grep -qi "libswift\|libFoundation\|libdispatch" <<<"$output" && fail "$tool links a Swift library: $output"
+        grep -q "libstdc++" <<<"$output" && fail "$tool loads libstdc++.so, which the release build links in: $output"
         grep -q "libldap\|libgnutls\|libcurl\|libcrypto\|libssl\|libpam\|libcrypt\.\|libapr\|liboath\|libqrencode\|libunistring" <<<"$output" &&
             fail "$tool links a backend's library, which is loaded when first called: $output"
     done
-    pass "the tools load nothing from the toolchain ($toolchain), no Swift library, no backend's library (ldd)"
+    pass "the tools load nothing from the toolchain ($toolchain), no Swift library, no libstdc++.so, no backend's library (ldd)"
 
     output=$(env -i PATH=/usr/bin:/bin "$root/usr/bin/gatekeeper-run" --help) || fail "gatekeeper-run --help failed"
     [[ $output == "usage: gatekeeper-run"* ]] || fail "gatekeeper-run --help: $output"
