@@ -54,8 +54,9 @@ struct GlewlwydTests {
     @Test func anES256IssuerIsVerifiedToo() async throws {
         let glewlwyd = try GlewlwydFixture.shared.get()
         let provider = try Self.provider { $0.issuer = glewlwyd.es256Issuer }
-        guard case .authenticated(let alice) = try await login(provider, "alice", "wonderland-2026") else {
-            Issue.record("alice was refused by the ES256 issuer")
+        let outcome = try await login(provider, "alice", "wonderland-2026")
+        guard case .authenticated(let alice) = outcome else {
+            Issue.record("alice was refused by the ES256 issuer: \(outcome)")
             return
         }
         #expect(alice.attributes["issuer"] == glewlwyd.es256Issuer)
