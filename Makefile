@@ -47,18 +47,20 @@ SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/u
 # against (Examples/oidc/glewlwyd.sh; installed, never started as a service) and python3-cryptography
 # for the tests' own hostile one; libpwquality (with pwscore, its command, and cracklib's dictionary) for
 # the quality of new passwords of a users file; sudo, the peer of a whole login's cost (make bench); tmux, a
-# shell with job control for the REPL's Ctrl-Z.
+# shell with job control for the REPL's Ctrl-Z; g++, for libstdc++'s archive (linked into the release tools) and
+# the C++ PAM module make test-package logs in through.
 DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin libpam-wrapper pamtester gcc \
 	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3 liboath-dev oathtool libpam-oath \
 	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl mandoc lintian bash-completion \
 	dpkg-dev man-db groff-base binutils libunistring-dev libcurl4-openssl-dev libssl-dev glewlwyd sqlite3 curl \
-	python3-cryptography libpwquality-dev libpwquality-tools cracklib-runtime sudo tmux
+	python3-cryptography libpwquality-dev libpwquality-tools cracklib-runtime sudo tmux g++
 
 .PHONY: startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
 
-# What building the tools alone needs (make install, make deb): headers, a C compiler, strip, dpkg-shlibdeps.
+# What building the tools alone needs (make install, make deb): headers, a C compiler, libstdc++'s archive
+# (g++), strip, dpkg-shlibdeps.
 BUILD_PACKAGES := pkg-config libpam0g-dev gcc libc6-dev libcrypt-dev libaprutil1-dev liboath-dev libqrencode-dev \
-	libldap-dev binutils dpkg-dev libunistring-dev libcurl4-openssl-dev libssl-dev libpwquality-dev
+	libldap-dev binutils dpkg-dev libunistring-dev libcurl4-openssl-dev libssl-dev libpwquality-dev g++
 
 # Installs the Debian packages named in $(1) that are missing (as root; otherwise names them and stops).
 define install-missing

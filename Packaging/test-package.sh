@@ -5,7 +5,7 @@
 # 2. make install's script into a staging directory installs what it lists, and uninstall removes all of
 #    it but an edited configuration;
 # 3. as root, the package is installed for real, its tools run with nothing from the toolchain and no
-#    libstdc++.so (ldd),
+#    libstdc++.so (ldd) and log in through a PAM module written in C++,
 #    a mock login and an isolated PAM login work from the installed files, the manual pages and the
 #    completion are where man and bash look; removing it leaves only the conffile, purging leaves nothing.
 #    Not root: the package is unpacked into a directory and its tools run from there (install skipped).
@@ -115,6 +115,40 @@ check_tools() {
     [[ $status == 77 ]] || fail "a wrong password: exit $status: $(cat "$scratch/out")"
     grep -q "^ran" "$scratch/out" && fail "a wrong password ran the command"
     pass "a mock login runs the command, a wrong password does not (77)"
+
+    # The tools carry their own libstdc++, never exported: a PAM module written in C++ loads
+    # libstdc++.so into the same process, and must run there, its exceptions caught where they are thrown.
+    local modules=$scratch/cxx-$RANDOM
+    install -d -m 0755 "$modules"
+    cat >"$modules/pam_cxx.cpp" <<'CXX'
+#include <security/pam_modules.h>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+extern "C" int pam_sm_authenticate(pam_handle_t *, int, int, const char **) {
+    try {
+        std::vector<std::string> words;
+        std::istringstream in("alpha beta gamma");
+        for (std::string word; in >> word;) words.push_back(word);
+        if (words.size() != 3) return PAM_AUTH_ERR;
+        throw std::runtime_error("caught in the module");
+    } catch (const std::exception &error) {
+        return std::string(error.what()) == "caught in the module" ? PAM_SUCCESS : PAM_AUTH_ERR;
+    }
+}
+extern "C" int pam_sm_setcred(pam_handle_t *, int, int, const char **) { return PAM_SUCCESS; }
+extern "C" int pam_sm_acct_mgmt(pam_handle_t *, int, int, const char **) { return PAM_SUCCESS; }
+CXX
+    g++ -shared -fPIC -O2 -o "$modules/pam_cxx.so" "$modules/pam_cxx.cpp" || fail "g++ could not build a C++ PAM module"
+    ldd "$modules/pam_cxx.so" | grep -q "libstdc++" || fail "the C++ PAM module does not load libstdc++.so"
+    printf 'auth required %s/pam_cxx.so\naccount required %s/pam_cxx.so\n' "$modules" "$modules" >"$modules/cxx"
+    chmod 0644 "$modules/cxx"
+    output=$(echo anything | env -i PATH=/usr/bin:/bin "$root/usr/bin/gatekeeper-run" --provider pam --service cxx \
+        --pam-dir "$modules" --user "$(id -un)" --password-stdin --state-dir "$state" -- sh -c 'echo admitted' 2>&1) ||
+        fail "a login through a C++ PAM module: $output"
+    [[ $output == "admitted" ]] || fail "a login through a C++ PAM module: $output"
+    pass "a PAM module written in C++ runs in the tool's process, beside the tool's own libstdc++"
 }
 
 if [[ $(id -u) != 0 ]]; then
