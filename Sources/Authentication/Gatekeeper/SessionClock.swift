@@ -18,35 +18,43 @@
 struct SessionClock: Sendable {
     private let origin: Origin
     private let originNanoseconds: Int64
-    private let injected: (@Sendable () -> ContinuousClock.Instant)?
+    /// Whether a clock was injected; the check reads this flag, never the closure, so that it copies and
+    /// releases nothing.
+    private let isInjected: Bool
 
     private final class Origin: Sendable {
         let instant: ContinuousClock.Instant
-        init(_ instant: ContinuousClock.Instant) { self.instant = instant }
+        let injected: (@Sendable () -> ContinuousClock.Instant)?
+        init(_ instant: ContinuousClock.Instant, _ injected: (@Sendable () -> ContinuousClock.Instant)?) {
+            self.instant = instant
+            self.injected = injected
+        }
     }
 
     init(_ injected: (@Sendable () -> ContinuousClock.Instant)?) {
-        self.injected = injected
         if let injected {
-            origin = Origin(injected())
+            origin = Origin(injected(), injected)
             originNanoseconds = 0
+            isInjected = true
         } else {
-            origin = Origin(.now)
+            origin = Origin(.now, nil)
             originNanoseconds = Self.bootTime()
+            isInjected = false
         }
     }
 
     /// Nanoseconds since the origin.
     @inline(__always)
     func now() -> Int64 {
-        guard let injected else { return Self.bootTime() &- originNanoseconds }
-        return injectedNow(injected)
+        guard isInjected else { return Self.bootTime() &- originNanoseconds }
+        return injectedNow()
     }
 
     /// Out of line, so that a caller's own code never works with an instant (see above).
     @inline(never)
-    private func injectedNow(_ injected: @Sendable () -> ContinuousClock.Instant) -> Int64 {
-        Self.nanoseconds(origin.instant.duration(to: injected()))
+    private func injectedNow() -> Int64 {
+        guard let injected = origin.injected else { return Self.bootTime() &- originNanoseconds }
+        return Self.nanoseconds(origin.instant.duration(to: injected()))
     }
 
     /// The `ContinuousClock` instant of a time from ``now()``.
