@@ -214,9 +214,11 @@ let package = Package(
         ),
         // The floor of a Swift tool's start-up that gatekeeper-run --help is measured against: one line printed.
         .executableTarget(name: "gatekeeper-bench-hello", path: "Benchmarks/gatekeeper-bench-hello"),
-        // The floor of a whole-process PAM login: raw libpam calls and exec, in Swift, nothing else.
+        // The floor of a whole-process PAM login: raw libpam calls and exec, in Swift, nothing else; and of
+        // gatekeeper-passwd add: a bcrypt hash and a durable write, nothing else.
         .executableTarget(
-            name: "gatekeeper-bench-floor", dependencies: ["CPAMBaseline"], path: "Benchmarks/gatekeeper-bench-floor"),
+            name: "gatekeeper-bench-floor", dependencies: ["CPAMBaseline", "CCryptLoader"],
+            path: "Benchmarks/gatekeeper-bench-floor"),
         // The fuzz targets (make fuzz), and in ordinary builds the replayer of their corpus.
         .executableTarget(
             name: "gatekeeper-fuzz",
