@@ -10,6 +10,7 @@
 struct work {
     const char *uri, *cafile, *base, *user, *password;
     int count;
+    int as_provider;
     int failed;
 };
 
@@ -51,22 +52,45 @@ static void *run(void *argument) {
         ldap_msgfree(result);
         if (!dn) { work->failed = 1; break; }
         struct berval credential = {strlen(work->password), (char *)work->password};
-        if (ldap_sasl_bind_s(ld, dn, LDAP_SASL_SIMPLE, &credential, NULL, NULL, NULL) != LDAP_SUCCESS) work->failed = 1;
+        LDAPControl *policy = NULL;
+        if (work->as_provider && ldap_create_passwordpolicy_control(ld, &policy) != LDAP_SUCCESS) policy = NULL;
+        LDAPControl *controls[] = {policy, NULL};
+        if (ldap_sasl_bind_s(ld, dn, LDAP_SASL_SIMPLE, &credential, policy ? controls : NULL, NULL, NULL) != LDAP_SUCCESS)
+            work->failed = 1;
+        if (policy) ldap_control_free(policy);
         ldap_memfree(dn);
+        if (work->as_provider && !work->failed) {
+            /* The groups naming the user, as the provider reads them for the identity. */
+            char group_filter[256];
+            snprintf(group_filter, sizeof group_filter, "(&(objectClass=posixGroup)(memberUid=%s))", work->user);
+            LDAPMessage *groups = NULL;
+            if (ldap_search_ext_s(ld, work->base, LDAP_SCOPE_SUBTREE, group_filter, NULL, 0, NULL, NULL, NULL, 1000,
+                                  &groups) != LDAP_SUCCESS) {
+                work->failed = 1;
+                ldap_msgfree(groups);
+                break;
+            }
+            for (LDAPMessage *group = ldap_first_entry(ld, groups); group; group = ldap_next_entry(ld, group)) {
+                struct berval **names = ldap_get_values_len(ld, group, "cn");
+                ldap_value_free_len(names);
+            }
+            ldap_msgfree(groups);
+        }
     }
     ldap_unbind_ext_s(ld, NULL, NULL);
     return NULL;
 }
 
 double gatekeeper_ldap_baseline(const char *uri, const char *cafile, const char *base, const char *user,
-                                const char *password, int count, int threads) {
+                                const char *password, int count, int threads, int as_provider) {
     pthread_t ids[64];
     struct work works[64];
     if (threads < 1 || threads > 64) return -1;
     struct timespec start, end;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (int t = 0; t < threads; t++) {
-        works[t] = (struct work){uri, cafile, base, user, password, count / threads + (t < count % threads), 0};
+        works[t] = (struct work){uri, cafile, base, user, password, count / threads + (t < count % threads),
+                                as_provider, 0};
         pthread_create(&ids[t], NULL, run, &works[t]);
     }
     int failed = 0;
