@@ -24,10 +24,11 @@ struct SessionClock: Sendable {
 
     private final class Origin: Sendable {
         let instant: ContinuousClock.Instant
-        let injected: (@Sendable () -> ContinuousClock.Instant)?
-        init(_ instant: ContinuousClock.Instant, _ injected: (@Sendable () -> ContinuousClock.Instant)?) {
+        /// The injected clock; unused when none was injected (``now()`` then reads `CLOCK_BOOTTIME`).
+        let read: @Sendable () -> ContinuousClock.Instant
+        init(_ instant: ContinuousClock.Instant, _ read: @escaping @Sendable () -> ContinuousClock.Instant) {
             self.instant = instant
-            self.injected = injected
+            self.read = read
         }
     }
 
@@ -37,7 +38,7 @@ struct SessionClock: Sendable {
             originNanoseconds = 0
             isInjected = true
         } else {
-            origin = Origin(.now, nil)
+            origin = Origin(.now, { .now })
             originNanoseconds = Self.bootTime()
             isInjected = false
         }
@@ -53,8 +54,7 @@ struct SessionClock: Sendable {
     /// Out of line, so that a caller's own code never works with an instant (see above).
     @inline(never)
     private func injectedNow() -> Int64 {
-        guard let injected = origin.injected else { return Self.bootTime() &- originNanoseconds }
-        return Self.nanoseconds(origin.instant.duration(to: injected()))
+        Self.nanoseconds(origin.instant.duration(to: origin.read()))
     }
 
     /// The `ContinuousClock` instant of a time from ``now()``.
