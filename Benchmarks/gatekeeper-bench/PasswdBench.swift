@@ -17,14 +17,8 @@ enum PasswdBench {
     }
 
     static func run(runs: Int = smoke ? 3 : 21) throws -> Figures {
-        let passwd =
-            ProcessInfo.processInfo.environment["GATEKEEPER_PASSWD"]
-            ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("gatekeeper-passwd").path
-        let floor =
-            ProcessInfo.processInfo.environment["GATEKEEPER_FLOOR"]
-            ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("gatekeeper-bench-floor").path
+        let passwd = try benchedTool("GATEKEEPER_PASSWD", "gatekeeper-passwd")
+        let floor = try benchedTool("GATEKEEPER_FLOOR", "gatekeeper-bench-floor")
         guard FileManager.default.fileExists(atPath: "/usr/bin/htpasswd") else { throw PasswdBenchError.noHtpasswd }
         let directory = privateTemporaryDirectory.appendingPathComponent(
             "gatekeeper-bench-passwd-\(UUID())"

@@ -64,21 +64,9 @@ struct ProcessBench {
         ] where !FileManager.default.fileExists(atPath: tool) {
             throw Skipped.missing(package)
         }
-        // The tools as they are installed (`make bench` builds them with the Swift runtime linked in
-        // statically, as `make` does), or the ones beside this benchmark.
-        func tool(_ variable: String, _ name: String) throws -> String {
-            let path =
-                ProcessInfo.processInfo.environment[variable]
-                ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-                .deletingLastPathComponent().appendingPathComponent(name).path
-            guard FileManager.default.fileExists(atPath: path) else {
-                throw Skipped.missing("\(name) beside gatekeeper-bench (make bench builds it)")
-            }
-            return path
-        }
-        let gatekeeperRun = try tool("GATEKEEPER_RUN", "gatekeeper-run")
-        let hello = try tool("GATEKEEPER_HELLO", "gatekeeper-bench-hello")
-        let floor = try tool("GATEKEEPER_FLOOR", "gatekeeper-bench-floor")
+        let gatekeeperRun = try benchedTool("GATEKEEPER_RUN", "gatekeeper-run")
+        let hello = try benchedTool("GATEKEEPER_HELLO", "gatekeeper-bench-hello")
+        let floor = try benchedTool("GATEKEEPER_FLOOR", "gatekeeper-bench-floor")
 
         ThrowawayState.prepare()
         defer { ThrowawayState.removeAll() }
@@ -400,4 +388,18 @@ func processJSON(_ result: Result<ProcessBench.Figures, any Error>) -> String {
         "help_wall_ratio":\(fixed(figures.help.seconds / figures.hello.seconds)),"goal_help_ratio":1.20,\
         "help_peak_ratio":\(fixed(Double(figures.help.peakKiB) / Double(figures.hello.peakKiB)))}
         """
+}
+
+/// A program the benchmark runs: the one `variable` names (`make bench` passes the tools as they are
+/// installed, built with the Swift runtime linked in statically, as `make` does), or `name` beside this
+/// benchmark.
+func benchedTool(_ variable: String, _ name: String) throws -> String {
+    let path =
+        ProcessInfo.processInfo.environment[variable]
+        ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        .deletingLastPathComponent().appendingPathComponent(name).path
+    guard FileManager.default.fileExists(atPath: path) else {
+        throw ProcessBench.Skipped.missing("\(name) beside gatekeeper-bench (make bench builds it)")
+    }
+    return path
 }
