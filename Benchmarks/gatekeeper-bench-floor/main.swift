@@ -17,7 +17,8 @@ import CPAMBaseline
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 4 else {
-    let usage = "usage: gatekeeper-bench-floor SERVICE USER COMMAND [ARGS...]\n"
+    let usage =
+        "usage: gatekeeper-bench-floor SERVICE USER COMMAND [ARGS...]\n"
         + "       gatekeeper-bench-floor --passwd FILE USER\n"
     _ = usage.withCString { write(2, $0, strlen($0)) }
     exit(64)
