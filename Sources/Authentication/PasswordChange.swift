@@ -197,14 +197,30 @@ extension AuthProvider {
         remoteHost: String? = nil,
         requestingUser: String? = nil
     ) async throws(AuthError) -> Traced<PasswordChangeOutcome> {
+        try await changePasswordInTwoPasses(
+            of: username, conversation: conversation, expiredOnly: expiredOnly, terminal: terminal,
+            remoteHost: remoteHost, requestingUser: requestingUser
+        ).answer
+    }
+
+    /// Both passes; `preliminaryPassed` tells whether every entry's preliminary check let the change go on
+    /// (so the current password, where one was asked, was right).
+    func changePasswordInTwoPasses(
+        of username: String,
+        conversation: any Conversation,
+        expiredOnly: Bool = false,
+        terminal: String? = nil,
+        remoteHost: String? = nil,
+        requestingUser: String? = nil
+    ) async throws(AuthError) -> (answer: Traced<PasswordChangeOutcome>, preliminaryPassed: Bool) {
         var request = PasswordChangeRequest(
             username: username, conversation: SharingConversation(conversation), pass: .preliminaryCheck,
             expiredOnly: expiredOnly, terminal: terminal, remoteHost: remoteHost, requestingUser: requestingUser)
         let preliminary = try await changePasswordWithTrace(request)
-        guard preliminary.outcome.pamResult == .success else { return preliminary }
+        guard preliminary.outcome.pamResult == .success else { return (preliminary, false) }
         if Task.isCancelled { throw .cancelled }
         request.pass = .update
-        return try await changePasswordWithTrace(request)
+        return (try await changePasswordWithTrace(request), true)
     }
 }
 

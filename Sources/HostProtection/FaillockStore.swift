@@ -26,12 +26,11 @@ package import GatekeeperSupport
 /// names, and a name that is a password typed in the wrong field is never written down. They are
 /// counted in one of 1,024 bucket files chosen by a keyed hash of the name, in the sibling directory
 /// `<dir>.unknown` (where `faillock` does not look), each capped at 64 records (or `deny`, when larger):
-/// at most 4 MiB at the default `deny`. Before a
-/// login, a name with a file of its own is judged by it, any other by its bucket, so an unknown name is
-/// locked after `deny` failures as an account is, and the answers do not tell which names exist. (A
-/// bucket is shared by about one in a thousand unknown names, which may then lock a little sooner; an
-/// account that has never signed in, and so has no file yet, is judged by its bucket until its first
-/// success — `gatekeeper-run --unlock USER` gives it a file at once.)
+/// at most 4 MiB at the default `deny`. An account
+/// a backend knows is judged by its own file alone; a name no backend could look up, by its own file if
+/// it has one, else by its bucket, so an unknown name is locked after `deny` failures as an account is, and
+/// the answers do not tell which names exist. (A bucket is shared by about one in a thousand unknown
+/// names, which may then lock a little sooner.)
 public final class FaillockStore: LockoutStore {
     /// Where the tally files are.
     public let directory: String
@@ -219,6 +218,12 @@ public final class FaillockStore: LockoutStore {
                     }
                 }
             }
+            // An account a backend knows is judged by its own file alone (none yet: no failures), never by
+            // the names that match no account.
+            if file < 0 && account.known && StateDirectory.isPlainName(name) && !name.hasPrefix(".") {
+                var none: [Record]? = nil
+                return try body(&none, Self.now())
+            }
             if file < 0 {
                 file = try openBucket(of: Self.folded(account), create: create)
             }
@@ -261,10 +266,15 @@ public final class FaillockStore: LockoutStore {
         return String(decoding: UnsafeBufferPointer(start: folded, count: length), as: UTF8.self)
     }
 
-    private func openBucket(of account: String, create: Bool) throws(StateFileError) -> Int32 {
-        let hash = digest.digest(of: account).utf8.suffix(8)
+    /// The file in `<dir>.unknown` that a folded name is counted in.
+    package func bucketName(of folded: String) -> String {
+        let hash = digest.digest(of: folded).utf8.suffix(8)
         let index = Int(String(decoding: hash, as: UTF8.self), radix: 16)! % Self.bucketCount
-        let name = "bucket-\(String(index, radix: 16))"
+        return "bucket-\(String(index, radix: 16))"
+    }
+
+    private func openBucket(of account: String, create: Bool) throws(StateFileError) -> Int32 {
+        let name = bucketName(of: account)
         do {
             return try unknown.openFile(name, creatingWith: create ? 0o600 : nil)
         } catch  where error.isMissing {

@@ -65,6 +65,9 @@ public final class ProviderChain: AuthProvider {
             /// When the entry's provider is itself a stack (not a substack, which runs in place): the
             /// steps of its own login.
             public var nested: [Step] = []
+            /// The account the entry's answer named, in the entry's own spelling: the one it admitted, or
+            /// the one it refused (``AuthOutcome/rejected(_:canonicalUsername:)``); `nil` when it named none.
+            public var account: String? = nil
 
             /// Whether this entry, or an entry of a stack nested in it, refused a credential (`auth_err`,
             /// `maxtries`).
@@ -90,6 +93,20 @@ public final class ProviderChain: AuthProvider {
         /// Whether an entry of the stack, or of a stack nested in it, refused a credential (`auth_err`,
         /// `maxtries`): a login it ended is a failed guess, whatever the stack's own answer.
         public var refusedCredential: Bool { steps.contains(where: \.refusedCredential) }
+
+        /// Every entry that refused the credential (`auth_err`, `maxtries`), nested stacks' included, by the
+        /// account it named (`nil`: it named none, so it refused the name as typed): the attempt ledger
+        /// counts the guess against each.
+        public var refusals: [String?] {
+            func refusals(_ steps: [Step]) -> [String?] {
+                steps.flatMap { step -> [String?] in
+                    let own: [String?] =
+                        step.result == .authenticationError || step.result == .maximumTries ? [step.account] : []
+                    return own + refusals(step.nested)
+                }
+            }
+            return refusals(steps)
+        }
 
         public var description: String {
             func lines(_ steps: [Step], indent: Int) -> [String] {
@@ -203,7 +220,7 @@ public final class ProviderChain: AuthProvider {
         var shared = request
         shared.conversation = SharingConversation(request.conversation)
         var outcome = AuthOutcome.ignored
-        var trace = try await walk { (index, entry) async throws(AuthError) -> (PAMResult, Trace?) in
+        var trace = try await walk { (index, entry) async throws(AuthError) -> (PAMResult, Trace?, String?) in
             let answer = try await entry.provider.authenticateWithTrace(shared)
             outcome = answer.outcome.normalized
             // A factor vouching for someone other than the user the stack has is no confirmation.
@@ -215,7 +232,13 @@ public final class ProviderChain: AuthProvider {
             // Any entry that found its password right but expired, whatever its control made of the success
             // (a jump over `pam_deny` counts nothing): the admitted identity says so.
             if case .authenticated(let who) = outcome, who.mustChangePassword { mustChangePassword = true }
-            return (outcome.pamResult, answer.trace)
+            let account: String? =
+                switch outcome {
+                case .authenticated(let who): who.username
+                case .rejected(_, let canonical): canonical
+                default: nil
+                }
+            return (outcome.pamResult, answer.trace, account)
         } counted: { index, entry in
             switch outcome {
             case .authenticated(let who):
@@ -256,10 +279,10 @@ public final class ProviderChain: AuthProvider {
         shared.conversation = SharingConversation(request.conversation)
         var outcome = PasswordChangeOutcome.ignored
         var decided: PasswordChangeOutcome?
-        let trace = try await walk { (_, entry) async throws(AuthError) -> (PAMResult, Trace?) in
+        let trace = try await walk { (_, entry) async throws(AuthError) -> (PAMResult, Trace?, String?) in
             let answer = try await entry.provider.changePasswordWithTrace(shared)
             outcome = answer.outcome
-            return (outcome.pamResult, answer.trace)
+            return (outcome.pamResult, answer.trace, nil)
         } counted: { _, _ in
             decided = outcome
         }
@@ -270,10 +293,10 @@ public final class ProviderChain: AuthProvider {
     }
 
     /// Walks the stack as `_pam_dispatch_aux` does: `answer` runs an entry and gives its PAM result (and,
-    /// when the entry is itself a stack, that stack's trace); `counted` is told of each entry whose answer
+    /// when the entry is itself a stack, that stack's trace, and the account its answer named); `counted` is told of each entry whose answer
     /// became the stack's status. Cancellation ends the walk at once: no later entry runs.
     private func walk(
-        _ answer: (Int, Entry) async throws(AuthError) -> (PAMResult, Trace?),
+        _ answer: (Int, Entry) async throws(AuthError) -> (PAMResult, Trace?, String?),
         counted: (Int, Entry) -> Void
     ) async throws(AuthError) -> Trace {
         var dispatch = Dispatch(steps)
@@ -282,13 +305,14 @@ public final class ProviderChain: AuthProvider {
         while let index = dispatch.next() {
             if Task.isCancelled { throw .cancelled }
             let entry = modules[index]
-            let (result, nested) = try await answer(index, entry)
+            let (result, nested, account) = try await answer(index, entry)
             let depth = dispatch.depth
             let (action, isCounted) = dispatch.apply(result)
             trace.steps.append(
                 .init(
                     index: index, provider: labels[index].provider, control: labels[index].control, result: result,
-                    action: action, depth: depth, detail: labels[index].detail, nested: nested?.steps ?? []))
+                    action: action, depth: depth, detail: labels[index].detail, nested: nested?.steps ?? [],
+                    account: account))
             if isCounted { counted(index, entry) }
         }
         trace.result = dispatch.result

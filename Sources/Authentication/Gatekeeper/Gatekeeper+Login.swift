@@ -84,16 +84,13 @@ extension Gatekeeper {
     }
 
     private func start(_ flightID: UInt64, conversation: any Conversation, attempts: Int) {
-        let slot = AttemptSlot()
-        self.attempts.withLock { $0[flightID] = slot }
         let task = Task(executorPreference: configuration.taskExecutor) { [self] in
             let result: Result<Identity, AuthError>
             do throws(AuthError) {
-                result = .success(try await performLogin(conversation: conversation, attempts: attempts, slot: slot))
+                result = .success(try await performLogin(conversation: conversation, attempts: attempts))
             } catch {
                 result = .failure(error)
             }
-            self.attempts.withLock { $0[flightID] = nil }
             await finish(flightID, with: result)
         }
         // The login may have been abandoned before its task was known; then cancel the task here.
@@ -120,7 +117,6 @@ extension Gatekeeper {
         let ((), effects) = core.withLock { core in
             core.transition(at: now, clock: clock) { core in core.login.leave(waiterID) }
         }
-        withdrawAbandoned(effects)
         effects.deliver()
         if effects.abandoned { record(.signInCancelled, nil) }
     }
@@ -158,26 +154,17 @@ extension Gatekeeper {
         }
     }
 
-    /// The interactive login: user name, then the provider's questions, up to `attempts` times.
-    /// An empty user name means the person changed their mind: ``AuthError/cancelled``.
-    /// Takes back the attempt of a login just abandoned, before anyone hears that it was cancelled.
-    func withdrawAbandoned(_ effects: SingleFlight.Effects) {
-        guard let flight = effects.abandonedFlight,
-            let ticket = attempts.withLock({ $0.removeValue(forKey: flight) })?.close()
-        else { return }
-        withdraw((ticket, .open(failures: 0)))
-    }
-
-    private func performLogin(conversation: any Conversation, attempts: Int, slot: AttemptSlot) async throws(AuthError)
-        -> Identity
-    {
+    /// The interactive login: user name, then the provider's questions, up to `attempts` times, each
+    /// attempt its own in the ledger (a re-asked prompt presents nothing until it is answered). An empty
+    /// user name means the person changed their mind: ``AuthError/cancelled``.
+    private func performLogin(conversation: any Conversation, attempts: Int) async throws(AuthError) -> Identity {
         let attempts = max(attempts, 1)
         for attempt in 1...attempts {
             if Task.isCancelled { throw .cancelled }
             let answer = try await conversation.askUsername(configuration.usernamePrompt)
             if answer.isEmpty { throw .cancelled }
             do throws(AuthError) {
-                return try await check(answer, conversation: conversation, slot: slot)
+                return try await check(answer, conversation: conversation)
             } catch {
                 if error.code != .cancelled { try await waitAfterFailure() }
                 switch error.code {
@@ -207,29 +194,20 @@ extension Gatekeeper {
     }
 
     /// One attempt, the one admission path every login takes: the name, validated; the account's own
-    /// spelling from the backend (``AuthProvider/lookUpAccount(_:)``); a login remembered for that
-    /// account in this place, if the backend and the lockout still agree; otherwise the attempt counted
-    /// under the lockout's lock *before* the backend checks anything, then the backend's answer, which
-    /// clears the count, lets it stand, or takes it back (nothing was checked).
-    private func check(_ answer: String, conversation: any Conversation, slot: AttemptSlot) async throws(AuthError)
-        -> Identity
-    {
+    /// spelling from the backend (``AuthProvider/lookUpAccount(_:)``); a login remembered for that account
+    /// in this place, if the backend and the lockout still agree; otherwise the stack, with the attempt in
+    /// the ledger (``AttemptLedger``: counted when the person's answer reaches the backend, settled by the
+    /// stack's answer); the audit, written from the outcome and its trace in one place.
+    private func check(_ answer: String, conversation: any Conversation) async throws(AuthError) -> Identity {
         let username = try Username.validate(answer)
         record(.attempt, unverified: username)
         let account = LockoutAccount(username, lookup: await provider.lookUpAccount(username))
         if Task.isCancelled { throw .cancelled }
         if let identity = try await rememberedLogin(of: account) { return identity }
-        // A locked-out account is refused before any provider is asked or any password hashed, whatever
-        // the password would have been.
-        let counted = try beginAttempt(account)
-        if let counted, !slot.hold(counted.ticket) {
-            // Abandoned meanwhile: nothing is checked.
-            withdraw(counted)
-            throw .cancelled
-        }
+        let attempt = try ledger.open(account)
         let request = AuthRequest(
             username: username,
-            conversation: ValidatingConversation(conversation, slot: slot),
+            conversation: ValidatingConversation(conversation, attempt: attempt),
             terminal: configuration.terminal,
             remoteHost: configuration.remoteHost,
             requestingUser: configuration.requestingUser,
@@ -245,119 +223,59 @@ extension Gatekeeper {
         } catch {
             answer = .failure(error)
         }
-        // The attempt as it stands now: `nil` when the login was abandoned meanwhile and it was taken back.
-        let attempt = slot.take().flatMap { ticket in counted.map { (ticket: ticket, status: $0.status) } }
-        let outcome: AuthOutcome
-        let trace: ProviderChain.Trace?
-        do throws(AuthError) {
-            (outcome, trace) = try answer.map { ($0.outcome.normalized, $0.trace) }.get()
-            traces.land(trace, number: number)
-        } catch {
-            // Cancelled, or the conversation failed. Before any answer reached the backend nothing was
-            // checked, and the attempt is taken back; after, it stands: the backend may have checked it.
-            if slot.wasPresented {
-                record(
-                    .signInFailed, account.key, known: account.known, error,
-                    detail: "ended after the answer was given: counted")
-            } else {
-                withdraw(attempt)
-            }
-            throw error
+        let verdict = LoginVerdict(answer, account: account, revealsUnknownUsers: configuration.revealsUnknownUsers)
+        if case .success(let traced) = answer { traces.land(traced.trace, number: number) }
+        // The presentation itself may have been refused (a locked account, a store that cannot count): that
+        // is the answer, whatever the backend made of a conversation that failed.
+        let lockedOut = attempt.refusal ?? ledger.settle(attempt, verdict.ledgerAnswer)
+        audit(verdict, presented: attempt.presented, lockedOut: lockedOut)
+        if let lockedOut {
+            if case .authenticated(let identity) = verdict.outcome { await provider.signOut(identity) }
+            throw lockedOut
         }
-        let entry = trace?.decidingEntry
-        switch outcome {
-        case .authenticated(let identity):
-            if let trace { record(.stackDecision, identity.username, detail: trace.description, stackEntry: entry) }
-            if Username.same(identity.username, account.key) && account.known {
-                recordSuccess(of: identity.username)
-            } else {
-                // The backend answered for another spelling (or one no look-up could tell): the attempt
-                // counted against the typed name is taken back, and that account decides.
-                withdraw(attempt)
-                let confirmed = LockoutAccount(identity.username)
-                if let lockedOut = try lockoutError(for: confirmed) {
-                    await provider.signOut(identity)
-                    throw lockedOut
-                }
-                recordSuccess(of: identity.username)
-            }
-            guard identity.mustChangePassword else {
-                remember(identity)
-                return identity
-            }
-            guard configuration.changesExpiredPasswords && !(conversation is CredentialsConversation) else {
-                // Nobody here can answer a new password's questions: refused, its own error, uncounted.
-                record(.signInFailed, identity.username, .passwordChangeRequired, stackEntry: entry)
-                await provider.signOut(identity)
-                throw .passwordChangeRequired
-            }
-            return try await changeExpiredPassword(of: identity, conversation: conversation)
-        case .rejected(let rejection, let canonical)
-        where rejection.followsTheRightCredential && trace?.refusedCredential != true:
-            // The right password, expired or for an account not activated yet (a backend says so only once
-            // it has checked it), and no entry of the stack refused a credential: no failed guess to count.
-            withdraw(attempt)
-            let name = canonical ?? account.key
-            let known = account.known || canonical != nil
-            if let trace { record(.stackDecision, name, known: known, detail: trace.description, stackEntry: entry) }
-            record(.signInFailed, name, known: known, rejection.error, stackEntry: entry)
-            throw rejection.error
-        case .rejected(let rejection, let canonical):
-            var status = attempt?.status
-            var known = account.known
-            if let canonical, canonical != account.key {
-                // Counted against the backend's spelling, and a locked account answers as locked whatever
-                // the password: the same as the right password would have. A name no look-up recognised
-                // keeps its count too, so a backend that matches spellings it could not name beforehand
-                // still gets no more than `deny` guesses for them.
-                if account.known { withdraw(attempt) }
-                let confirmed = LockoutAccount(canonical)
-                known = true
-                if let lockedOut = try lockoutError(for: confirmed) { throw lockedOut }
-                status = recordFailure(of: confirmed)
-            }
-            let name = canonical ?? account.key
-            if let trace { record(.stackDecision, name, known: known, detail: trace.description, stackEntry: entry) }
-            failed(name, known: known, rejection.error, status: status, stackEntry: entry)
-            throw rejection.error
-        case .notMine:
-            if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
-            failed(account.key, known: false, .userNotFound, status: attempt?.status, stackEntry: entry)
-            throw configuration.revealsUnknownUsers ? .userNotFound : .invalidCredentials
-        case .unavailable(let reason):
-            if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
-            if trace?.refusedCredential == true {
-                // An entry refused the credential before another one, down, became the stack's answer: that
-                // entry checked it, and the trace tells right from wrong, so it is a failed guess, counted.
+        guard case .authenticated(let identity) = verdict.outcome else { throw verdict.error! }
+        guard identity.mustChangePassword else {
+            remember(identity)
+            return identity
+        }
+        guard configuration.changesExpiredPasswords && !(conversation is CredentialsConversation) else {
+            // Nobody here can answer a new password's questions: refused, its own error, uncounted.
+            record(.signInFailed, identity.username, .passwordChangeRequired, stackEntry: verdict.trace?.decidingEntry)
+            await provider.signOut(identity)
+            throw .passwordChangeRequired
+        }
+        return try await changeExpiredPassword(of: identity, conversation: conversation)
+    }
+
+    /// The audit records of one attempt, from its verdict alone: the stack's decision, then the failure (or
+    /// nothing, for a success: ``AuditEvent/Kind/signedIn`` follows when the login lands) and the lockout.
+    private func audit(_ verdict: LoginVerdict, presented: Bool, lockedOut: AuthError?) {
+        let entry = verdict.trace?.decidingEntry
+        let (name, known) = verdict.named
+        if let trace = verdict.trace {
+            record(.stackDecision, name, known: known, detail: trace.description, stackEntry: entry)
+        }
+        if let lockedOut, case .authenticated = verdict.outcome {
+            record(.signInFailed, name, known: known, lockedOut, stackEntry: entry)
+            return
+        }
+        guard let error = verdict.error else { return }
+        switch error.code {
+        case .providerUnavailable:
+            if presented {
                 record(
-                    .signInFailed, account.key, known: account.known, .providerUnavailable(reason: reason),
-                    detail: "an entry of the stack refused the credential: counted")
-                if let status = attempt?.status, status.isLocked {
-                    _ = lockedOut(status, account.key, known: account.known)
-                }
-            } else {
-                withdraw(attempt)
+                    .signInFailed, name, known: known, error,
+                    detail: "ended after the answer was given: counted", stackEntry: entry)
             }
-            record(.providerUnavailable, unverified: username, .providerUnavailable(reason: reason))
-            throw .providerUnavailable(reason: reason)
-        case .failed(let code, let reason):
-            // A system, conversation or credential error: the login fails. Not a wrong password, so the
-            // attempt is taken back, unless an answer had reached the backend, which may have checked it.
-            if slot.wasPresented {
-                record(
-                    .signInFailed, account.key, known: account.known, .providerUnavailable(reason: reason),
-                    detail: "the backend answered \(code.rawValue) after the answer was given: counted")
-            } else {
-                withdraw(attempt)
-            }
-            if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
-            record(.providerUnavailable, unverified: username, .providerUnavailable(reason: reason))
-            throw .providerUnavailable(reason: reason)
-        case .ignored:
-            // Nothing applied to this login: as PAM's stack of only ignored modules, it fails.
-            if let trace { record(.stackDecision, unverified: username, detail: trace.description) }
-            failed(account.key, known: false, .refusedByPolicy, status: attempt?.status, stackEntry: entry)
-            throw .refusedByPolicy
+            record(.providerUnavailable, unverified: verdict.typed, error)
+        case .cancelled where !presented:
+            break
+        case .cancelled:
+            record(
+                .signInFailed, name, known: known, error, detail: "ended after the answer was given: counted",
+                stackEntry: entry)
+        default:
+            record(.signInFailed, name, known: known, error, stackEntry: entry)
         }
     }
 
@@ -373,41 +291,49 @@ extension Gatekeeper {
     ///   ``AuthError/providerUnavailable(reason:)``, or a login error.
     public func changePassword(conversation: any Conversation) async throws(AuthError) {
         let identity = try await authorize(.signedIn, conversation: conversation)
-        let account = LockoutAccount(identity.username)
-        let counted: (ticket: LockoutTicket, status: LockoutStatus)?
+        let attempt: LedgerAttempt
         do throws(AuthError) {
-            counted = try beginAttempt(account)
+            attempt = try ledger.open(LockoutAccount(identity.username))
         } catch {
             record(.passwordChangeFailed, identity.username, error)
             throw error
         }
         let outcome: PasswordChangeOutcome
         let trace: ProviderChain.Trace?
+        let preliminaryPassed: Bool
         do throws(AuthError) {
-            // Every answer checked as a login's are, so providers may rely on it here too.
-            (outcome, trace) = try await tracing { () async throws(AuthError) in
-                try await provider.changePasswordWithTrace(
-                    of: identity.username, conversation: ValidatingConversation(conversation),
-                    terminal: configuration.terminal, remoteHost: configuration.remoteHost,
-                    requestingUser: configuration.requestingUser)
-            }
+            // Every answer checked as a login's are, so providers may rely on it here too; the first one handed
+            // over (the current password) is presented to the ledger.
+            let number = traces.begin()
+            let passes = try await provider.changePasswordInTwoPasses(
+                of: identity.username, conversation: ValidatingConversation(conversation, attempt: attempt),
+                terminal: configuration.terminal, remoteHost: configuration.remoteHost,
+                requestingUser: configuration.requestingUser)
+            traces.land(passes.answer.trace, number: number)
+            (outcome, trace, preliminaryPassed) = (passes.answer.outcome, passes.answer.trace, passes.preliminaryPassed)
         } catch {
-            withdraw(counted)
-            record(.passwordChangeFailed, identity.username, error)
+            // Cancelled, killed, or the conversation failed: once the current password was handed over the count
+            // stands (the backend may have checked it, and the clock may tell), before it nothing was counted.
+            let error = attempt.refusal ?? error
+            _ = ledger.settle(attempt, .unanswered(refusals: []))
+            record(
+                .passwordChangeFailed, identity.username, error,
+                detail: attempt.presented ? "ended after the current password was given: counted" : nil)
             throw error
         }
-        // Only a wrong current password was a guess — the stack's answer, or an entry's whose refusal another
-        // entry's answer decided over; anything else takes the attempt back.
+        if let refusal = attempt.refusal {
+            record(.passwordChangeFailed, identity.username, refusal)
+            throw refusal
+        }
+        // Only an answer that proves the current password right takes the count back: the update pass ran,
+        // which it does only once every entry's preliminary check accepted the current password. A wrong
+        // current password is a guess — the stack's answer, or an entry's whose refusal another entry's answer
+        // decided over — and so is any other end once it was handed over (unavailable, failed, a policy).
         let guessed = outcome == .rejected(.wrongCurrentPassword) || trace?.refusedCredential == true
-        if !guessed { withdraw(counted) }
+        _ = ledger.settle(attempt, preliminaryPassed && !guessed ? .rightCredential : .refused(refusals: []))
         if let error = outcome.error {
             record(.passwordChangeFailed, identity.username, error)
-            if guessed {
-                if let status = counted?.status, status.isLocked {
-                    _ = lockedOut(status, identity.username, known: true)
-                }
-                try await waitAfterFailure()
-            }
+            if guessed { try await waitAfterFailure() }
             throw error
         }
         record(.passwordChanged, identity.username)
@@ -417,15 +343,17 @@ extension Gatekeeper {
     /// admitted the person (as `login` calls `pam_chauthtok` after `pam_authenticate` and `pam_acct_mgmt`):
     /// through the stack, each entry changing only a password of its own that has expired
     /// (`expiredOnly`). Refused or cancelled, the login is not admitted and whatever the backend holds
-    /// for the identity is let go; the password that was right was no failed guess.
+    /// for the identity is let go. The password was just found right, so nothing here is a guess but a
+    /// current password an entry asks again and refuses, which the ledger counts.
     private func changeExpiredPassword(of identity: Identity, conversation: any Conversation) async throws(AuthError)
         -> Identity
     {
         await conversation.show(PasswordPrompt.expiredNotice, as: .info)
         await conversation.show("Changing password for \(identity.username).", as: .info)
         let outcome: PasswordChangeOutcome
+        let trace: ProviderChain.Trace?
         do throws(AuthError) {
-            (outcome, _) = try await tracing { () async throws(AuthError) in
+            (outcome, trace) = try await tracing { () async throws(AuthError) in
                 try await provider.changePasswordWithTrace(
                     of: identity.username, conversation: ValidatingConversation(conversation), expiredOnly: true,
                     terminal: configuration.terminal, remoteHost: configuration.remoteHost,
@@ -437,6 +365,9 @@ extension Gatekeeper {
             throw error
         }
         if let error = outcome.error {
+            if outcome == .rejected(.wrongCurrentPassword) || trace?.refusedCredential == true {
+                _ = try? ledger.charge(LockoutAccount(identity.username))
+            }
             record(.passwordChangeFailed, identity.username, error)
             await provider.signOut(identity)
             throw error
@@ -458,15 +389,17 @@ extension Gatekeeper {
         return (answer.outcome, answer.trace)
     }
 
-    /// The lockout policy in force, if any.
-    private var activePolicy: LockoutPolicy? {
-        guard let policy = configuration.lockout, policy.deny > 0 else { return nil }
-        return policy
-    }
-
-    private var source: LoginSource {
-        LoginSource(
+    /// The ledger every attempt of this gatekeeper goes through, with the lockout policy in force.
+    var ledger: AttemptLedger {
+        let policy = configuration.lockout.flatMap { $0.deny > 0 ? $0 : nil }
+        let source = LoginSource(
             remoteHost: configuration.remoteHost, terminal: configuration.terminal, service: configuration.service)
+        return AttemptLedger(store: lockout, policy: policy, source: source) { [self] incident in
+            switch incident {
+            case .lockedOut(let account, let error): record(.lockedOut, account.key, known: account.known, error)
+            case .stateUnavailable(let error, let detail, let account): record(.stateUnavailable, account, error, detail: detail)
+            }
+        }
     }
 
     /// A login remembered for `account` in this place (the invoking user, the terminal session or parent,
@@ -474,7 +407,7 @@ extension Gatekeeper {
     /// the account and the lockout does not refuse it; `nil` when a login must be made.
     private func rememberedLogin(of account: LockoutAccount) async throws(AuthError) -> Identity? {
         guard let remembered, let login = remembered.lookup(account.key) else { return nil }
-        if let lockedOut = try lockoutError(for: account) { throw lockedOut }
+        if let lockedOut = try ledger.lockedOut(account) { throw lockedOut }
         guard
             case .valid(let identity) = await provider.recheck(
                 Identity(username: login.username, provider: login.provider)),
@@ -494,64 +427,6 @@ extension Gatekeeper {
         }
     }
 
-    /// Counts the attempt before anything is checked. A locked-out account is refused here; a store that
-    /// cannot record the attempt refuses the login (fails closed).
-    private func beginAttempt(_ account: LockoutAccount) throws(AuthError) -> (
-        ticket: LockoutTicket, status: LockoutStatus
-    )? {
-        guard let policy = activePolicy else { return nil }
-        let attempt: LockoutAttempt
-        do throws(AuthError) {
-            attempt = try lockout.beginAttempt(account, source: source, policy: policy)
-        } catch {
-            record(.stateUnavailable, nil, error, detail: "the attempt could not be counted; the login is refused")
-            throw error
-        }
-        switch attempt {
-        case .refused(let status):
-            throw lockedOut(status, account.key, known: account.known)
-        case .counted(let ticket, let status):
-            return (ticket, status)
-        }
-    }
-
-    private func withdraw(_ attempt: (ticket: LockoutTicket, status: LockoutStatus)?) {
-        guard let attempt else { return }
-        do throws(AuthError) {
-            try lockout.withdraw(attempt.ticket)
-        } catch {
-            // The attempt stays counted as a failure: never an unlock.
-            record(.stateUnavailable, nil, error, detail: "an attempt that was not checked could not be taken back")
-        }
-    }
-
-    private static func lockoutError(_ status: LockoutStatus) -> AuthError {
-        guard case .locked(_, let remaining) = status else { return .lockedUntilUnlocked }
-        return remaining.map { AuthError.tooManyAttempts(retryAfter: $0) } ?? .lockedUntilUnlocked
-    }
-
-    /// The error for an account that is locked out now (recorded in the audit), or `nil`. A store that
-    /// cannot tell fails closed: its error refuses the login.
-    private func lockoutError(for account: LockoutAccount) throws(AuthError) -> AuthError? {
-        guard let policy = activePolicy else { return nil }
-        let status: LockoutStatus
-        do throws(AuthError) {
-            status = try lockout.status(of: account, policy: policy)
-        } catch {
-            record(.stateUnavailable, nil, error)
-            throw error
-        }
-        guard status.isLocked else { return nil }
-        return lockedOut(status, account.key, known: account.known)
-    }
-
-    /// The error for a locked-out account, recorded in the audit.
-    private func lockedOut(_ status: LockoutStatus, _ account: String, known: Bool) -> AuthError {
-        let error = Self.lockoutError(status)
-        record(.lockedOut, account, known: known, error)
-        return error
-    }
-
     /// Records an event about `name`: by name when a backend confirmed that it names an account
     /// (`known`), else by its keyed digest only.
     private func record(
@@ -568,96 +443,22 @@ extension Gatekeeper {
             record(kind, unverified: name, reason, detail: detail)
         }
     }
-
-    /// Counts a failure after the fact, against the spelling the backend answered for; `nil` when it could
-    /// not be counted (audited).
-    private func recordFailure(of account: LockoutAccount) -> LockoutStatus? {
-        guard let policy = activePolicy else { return nil }
-        do throws(AuthError) {
-            return try lockout.recordFailure(of: account, source: source, policy: policy)
-        } catch {
-            record(.stateUnavailable, nil, error, detail: "a failed login could not be counted")
-            return nil
-        }
-    }
-
-    /// Audits a failed attempt, and the lockout it brought about.
-    private func failed(
-        _ account: String, known: Bool, _ reason: AuthError, status: LockoutStatus?, stackEntry: String?
-    ) {
-        record(.signInFailed, account, known: known, reason, stackEntry: stackEntry)
-        guard let status, status.isLocked else { return }
-        _ = lockedOut(status, account, known: known)
-    }
-
-    private func recordSuccess(of account: String) {
-        guard configuration.lockout != nil else { return }
-        do throws(AuthError) {
-            try lockout.recordSuccess(of: account)
-        } catch {
-            record(.stateUnavailable, account, error, detail: "the count of failed logins could not be reset")
-        }
-    }
 }
 
-/// The attempt one login in flight has counted, until the login ends or is abandoned, and whether the
-/// person's answer (a password, a code) has reached the backend: from then on the backend may have checked
-/// it — a PAM module that waits two seconds after a wrong password has told the answer by not answering —
-/// so a cancellation no longer takes the attempt back.
-final class AttemptSlot: Sendable {
-    private let state = Locked<(ticket: LockoutTicket?, closed: Bool, presented: Bool)>((nil, false, false))
-
-    /// Holds `ticket`; `false` when the login was abandoned already.
-    func hold(_ ticket: LockoutTicket) -> Bool {
-        state.withLock { state in
-            guard !state.closed else { return false }
-            state.ticket = ticket
-            return true
-        }
-    }
-
-    /// An answer was handed to the backend.
-    func present() {
-        state.withLock { $0.presented = true }
-    }
-
-    /// Whether an answer was handed to the backend.
-    var wasPresented: Bool { state.withLock { $0.presented } }
-
-    /// The ticket held, for the login to settle; `nil` once taken back.
-    func take() -> LockoutTicket? {
-        state.withLock { state in
-            defer { state.ticket = nil }
-            return state.ticket
-        }
-    }
-
-    /// The login was abandoned: the ticket to take back — none once an answer reached the backend (the
-    /// attempt then stands, and the login settles it when the backend answers).
-    func close() -> LockoutTicket? {
-        state.withLock { state in
-            state.closed = true
-            guard !state.presented else { return nil }
-            defer { state.ticket = nil }
-            return state.ticket
-        }
-    }
-}
-
-/// Checks every password the provider asks for before the provider sees it, and notes in `slot` when an
-/// answer reaches the provider.
+/// Checks every password the provider asks for before the provider sees it, and presents each answer to
+/// the attempt's ledger entry (``LedgerAttempt/present()``) before handing it over.
 struct ValidatingConversation: Conversation {
     let base: any Conversation
-    let slot: AttemptSlot?
+    let attempt: LedgerAttempt?
 
-    init(_ base: any Conversation, slot: AttemptSlot? = nil) {
+    init(_ base: any Conversation, attempt: LedgerAttempt? = nil) {
         self.base = base
-        self.slot = slot
+        self.attempt = attempt
     }
 
     func ask(_ prompt: String) async throws(AuthError) -> String {
         let answer = try await base.ask(prompt)
-        slot?.present()
+        try attempt?.present()
         return answer
     }
 
@@ -668,7 +469,7 @@ struct ValidatingConversation: Conversation {
     func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
         let secret = try await base.askSecret(prompt)
         try Credentials.validatePassword(secret)
-        slot?.present()
+        try attempt?.present()
         return secret
     }
 

@@ -31,9 +31,6 @@ public final class Gatekeeper: Sendable {
     let timeouts: Timeouts
     /// Everything that changes, behind one lock.
     let core = Locked(LockedState())
-    /// The attempt each login in flight has counted, by flight: taken back at once when the login is
-    /// abandoned, so a cancelled login is never counted, even if the tool exits before the backend answers.
-    let attempts = Locked<[UInt64: AttemptSlot]>([:])
     let traces = LatestTrace()
 
     /// Creates a gatekeeper.
@@ -178,7 +175,6 @@ public final class Gatekeeper: Sendable {
                 return (ended, true)
             }
         }
-        withdrawAbandoned(effects)
         effects.deliver()
         if abandonedLogin { record(.signInCancelled, nil) }
         guard let ended else { return }

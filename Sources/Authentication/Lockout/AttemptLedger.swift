@@ -1,0 +1,212 @@
+import GatekeeperSupport
+
+/// The one place that decides when a guess is counted, and against whom: every login, every password
+/// change, every re-asked prompt and every remembered login of a ``Gatekeeper`` goes through it.
+///
+/// The rule (docs/host-protection.md holds it as a table):
+/// - A credential is *presented* when the person's answer is handed to a backend; showing a prompt is not
+///   a presentation. Nothing that happens before it counts anything.
+/// - At the presentation the attempt is counted against the account the typed name was counted under,
+///   under the lockout's lock, together with the check that the account is not locked: however many
+///   guesses arrive at once, from any number of processes, at most `deny` are handed over. A locked account
+///   is refused there, and the answer never reaches the backend.
+/// - Once presented, the count stands whatever follows — a refusal, "unavailable", a time-out, a crash, a
+///   cancel or a kill: the backend may have checked the answer, and the clock may tell right from wrong —
+///   unless the answer proves the credential right: the stack admits, or finds the password right but
+///   expired (or the account not yet activated) with no entry refusing it.
+/// - Each entry that refused the credential counts it against its own account, as that entry spells it
+///   (``ProviderChain/Trace/refusals``), so a guess is never moved from one account to another.
+/// - A success clears the account it admitted; an account the answer names that is locked is answered as
+///   locked, whatever the password was (no oracle).
+///
+/// A cancel and a kill leave the same count: the count is written at the presentation and taken back only
+/// by an answer that proves the credential right, so a process that dies early never leaves less counted
+/// than the rule says, nor more.
+struct AttemptLedger: Sendable {
+    /// Something about the tallies the audit records.
+    enum Incident {
+        /// `account` is locked: the login is answered with `error`.
+        case lockedOut(LockoutAccount, AuthError)
+        /// The store failed; `detail` says what could not be done.
+        case stateUnavailable(AuthError, detail: String, account: String?)
+    }
+
+    let store: any LockoutStore
+    /// `nil`: nothing is counted.
+    let policy: LockoutPolicy?
+    let source: LoginSource
+    let report: @Sendable (Incident) -> Void
+
+    /// The error a login is answered with when `account` is locked out now, or `nil`; a store that cannot
+    /// tell fails closed and refuses the login. Asked before anything is asked or presented.
+    func lockedOut(_ account: LockoutAccount) throws(AuthError) -> AuthError? {
+        guard let policy else { return nil }
+        let status: LockoutStatus
+        do throws(AuthError) {
+            status = try store.status(of: account, policy: policy)
+        } catch {
+            report(.stateUnavailable(error, detail: "the lockout could not be read; the login is refused", account: nil))
+            throw error
+        }
+        return status.isLocked ? refuse(account, status) : nil
+    }
+
+    /// Opens an attempt for `account`: a locked account is refused here, before anything is asked.
+    func open(_ account: LockoutAccount) throws(AuthError) -> LedgerAttempt {
+        if let error = try lockedOut(account) { throw error }
+        return LedgerAttempt(account, ledger: self)
+    }
+
+    /// Counts a failure against `account` unless it is locked, under its lock; the error to answer when it
+    /// is locked. A store that cannot count fails closed.
+    func charge(_ account: LockoutAccount) throws(AuthError) -> (ticket: LockoutTicket, status: LockoutStatus)? {
+        guard let policy else { return nil }
+        let attempt: LockoutAttempt
+        do throws(AuthError) {
+            attempt = try store.beginAttempt(account, source: source, policy: policy)
+        } catch {
+            report(
+                .stateUnavailable(error, detail: "the attempt could not be counted; the login is refused", account: nil))
+            throw error
+        }
+        switch attempt {
+        case .refused(let status): throw refuse(account, status)
+        case .counted(let ticket, let status): return (ticket, status)
+        }
+    }
+
+    /// Takes back a count the answer proved was no failed guess. One that cannot be taken back stands:
+    /// never an unlock.
+    func withdraw(_ ticket: LockoutTicket) {
+        do throws(AuthError) {
+            try store.withdraw(ticket)
+        } catch {
+            report(.stateUnavailable(error, detail: "a right credential's count could not be taken back", account: nil))
+        }
+    }
+
+    /// A success: `account`'s count starts again.
+    func clear(_ account: String) {
+        guard policy != nil else { return }
+        do throws(AuthError) {
+            try store.recordSuccess(of: account)
+        } catch {
+            report(
+                .stateUnavailable(error, detail: "the count of failed logins could not be reset", account: account))
+        }
+    }
+
+    private func refuse(_ account: LockoutAccount, _ status: LockoutStatus) -> AuthError {
+        let error: AuthError =
+            if case .locked(_, let remaining?) = status { .tooManyAttempts(retryAfter: remaining) } else {
+                .lockedUntilUnlocked
+            }
+        report(.lockedOut(account, error))
+        return error
+    }
+
+    /// Settles a login attempt by its answer: what the rule does to every account it names. Returns the
+    /// error to answer instead when an account the answer names is locked.
+    func settle(_ attempt: LedgerAttempt, _ answer: LedgerAnswer) -> AuthError? {
+        let counted = attempt.counted
+        let typed = attempt.account
+        /// Whether an entry's account is the one the typed name was counted against (the same spelling: a name
+        /// no look-up recognised is counted where the presentation counted it, and never twice).
+        func isTyped(_ name: String?) -> Bool { name.map { Username.same($0, typed.key) } ?? true }
+        var lockedOut: AuthError?
+        if attempt.presented {
+            let admitted: String? = if case .admitted(let name, _) = answer { name } else { nil }
+            for case let refused? in answer.refusals where !isTyped(refused) && refused != admitted {
+                do throws(AuthError) {
+                    _ = try charge(LockoutAccount(refused))
+                } catch {
+                    lockedOut = lockedOut ?? error
+                }
+            }
+        }
+        switch answer {
+        case .admitted(let name, let refusals):
+            if !isTyped(name) {
+                // The backend answered for another account: the count against the typed name is taken back
+                // unless an entry refused the credential for it, and that account decides.
+                if let counted, !refusals.contains(where: isTyped) { withdraw(counted.ticket) }
+                do throws(AuthError) {
+                    if let error = try self.lockedOut(LockoutAccount(name)) { return error }
+                } catch {
+                    return error
+                }
+            }
+            clear(name)
+            return nil
+        case .rightCredential:
+            if let counted { withdraw(counted.ticket) }
+            return lockedOut
+        case .refused, .unanswered:
+            return lockedOut
+        }
+    }
+}
+
+/// How an attempt ended, as far as the ledger is concerned.
+enum LedgerAnswer {
+    /// The stack admitted `account` (its password may have expired: it was right).
+    case admitted(String, refusals: [String?])
+    /// The credential was right, and the login refused for another reason (an expired password that is
+    /// not changed here, an account not activated), and no entry refused the credential.
+    case rightCredential
+    /// Refused: a wrong credential, an unknown name, a policy.
+    case refused(refusals: [String?])
+    /// No answer: unavailable, timed out, failed, cancelled, killed.
+    case unanswered(refusals: [String?])
+
+    /// The accounts of the entries that refused the credential, as each spells it; `nil` for an entry that
+    /// named none (it refused the name as typed).
+    var refusals: [String?] {
+        switch self {
+        case .admitted(_, let refusals), .refused(let refusals), .unanswered(let refusals): refusals
+        case .rightCredential: []
+        }
+    }
+}
+
+/// One attempt at a credential, from the moment the account is known until the answer is final: counted
+/// at its presentation (``present()``), settled by ``AttemptLedger/settle(_:_:)``.
+final class LedgerAttempt: Sendable {
+    let account: LockoutAccount
+    private let ledger: AttemptLedger
+    private let state = Locked<
+        (counted: (ticket: LockoutTicket, status: LockoutStatus)?, presented: Bool, refusal: AuthError?)
+    >((nil, false, nil))
+
+    init(_ account: LockoutAccount, ledger: AttemptLedger) {
+        self.account = account
+        self.ledger = ledger
+    }
+
+    /// The person's answer is about to be handed to the backend: the attempt is counted now (once), under
+    /// the lockout's lock. A locked account, or a store that cannot count, throws (and keeps throwing), and
+    /// the answer is not handed over.
+    func present() throws(AuthError) {
+        try state.withLock { state throws(AuthError) in
+            if let refusal = state.refusal { throw refusal }
+            guard !state.presented else { return }
+            do throws(AuthError) {
+                state.counted = try ledger.charge(account)
+            } catch {
+                state.refusal = error
+                throw error
+            }
+            state.presented = true
+        }
+    }
+
+    /// Whether an answer was handed to the backend.
+    var presented: Bool { state.withLock { $0.presented } }
+
+    /// Why the presentation was refused (the account was locked meanwhile, the store could not count): the
+    /// login's answer, whatever the backend made of it.
+    var refusal: AuthError? { state.withLock { $0.refusal } }
+
+    /// The count, once presented (`nil` when nothing is counted: no lockout configured).
+    var counted: (ticket: LockoutTicket, status: LockoutStatus)? { state.withLock { $0.counted } }
+}

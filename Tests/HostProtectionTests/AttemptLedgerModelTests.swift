@@ -1,0 +1,73 @@
+import Authentication
+import AuthenticationTesting
+import Foundation
+import HostProtection
+import TestSupport
+import Testing
+
+/// The attempt ledger against its reference model (``LedgerScenario``): random sequences of logins,
+/// password changes, remembered logins and bursts by 2–8 processes on one pam_faillock tally, with every
+/// way an attempt can end — refused, unavailable or timed out after the password reached the backend,
+/// cancelled or killed at every prompt — each checked, after every step, against the real tally files.
+/// `GATEKEEPER_LEDGER_SEED` and `GATEKEEPER_LEDGER_SEQUENCES` repeat or extend a run; a failing seed
+/// is printed, and becomes a named case below.
+@Suite(.timeLimit(.minutes(10)))
+struct AttemptLedgerModelTests {
+    static let environment = ProcessInfo.processInfo.environment
+    static let firstSeed = environment["GATEKEEPER_LEDGER_SEED"].flatMap { UInt64($0) } ?? 0x5EED_1ED6
+    static let sequences = environment["GATEKEEPER_LEDGER_SEQUENCES"].flatMap { Int($0) } ?? 10_000
+
+    /// The store under test in `directory`, and how the model reads its files.
+    static func access(_ directory: String) throws -> LedgerStoreAccess {
+        let names = try FaillockStore(directory: directory)
+        return LedgerStoreAccess(
+            open: { try FaillockStore(directory: directory) },
+            unknownTally: { name in
+                names.bucketName(of: (try? FaillockStore.folded(LockoutAccount(name, known: false))) ?? name)
+            },
+            failures: { tally in
+                switch tally {
+                case .account(let name): validRecords(in: directory + "/" + name)
+                case .unknown(let bucket): validRecords(in: directory + ".unknown/" + bucket)
+                }
+            })
+    }
+
+    /// The valid records of a tally file in pam_faillock's format (64 bytes each, the status a 16-bit
+    /// word at byte 54, bit 0 set while the failure counts).
+    static func validRecords(in path: String) -> Int {
+        guard let bytes = FileManager.default.contents(atPath: path).map(Array.init) else { return 0 }
+        return stride(from: 0, to: bytes.count - 63, by: 64).count { offset in bytes[offset + 54] & 1 != 0 }
+    }
+
+    static func run(seed: UInt64) async throws -> [String] {
+        var choices = ChoiceSource(seed: seed)
+        let scenario = LedgerScenario(&choices)
+        let base = temporaryDirectory("gatekeeper-ledger")
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        defer { try? FileManager.default.removeItem(atPath: base + "/tally.unknown") }
+        let problems = await scenario.check(try access(base + "/tally"))
+        return problems.isEmpty ? [] : ["seed \(seed):\n\(scenario)"] + problems
+    }
+
+    @Test func randomSequencesKeepTheRule() async throws {
+        print("attempt ledger: \(Self.sequences) sequences from seed \(Self.firstSeed)")
+        var failures = 0
+        for offset in 0..<UInt64(Self.sequences) {
+            let problems = try await Self.run(seed: Self.firstSeed &+ offset)
+            guard !problems.isEmpty else { continue }
+            failures += 1
+            if let report = Self.environment["GATEKEEPER_LEDGER_REPORT"] {
+                let handle = FileHandle(forWritingAtPath: report) ?? {
+                    FileManager.default.createFile(atPath: report, contents: nil)
+                    return FileHandle(forWritingAtPath: report)!
+                }()
+                handle.seekToEndOfFile()
+                handle.write(Data((problems.joined(separator: "\n") + "\n\n").utf8))
+                try? handle.close()
+            }
+            if failures <= 3 { Issue.record(Comment(rawValue: problems.joined(separator: "\n"))) }
+        }
+        #expect(failures == 0, "\(failures) of \(Self.sequences) sequences broke the rule")
+    }
+}
