@@ -258,7 +258,7 @@ TSAN_TESTS := $(call regex, GatekeeperTests|ProtectedActionTests|SingleFlightTes
 TSAN_SKIP := twoWritersLoseNothing|aKilledWriterLeavesAWholeFile
 
 # The fuzz targets (Fuzz/gatekeeper-fuzz), built with libFuzzer and AddressSanitizer.
-FUZZ_TARGETS ?= users-file configuration validation pam-conversation helper-protocol faillock ldap-filter oidc-token
+FUZZ_TARGETS ?= users-file configuration validation pam-conversation helper-protocol faillock ldap-filter oidc-token ledger
 FUZZ_SECONDS ?= 60
 # Optimised (-O keeps every precondition and overflow trap): four to seven times the executions a second of
 # a debug build for the targets that do not wait on files or libpam. FUZZ_BUILD=debug builds unoptimised.

@@ -224,7 +224,7 @@ let package = Package(
             name: "gatekeeper-fuzz",
             dependencies: [
                 "Authentication", "ProviderPlugins", "MockProvider", "DebugProvider", "FileProvider", "PAMProvider",
-                "HostProtection", "PluginHost", "LDAPProvider", "OIDCProvider", "HelperPrograms",
+                "HostProtection", "PluginHost", "LDAPProvider", "OIDCProvider", "HelperPrograms", "AuthenticationTesting",
             ],
             path: "Fuzz/gatekeeper-fuzz"
         ),

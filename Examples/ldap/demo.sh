@@ -71,4 +71,4 @@ required ldap uri=ldap://127.0.0.1:$port base=dc=example,dc=test ca=$work/cert.p
 CONF
 chmod 600 "$work/ldap.conf"
 echo "A throwaway directory at ldap://127.0.0.1:$port (StartTLS required): alice / wonderland, carol / carol-2026 (staff), bob / builder."
-"$repl" --config "$work/ldap.conf"
+"$repl" --config "$work/ldap.conf" --state-dir "$work"

@@ -43,4 +43,4 @@ echo "A throwaway OpenID Connect provider, environment $environment: $(grep -o '
 echo "Accounts: alice / wonderland-2026 (staff, readers), bob / builder-2026. Type login, then profile."
 [ "$flow" = device ] &&
     echo "To approve a code from another terminal: $here/glewlwyd.sh approve $work/provider alice wonderland-2026 CODE"
-"$repl" --config "$work/$environment.conf"
+"$repl" --config "$work/$environment.conf" --state-dir "$work"

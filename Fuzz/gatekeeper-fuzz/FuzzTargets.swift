@@ -1,6 +1,7 @@
 // The fuzz targets: what each parser or decoder of hostile input must do with any bytes at all. Each
 // target returns normally or traps; a trap is a defect (libFuzzer saves the input as crash-*).
 import Authentication
+import AuthenticationTesting
 import DebugProvider
 import Foundation
 import MockProvider
@@ -27,6 +28,7 @@ enum FuzzTarget: String, CaseIterable {
     case faillock
     case ldapFilter = "ldap-filter"
     case oidcToken = "oidc-token"
+    case ledger
 
     func run(_ bytes: [UInt8]) {
         switch self {
@@ -38,6 +40,7 @@ enum FuzzTarget: String, CaseIterable {
         case .faillock: FuzzFaillock.run(bytes)
         case .ldapFilter: FuzzLDAPFilter.run(bytes)
         case .oidcToken: FuzzOIDCToken.run(bytes)
+        case .ledger: FuzzLedger.run(bytes)
         }
     }
 }
@@ -466,5 +469,32 @@ enum FuzzOIDCToken {
             require(value.map { .object(parsed.claims) == $0 } ?? false, "a token's claims are not its JSON")
         }
         _ = CompactToken(text)
+    }
+}
+
+/// The attempt ledger against its reference model, on scenarios the fuzzer's bytes choose (the same
+/// scenarios `make test` draws 10,000 of at random): every tally file must hold what the model says after
+/// every step.
+enum FuzzLedger {
+    nonisolated(unsafe) static var runs = 0
+
+    static func run(_ bytes: [UInt8]) {
+        var choices = ChoiceSource(bytes: bytes)
+        let scenario = LedgerScenario(&choices)
+        runs += 1
+        let directory = scratchDirectory + "/ledger-\(runs)"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: directory + ".unknown")
+        }
+        guard let names = try? FaillockStore(directory: directory) else {
+            require(false, "the lockout directory could not be made")
+            return
+        }
+        let access = LedgerStoreAccess.faillockFiles(directory: directory, open: { try FaillockStore(directory: directory) }) {
+            names.bucketName(of: (try? FaillockStore.folded(LockoutAccount($0, known: false))) ?? $0)
+        }
+        let problems = blocking { await scenario.check(access) }
+        require(problems.isEmpty, "the ledger broke its rule:\n\(scenario)\n\(problems.joined(separator: "\n"))")
     }
 }

@@ -87,13 +87,23 @@ public final class FileAuthProvider: AuthProvider {
     }
 
     private func checkLogin(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
-        // Ask whether or not the user exists, so prompts do not reveal names.
-        let password = try await request.conversation.askSecret(configuration.passwordPrompt)
+        // The file, and the hash the password would be checked against, before anything is asked: a file that
+        // cannot be read, or a hash whose library is missing, can check no password, and one never asked for
+        // is never counted as a guess (the attempt ledger counts what is handed over).
         let file: UsersFile
         switch try await offPool({ self.refresh() }) {
         case .success(let current): file = current
         case .failure(let error): return .unavailable(reason: error.description)
         }
+        let checkedAgainst: PasswordHash? =
+            switch file[request.username]?.password {
+            case nil: standIn(for: file)
+            case .locked: file[request.username]?.password.lockedHash
+            case .expired(let hash), .hash(let hash): hash
+            }
+        if let problem = checkedAgainst?.libraryProblem { return .unavailable(reason: problem) }
+        // Ask whether or not the user exists, so prompts do not reveal names.
+        let password = try await request.conversation.askSecret(configuration.passwordPrompt)
         guard let entry = file[request.username] else {
             _ = try await verifyOffPool(password, standIn(for: file))
             return .notMine

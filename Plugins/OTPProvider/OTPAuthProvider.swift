@@ -40,18 +40,19 @@ public final class OTPAuthProvider: AuthProvider {
     }
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
-        // Asked of everyone, known or not.
-        let answer = try await request.conversation.ask(prompt)
-        if answer.isEmpty { throw .cancelled }
+        // Without liboath, or without the file, no code can be checked: nothing is asked, so nothing is handed
+        // over for the attempt ledger to count (a code never asked for is no wrong code).
+        if let problem = OneTimeCode.libraryProblem { return .unavailable(reason: problem) }
         let entries: [OATHUsersFile.Entry]
         switch readPrivateFile(usersFile) {
         case .success(let bytes): entries = OATHUsersFile.parse(bytes)
         case .failure(.inaccessible(let why)), .failure(.unsafe(let why)):
             return .unavailable(reason: "the one-time code file \(usersFile) \(why)")
         }
+        // Asked of everyone, known or not.
+        let answer = try await request.conversation.ask(prompt)
+        if answer.isEmpty { throw .cancelled }
         guard let entry = entries.first(where: { $0.username == request.username }) else { return .notMine }
-        // Without liboath no code can be checked: that is no wrong code (which the lockout would count).
-        if let problem = OneTimeCode.libraryProblem { return .unavailable(reason: problem) }
         let expected = digits ?? entry.digits
         guard answer.utf8.count == expected, answer.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
             return .rejected(.wrongCredentials)

@@ -33,8 +33,9 @@ public final class HostLogin: Sendable {
         public var remembersLogins: Bool
         /// Tries per login, instead of the configuration's.
         public var maxAttempts: Int?
-        /// Count failures in memory unless the configuration names a lockout directory (a demonstration).
-        public var lockoutInMemoryUnlessConfigured: Bool
+        /// Count failures in memory, for this process alone: only for a demonstration (the demo backend
+        /// without a configuration). Every real backend and every configuration counts where every tool does.
+        public var countsInMemory: Bool
         /// Whether an expired password is changed during the login (off when the password comes from a
         /// script, which cannot answer the new password's questions).
         public var changesExpiredPasswords: Bool
@@ -50,7 +51,7 @@ public final class HostLogin: Sendable {
             place: LoginPlace? = nil,
             remembersLogins: Bool = true,
             maxAttempts: Int? = nil,
-            lockoutInMemoryUnlessConfigured: Bool = false,
+            countsInMemory: Bool = false,
             changesExpiredPasswords: Bool = true,
             taskExecutor: (any TaskExecutor)? = nil,
             readsGroups: Bool = true
@@ -61,7 +62,7 @@ public final class HostLogin: Sendable {
             self.place = place
             self.remembersLogins = remembersLogins
             self.maxAttempts = maxAttempts
-            self.lockoutInMemoryUnlessConfigured = lockoutInMemoryUnlessConfigured
+            self.countsInMemory = countsInMemory
             self.changesExpiredPasswords = changesExpiredPasswords
             self.taskExecutor = taskExecutor
             self.readsGroups = readsGroups
@@ -97,9 +98,7 @@ public final class HostLogin: Sendable {
         self.settings = settings
         self.provider = provider
         audit = settings.auditSink(tool: context.tool, report: report)
-        lockout =
-            context.lockoutInMemoryUnlessConfigured && stack?.lockoutDirectory == nil
-            ? MemoryLockoutStore() : try settings.lockoutStore()
+        lockout = context.countsInMemory ? MemoryLockoutStore() : try settings.lockoutStore()
         let cache = settings.loginCache(
             scope: HostSettings.scope(stack: stack, provider: selection.name, options: selection.options),
             report: report)

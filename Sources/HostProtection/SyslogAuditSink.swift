@@ -56,6 +56,18 @@ public final class SyslogAuditSink: AuditSink {
         }
     }
 
+    /// `value` as RFC 5424 writes a structured-data parameter value: `\`, `"` and `]` each behind a `\`, so
+    /// no value can end its field early or open another; then every control and invisible character shown
+    /// as `\u{…}` (whose `\` is then the only single one).
+    static func parameterValue(_ value: String) -> String {
+        var escaped = String.UnicodeScalarView()
+        for scalar in value.unicodeScalars {
+            if scalar == "\\" || scalar == "\"" || scalar == "]" { escaped.append("\\") }
+            escaped.append(scalar)
+        }
+        return TextSafety.escaped(String(escaped))
+    }
+
     /// The datagram for `event`.
     func message(_ event: AuditEvent) -> [UInt8] {
         var time = time_t(event.time.timeIntervalSince1970)
@@ -64,7 +76,7 @@ public final class SyslogAuditSink: AuditSink {
         var stamp = [CChar](repeating: 0, count: 32)
         let length = strftime(&stamp, stamp.count, "%b %e %H:%M:%S", &parts)
         let fields = AuditRecord.fields(event).filter { $0.0 != "time" && $0.0 != "event" && $0.0 != "pid" }
-        let body = fields.map { key, value in "\(key)=\"\(TextSafety.escaped(value).replacing("\"", with: "\\\""))\"" }
+        let body = fields.map { key, value in "\(key)=\"\(Self.parameterValue(value))\"" }
         let text =
             "<\(Self.priority(of: event.kind))>\(String(decoding: stamp[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)) "
             + "\(identifier)[\(event.processID)]: \(event.kind.rawValue) \(body.joined(separator: " "))"

@@ -37,7 +37,7 @@ struct REPLSafetyTests {
         FileManager.default.createFile(atPath: file, contents: Data(line.utf8))
         chmod(file, 0o600)
         let result = try run(
-            gatekeeperREPL, ["--provider", "file", "--users", file], input: "profile\nbob\nbuilder\nwhoami\n")
+            gatekeeperREPL, ["--provider", "file", "--users", file, "--state-dir", directory.path], input: "profile\nbob\nbuilder\nwhoami\n")
         #expect(result.stdout.contains("User:      bob"), "\(result.stdout)")
         #expect(result.stdout.contains("\\u{1B}]0;owned\\u{7}Bob\\u{202E}"))
         #expect(result.stdout.contains("\\u{1B}[2J"))
@@ -50,6 +50,7 @@ struct REPLSafetyTests {
 /// The REPL over a stack from a configuration file: who answered, and why.
 struct StackedREPLTests {
     @Test func whyShowsWhichEntryAnsweredAndStatusTheAdmittingOne() throws {
+        let state = ScratchDirectory("gatekeeper-repl-state")
         let path = URL(fileURLWithPath: trustedBase).appendingPathComponent("gatekeeper-\(UUID()).conf").path
         try """
         [success=done user_unknown=ignore authinfo_unavail=ignore default=die]  debug result=user_unknown
@@ -58,7 +59,7 @@ struct StackedREPLTests {
         """.write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o600)
         defer { unlink(path) }
-        let result = try run(gatekeeperREPL, ["--config", path], input: "why\nlogin\nbob\nbuilder\nwhy\nstatus\n")
+        let result = try run(gatekeeperREPL, ["--config", path, "--state-dir", state.path], input: "why\nlogin\nbob\nbuilder\nwhy\nstatus\n")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("No login yet."))
         #expect(
@@ -87,11 +88,12 @@ struct CancelledLoginWhyTests {
     }
 
     @Test func aLoginCancelledAtTheUserNameIsSaidToBeSo() throws {
+        let state = ScratchDirectory("gatekeeper-repl-state")
         let path = try Self.configuration(delay: "0")
         defer { unlink(path) }
         // Signed in as bob; then a login cancelled by an empty user name; then one that signs alice in.
         let result = try run(
-            gatekeeperREPL, ["--config", path],
+            gatekeeperREPL, ["--config", path, "--state-dir", state.path],
             input: "login\nbob\nbuilder\nlogout\nlogin\n\nwhy\nlogin\nalice\nwonderland\nwhy\n")
         #expect(result.status == 0, "\(result.stderr)")
         let trace = "2. required mock: success -> ok\nidentity: 2:mock\nresult: success"
@@ -106,9 +108,10 @@ struct CancelledLoginWhyTests {
     }
 
     @Test func aLoginCancelledWhileTheProviderChecksIsSaidToBeSo() throws {
+        let state = ScratchDirectory("gatekeeper-repl-state")
         let path = try Self.configuration(delay: "60")
         defer { unlink(path) }
-        let repl = try TerminalSession(gatekeeperREPL, ["--config", path])
+        let repl = try TerminalSession(gatekeeperREPL, ["--config", path, "--state-dir", state.path])
         try repl.waitFor("]› ")
         try repl.logIn("login", "alice", "wonderland")
         repl.type("\u{3}")
@@ -128,6 +131,7 @@ struct CancelledLoginWhyTests {
 /// The shipped fallback tour: the users file over the mock backend.
 struct FallbackTourTests {
     @Test func eachUserIsAnsweredByTheRightEntryAndAnUnusableFileIsPassedOver() throws {
+        let state = ScratchDirectory("gatekeeper-repl-state")
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../Examples/stacks").standardized
         let directory = URL(fileURLWithPath: trustedBase).appendingPathComponent("gatekeeper-tour-\(UUID())")
@@ -145,7 +149,7 @@ struct FallbackTourTests {
         chmod(users, 0o600)
 
         let first = try run(
-            gatekeeperREPL, ["--config", configuration],
+            gatekeeperREPL, ["--config", configuration, "--state-dir", state.path],
             input: "login\nerin\nerin-2026\nwhy\nlogin\nbob\nbuilder\nwhy\n")
         #expect(first.stdout.contains("Signed in as Erin Example (erin)."), "\(first.stdout)")
         #expect(first.stdout.contains("file: success -> done\nidentity: 1:file\nresult: success"))
@@ -153,7 +157,7 @@ struct FallbackTourTests {
 
         // While the REPL runs, others may now write the file: it is refused, the entry answers
         // authinfo_unavail, and the mock still admits bob.
-        let repl = try Spawned(gatekeeperREPL, ["--config", configuration])
+        let repl = try Spawned(gatekeeperREPL, ["--config", configuration, "--state-dir", state.path])
         #expect(eventually { repl.stdout.contains("Type 'help'.") })
         chmod(users, 0o666)
         repl.write("login\nbob\nbuilder\nwhy\n")

@@ -17,27 +17,12 @@ struct AttemptLedgerModelTests {
     static let firstSeed = environment["GATEKEEPER_LEDGER_SEED"].flatMap { UInt64($0) } ?? 0x5EED_1ED6
     static let sequences = environment["GATEKEEPER_LEDGER_SEQUENCES"].flatMap { Int($0) } ?? 10_000
 
-    /// The store under test in `directory`, and how the model reads its files.
+    /// pam_faillock's files in `directory`, each process a `FaillockStore` of its own.
     static func access(_ directory: String) throws -> LedgerStoreAccess {
         let names = try FaillockStore(directory: directory)
-        return LedgerStoreAccess(
-            open: { try FaillockStore(directory: directory) },
-            unknownTally: { name in
-                names.bucketName(of: (try? FaillockStore.folded(LockoutAccount(name, known: false))) ?? name)
-            },
-            failures: { tally in
-                switch tally {
-                case .account(let name): validRecords(in: directory + "/" + name)
-                case .unknown(let bucket): validRecords(in: directory + ".unknown/" + bucket)
-                }
-            })
-    }
-
-    /// The valid records of a tally file in pam_faillock's format (64 bytes each, the status a 16-bit
-    /// word at byte 54, bit 0 set while the failure counts).
-    static func validRecords(in path: String) -> Int {
-        guard let bytes = FileManager.default.contents(atPath: path).map(Array.init) else { return 0 }
-        return stride(from: 0, to: bytes.count - 63, by: 64).count { offset in bytes[offset + 54] & 1 != 0 }
+        return .faillockFiles(directory: directory, open: { try FaillockStore(directory: directory) }) { name in
+            names.bucketName(of: (try? FaillockStore.folded(LockoutAccount(name, known: false))) ?? name)
+        }
     }
 
     static func run(seed: UInt64) async throws -> [String] {
@@ -45,8 +30,7 @@ struct AttemptLedgerModelTests {
         let scenario = LedgerScenario(&choices)
         let base = temporaryDirectory("gatekeeper-ledger")
         defer { try? FileManager.default.removeItem(atPath: base) }
-        defer { try? FileManager.default.removeItem(atPath: base + "/tally.unknown") }
-        let problems = await scenario.check(try access(base + "/tally"))
+        let problems = await scenario.check(try Self.access(base + "/tally"))
         return problems.isEmpty ? [] : ["seed \(seed):\n\(scenario)"] + problems
     }
 

@@ -186,6 +186,41 @@ struct SyslogAuditTests {
         #expect(!messages.joined().contains("wonderland"))
     }
 
+    /// A confirmed name holding `\`, `"` and `]` stays inside its field, escaped as RFC 5424 escapes a
+    /// structured-data value: `x\" outcome="success` cannot add an `outcome="success"` of its own.
+    @Test func aNameCannotBreakOutOfItsSyslogField() async throws {
+        let listener = try SyslogListener()
+        let sink = SyslogAuditSink(socketPath: listener.path, identifier: "t")
+        let name = #"x\" outcome="success] y"#
+        let gatekeeper = Gatekeeper(
+            provider: StubAuthProvider(accounts: [name: ("pw", [])]), configuration: .init(failDelay: .zero),
+            audit: sink)
+        try await gatekeeper.signIn(credentials(name, "pw"))
+        let signedIn = try #require(listener.messages().first { $0.contains("signedIn") })
+        #expect(signedIn.contains(#"user="x\\\" outcome=\"success\] y""#), "\(signedIn)")
+        // Read as a syslog parser reads it: a `"` behind an odd number of `\` is text, any other ends the field.
+        var fields: [String] = []
+        var current = ""
+        var inside = false
+        var escaping = false
+        for character in signedIn {
+            if escaping {
+                escaping = false
+                if inside { current.append(character) }
+            } else if character == "\\" {
+                escaping = true
+            } else if character == "\"" {
+                if inside { fields.append(current) }
+                current = ""
+                inside.toggle()
+            } else if inside {
+                current.append(character)
+            }
+        }
+        #expect(fields.contains(name), "\(fields)")
+        #expect(signedIn.components(separatedBy: #"outcome=""#).count == 2, "one outcome field: \(signedIn)")
+    }
+
     /// A configuration file that is refused is reported to syslog (the only sink known without it);
     /// gatekeeper-run and gatekeeper-repl report through this, to /dev/log.
     @Test func aRefusedConfigurationIsReportedToSyslog() throws {

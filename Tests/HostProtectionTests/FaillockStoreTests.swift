@@ -130,7 +130,10 @@ struct FaillockStoreTests {
                 of: LockoutAccount("alice", known: true), source: .service("t"), policy: policy)
             #expect(unknown.isLocked == known.isLocked && unknown.isLocked == (attempt == 5))
         }
-        #expect(try fresh.status(of: "nobody-here", policy: policy).isLocked)
+        #expect(try fresh.status(of: LockoutAccount("nobody-here", known: false), policy: policy).isLocked)
+        // An account a backend names is judged by its own file alone, never by the names that match none:
+        // failures of unknown names cannot lock it.
+        #expect(try fresh.status(of: LockoutAccount("nobody-here", known: true), policy: policy) == .open(failures: 0))
         // A name with a file of its own (an account since deleted) is still counted there, as it is judged.
         try fresh.unlock("alice")
         _ = try fresh.recordFailure(of: LockoutAccount("alice", known: false), source: .service("t"), policy: policy)
@@ -163,8 +166,9 @@ struct FaillockStoreTests {
         #expect(provider.authenticationCount == 3)
     }
 
-    /// Cancelled before the password reached the backend: nothing was checked, and the attempt counted
-    /// for it is taken back before the caller hears of the cancellation.
+    /// Cancelled before the password reached the backend: nothing was presented, so nothing was counted —
+    /// not while the prompt waits (a prompt is not a presentation), not after the cancellation, not if the
+    /// process were killed there.
     @Test func aLoginCancelledBeforeThePasswordIsNotCounted() async throws {
         let store = try FaillockStore(directory: directory)
         let provider = StubAuthProvider { request throws(AuthError) in
@@ -176,11 +180,11 @@ struct FaillockStoreTests {
         let conversation = ScriptedConversation(.text("alice"), .hang)
         let login = Task { try await gatekeeper.signIn(conversation: conversation) }
         #expect(await eventually { conversation.questionCount == 2 })
-        // Counted while it waits…
-        #expect(try store.status(of: LockoutAccount("alice", known: false), policy: Self.policy) == .open(failures: 1))
+        // Nothing counted while it waits…
+        #expect(try store.status(of: LockoutAccount("alice", known: false), policy: Self.policy) == .open(failures: 0))
         login.cancel()
         await #expect(throws: AuthError.cancelled) { try await login.value }
-        // …and taken back at once.
+        // …nor after.
         #expect(try store.status(of: LockoutAccount("alice", known: false), policy: Self.policy) == .open(failures: 0))
         #expect(tallyBytes("alice").isEmpty)
     }

@@ -103,8 +103,14 @@ struct PasswordChangeAtLoginTests {
                 DebugAuthProvider(result: .newAuthenticationTokenRequired)),
             .init(.required, DebugAuthProvider(result: .authenticationError)),
         ])
+        // The password is asked (presented) first, by an entry that then takes no part: pam_debug's entries
+        // ask nothing, and a credential never presented counts nothing.
+        let asks = StubAuthProvider { request throws(AuthError) in
+            _ = try await request.conversation.askSecret("Password: ")
+            return .ignored
+        }
         let gatekeeper = Gatekeeper(
-            provider: ProviderChain([.init(.required, inner)]),
+            provider: ProviderChain([.init(.required, asks), .init(.required, inner)]),
             configuration: .init(maxAttempts: 1, lockout: .init(deny: 1), failDelay: .zero))
         await #expect(throws: AuthError.passwordChangeRequired) {
             try await gatekeeper.signIn(try credentials("erin", "erin-2026"))

@@ -226,13 +226,15 @@ struct TwoFactorStackTests {
     /// (as Ctrl-C or Ctrl-D at the prompt) cancels and falls back to the tab the person was on.
     @Test func theREPLAsksBothAndFallsBackWhenTheCodeIsCancelled() throws {
         let config = try configuration()
+        let state = ScratchDirectory("gatekeeper-repl-state")
         let repl = builtExecutable("gatekeeper-repl")
-        let admitted = try run(repl, ["--config", config], input: "courses\nerin\nerin-2026\n\(code(0))\nwhoami\n")
+        let arguments = ["--config", config, "--state-dir", state.path]
+        let admitted = try run(repl, arguments, input: "courses\nerin\nerin-2026\n\(code(0))\nwhoami\n")
         #expect(admitted.stdout.contains("Password: \nVerification code: \nCourses for"), "\(admitted.stdout)")
-        let wrongPassword = try run(repl, ["--config", config], input: "contact\ncourses\nerin\nwrong\n\(code(1))\n")
+        let wrongPassword = try run(repl, arguments, input: "contact\ncourses\nerin\nwrong\n\(code(1))\n")
         #expect(wrongPassword.stdout.contains("Password: \nVerification code: \n"))
         #expect(wrongPassword.stdout.contains("Back to contact."))
-        let cancelled = try run(repl, ["--config", config], input: "contact\ncourses\nerin\nerin-2026\n\nwhoami\n")
+        let cancelled = try run(repl, arguments, input: "contact\ncourses\nerin\nerin-2026\n\nwhoami\n")
         #expect(cancelled.stdout.contains("Login cancelled. Back to contact."))
         #expect(cancelled.stdout.contains("Not signed in."))
     }
@@ -240,7 +242,8 @@ struct TwoFactorStackTests {
     /// At a terminal: Ctrl-C at the code prompt cancels the login and falls back.
     @Test func ctrlCAtTheCodePromptFallsBack() throws {
         let config = try configuration()
-        let repl = try TerminalSession(builtExecutable("gatekeeper-repl"), ["--config", config])
+        let state = ScratchDirectory("gatekeeper-repl-state")
+        let repl = try TerminalSession(builtExecutable("gatekeeper-repl"), ["--config", config, "--state-dir", state.path])
         try repl.waitFor("]› ")
         repl.type("contact\r")
         try repl.waitFor("Registrar")

@@ -387,3 +387,17 @@ private func waitForExit(_ pid: pid_t, deadline: ContinuousClock.Instant) -> Int
 /// Where test files go: a directory no one else can write, up to `/` — so configuration files, plugins
 /// and helpers put there pass the tools' directory rule.
 public let trustedBase: String = privateScratchBase
+
+/// A private directory for a test, removed with everything in it when the value is released (at the end of
+/// the test that made it).
+public final class ScratchDirectory: Sendable {
+    public let path: String
+
+    public init(_ prefix: String) {
+        path = temporaryDirectory(prefix)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}

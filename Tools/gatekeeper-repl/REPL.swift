@@ -212,6 +212,13 @@ final class REPL: Sendable {
             }
             screen.say(shown("Stack: " + entries.joined(separator: " · ")))
         }
+        if gatekeeper.configuration.lockout != nil {
+            if let store = gatekeeper.lockout as? FaillockStore {
+                screen.say(shown("Failed logins are counted in \(store.directory), with every tool's on this host."))
+            } else {
+                screen.say("Failed logins are counted in memory, for this session only (the demo backend).")
+            }
+        }
         if let account = account ?? gatekeeper.identity?.username { lockoutStatus(of: account) }
         rememberedLogin()
     }
@@ -222,6 +229,7 @@ final class REPL: Sendable {
             screen.say("Lockout: off.")
             return
         }
+
         let name = shown(account)
         do throws(AuthError) {
             switch try gatekeeper.lockout.status(of: account, policy: policy) {

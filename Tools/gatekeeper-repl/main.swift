@@ -31,10 +31,11 @@ let registry = ProviderRegistry([
 .resolving(with: SharedObjectPlugins.resolver())
 var selection = ProviderSelection(registry: registry)
 
-let usage = "usage: gatekeeper-repl [--provider NAME [provider options] | --config FILE]"
+let usage = "usage: gatekeeper-repl [--provider NAME [provider options] | --config FILE] [--state-dir DIR]"
 var configurationPath: String?
+var stateDirectory: String?
 do {
-    let parsed = try CommandLineSyntax(flags: ["-h", "--help"], valueOptions: ["config"])
+    let parsed = try CommandLineSyntax(flags: ["-h", "--help"], valueOptions: ["config", "state-dir"])
         .selectingProviders(from: selection)
         .parse(CommandLine.arguments.dropFirst())
     if parsed.has("-h", "--help") {
@@ -46,6 +47,8 @@ do {
     if let stray = (parsed.positionals + parsed.trailing).first { throw UsageError("Unexpected argument \(stray).") }
     selection.take(from: parsed)
     configurationPath = parsed.values["config"]
+    stateDirectory = parsed.values["state-dir"]
+    if let directory = stateDirectory, !directory.hasPrefix("/") { throw UsageError("--state-dir needs an absolute path.") }
     if configurationPath != nil && (selection.name != nil || !selection.options.isEmpty) {
         throw UsageError("--config names the providers; give it without --provider or provider options.")
     }
@@ -58,8 +61,13 @@ let provider: any AuthProvider
 var stack: StackConfiguration?
 do {
     if let configurationPath {
-        stack = try ConfigurationFile.load(configurationPath, registry: registry)
-        provider = try stack!.makeChain(registry: registry)
+        let loaded = try ConfigurationFile.read(configurationPath, registry: registry)
+        if stateDirectory != nil, let refusal = HostSettings.stateDirectoryRefusal(configurationOwner: loaded.owner) {
+            writeStandardError("gatekeeper-repl: \(refusal) (\(configurationPath)).\n")
+            exit(ExitStatus.usage.code)
+        }
+        stack = loaded.stack
+        provider = try loaded.stack.makeChain(registry: registry)
     } else {
         provider = try selection.makeProvider(defaultsToFirst: true)  // A demo: the mock backend by default.
     }
@@ -74,9 +82,10 @@ do {
 
 let console = TerminalConversation(input: 0, output: 1)
 let screen = Screen(console: console, environment: ProcessEnvironment.environment)
-// The configuration's protections: failed logins counted in its lockout directory (in memory when it
-// names none), its audit sinks, and the logins gatekeeper-run remembers, shown by `status`.
-let host = HostSettings(stack)
+// The configuration's protections: failed logins counted where gatekeeper-run counts them (in memory only
+// for the demo backend without a configuration), its audit sinks, and the logins gatekeeper-run remembers,
+// shown by `status`.
+let host = HostSettings(stack, stateDirectory: stateDirectory)
 let warnings: @Sendable (String) -> Void = { writeStandardError("gatekeeper-repl: warning: \($0)\n") }
 let login: HostLogin
 do throws(AuthError) {
@@ -85,7 +94,7 @@ do throws(AuthError) {
         provider: provider, stack: stack, selection: (selection.name, selection.options), settings: host,
         context: .init(
             tool: "gatekeeper-repl", terminal: ControllingTerminal.name(), remembersLogins: false,
-            lockoutInMemoryUnlessConfigured: true),
+            countsInMemory: stack == nil && provider.name == MockProviderPlugin.name),
         report: warnings)
 } catch {
     writeStandardError("gatekeeper-repl: \(error.reason ?? error.description)\n")
