@@ -201,6 +201,15 @@ public struct UsersFileStore: Sendable {
             // Content, mode and owner all come from one descriptor.
             let (descriptor, info) = try openChecked()
             defer { close(descriptor) }
+            // The file is rewritten by renaming a new one over it, which its writer owns: only its owner (or
+            // root, which gives the new file the old owner) may change it, or a root-owned file in a directory
+            // the invoker may write would become the invoker's.
+            guard geteuid() == 0 || info.st_uid == geteuid() else {
+                throw UsersFileError(
+                    .unsafe,
+                    "\(path) is owned by uid \(info.st_uid); only its owner or root may change it (uid \(geteuid()) "
+                        + "may not): nothing was changed.")
+            }
             file = try UsersFile(parsing: try readAll(descriptor, expected: Int(info.st_size)))
             mode = info.st_mode & 0o7777
             owner = (info.st_uid, info.st_gid)
@@ -227,7 +236,11 @@ public struct UsersFileStore: Sendable {
             UsersFileError(.inaccessible, "cannot write \(path) (\(what)): \(errorDescription()).")
         }
         guard fchmod(temporary, mode) == 0 else { throw failure("mode") }
-        if let (uid, gid) = owner, fchown(temporary, uid, gid) != 0, geteuid() == 0 { throw failure("owner") }
+        // Root gives the new file the old owner and group; the owner keeps its own uid, and its group where
+        // it may (a group it is not in cannot be given).
+        if let (uid, gid) = owner, fchown(temporary, uid, gid) != 0, geteuid() == 0 || uid != geteuid() {
+            throw failure("owner")
+        }
         guard writeAll(temporary, bytes) else { throw failure("write") }
         guard fsync(temporary) == 0 else { throw failure("fsync") }
         guard rename(temporaryPath, path) == 0 else { throw failure("rename") }

@@ -72,8 +72,20 @@ struct IsolatedPAMProvider: AuthProvider {
     let service: String
     var name: String { helper.name }
 
+    /// The helper's answer, of which only the user is taken: the identity — display name, uid, groups — is
+    /// looked up here, as in-process PAM looks it up, so a module that prints a protocol line of its own on
+    /// standard output makes up no groups or attributes.
     func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
-        try await helper.authenticate(request)
+        let outcome = try await helper.authenticate(request)
+        guard case .authenticated(let told) = outcome else { return outcome }
+        let (user, provider) = (told.username, name)
+        guard
+            var identity = await BlockingPool.shared.run({
+                SystemAccount.identity(of: user, provider: provider, groupsNow: true)
+            })
+        else { throw .cancelled }
+        identity.mustChangePassword = told.mustChangePassword
+        return .authenticated(identity)
     }
 
     /// The same check as in-process PAM's, off the cooperative pool (a name service may block).

@@ -9,6 +9,22 @@ struct GatekeeperPasswdTests {
         try run(gatekeeperPasswd, arguments, input: input)
     }
 
+    /// The manual's `verify` says the status a wrong password gets, and it is the one the tool exits with.
+    @Test func theManualSaysTheStatusOfAWrongPassword() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let file = scratch.path + "/users"
+        #expect(try passwd(["add", file, "alice", "--password-stdin", "--create"], input: "s3cret\n").status == 0)
+        let status = try passwd(["verify", file, "alice", "--password-stdin"], input: "wrong\n").status
+        let manual = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../man/gatekeeper-passwd.1"), encoding: .utf8)
+        let verify = try #require(manual.components(separatedBy: ".B verify\n").dropFirst().first)
+        let paragraph = verify.components(separatedBy: ".TP").first ?? ""
+        #expect(paragraph.contains("(exit \(status)"), "the manual's verify: \(paragraph)")
+        #expect(!paragraph.contains("(exit 1)"))
+    }
+
     @Test func managesUsersWithTheDocumentedStatuses() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
@@ -139,5 +155,43 @@ struct GatekeeperPasswdTests {
         #expect(try TestSupport.run(run, common + ["true"], input: "builder\n").status == 0)
         #expect(try TestSupport.run(run, common + ["true"], input: "wrong\n").status == 77)
         #expect(try TestSupport.run(run, ["--provider", "file", "--", "true"], input: "").status == 64)
+    }
+}
+
+/// A user who may write the directory of a root-owned users file cannot change the file: it would become
+/// theirs (the rename makes the new file its writer's). Refused, and the file is left as it was.
+@Suite(
+    .timeLimit(.minutes(1)),
+    .enabled(
+        if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+        "runs gatekeeper-passwd as nobody: needs root and setpriv (CI runs as root)"))
+struct UsersFileOwnerTests {
+    @Test func aRootOwnedFileInADirectoryAUserOwnsIsNotTheirs() throws {
+        let directory = temporaryDirectory("gatekeeper-owner")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        chmod(directory, 0o755)
+        let tool = directory + "/gatekeeper-passwd"
+        try FileManager.default.copyItem(atPath: gatekeeperPasswd.path, toPath: tool)
+        chmod(tool, 0o755)
+        let home = directory + "/home"
+        mkdir(home, 0o700)
+        chown(home, 65534, 65534)
+        let file = home + "/users"
+        #expect(try run(gatekeeperPasswd, ["add", file, "alice", "--password-stdin", "--create"], input: "s3cret\n").status == 0)
+        chmod(file, 0o644)
+        // The lock beside it is the user's to make: the directory is theirs.
+        unlink(file + ".lock")
+        let before = try Data(contentsOf: URL(fileURLWithPath: file))
+        for command in ["set", "add", "delete"] {
+            let user = command == "add" ? "mallory" : "alice"
+            let result = try shell(
+                "setpriv --reuid=65534 --regid=65534 --clear-groups '\(tool)' \(command) '\(file)' \(user) --password-stdin",
+                input: "mine\n")
+            #expect(result.status == 69, "\(command): \(result.status) \(result.output)")
+            #expect(result.output.contains("only its owner or root may change it"), "\(result.output)")
+        }
+        var info = stat()
+        #expect(stat(file, &info) == 0 && info.st_uid == 0, "the file stays root's")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == before)
     }
 }

@@ -211,6 +211,31 @@ struct REPLProtectionStatusTests {
         #expect(signedIn.stdout.contains("Lockout: alice has 0 of 2 failed logins counted."))
     }
 
+    /// A real backend counts where gatekeeper-run counts: two REPL sessions of three wrong passwords each
+    /// lock bob (deny=5) for gatekeeper-run on the same state directory, and `status` says where.
+    @Test func theREPLCountsWhereGatekeeperRunCounts() throws {
+        let state = ScratchDirectory("gatekeeper-repl-tally")
+        let users = state.path + "/users"
+        // bob / builder (htpasswd -nbB bob builder).
+        let hash = "$2y$05$979LHktMLEEEN8Oo4VlI3eGfVhUCOzuHM77lB5jmN9pAsy03saWeG"
+        #expect(FileManager.default.createFile(atPath: users, contents: Data("bob:\(hash)\n".utf8)))
+        chmod(users, 0o600)
+        let arguments = ["--provider", "file", "--users", users, "--state-dir", state.path]
+        for _ in 0..<2 {
+            let wrong = try session("login\nbob\nwrong\nbob\nwrong\nbob\nwrong\nstatus bob\n", arguments)
+            #expect(wrong.stdout.contains("Failed logins are counted in \(state.path)/faillock"), "\(wrong.stdout)")
+        }
+        let run = try TestSupport.run(
+            builtExecutable("gatekeeper-run"),
+            ["--provider", "file", "--users", users, "--state-dir", state.path, "--user", "bob", "--password-stdin",
+             "--", "true"],
+            input: "builder\n")
+        #expect(run.status != 0 && run.stderr.contains("Too many failed attempts"), "\(run.status): \(run.stderr)")
+        // The demo backend alone counts in memory, and says so.
+        let demo = try session("status\n")
+        #expect(demo.stdout.contains("Failed logins are counted in memory, for this session only"), "\(demo.stdout)")
+    }
+
     @Test func statusShowsTheRememberedLogin() throws {
         let config = try configuration()
         let before = try session("status\n", ["--config", config])

@@ -223,11 +223,18 @@ extension Gatekeeper {
         } catch {
             answer = .failure(error)
         }
+        // The presentation itself may have been refused (the account locked meanwhile, a store that cannot
+        // count; the ledger audited it): that is the answer, whatever the backend made of a conversation that
+        // failed, and nothing reached the backend to audit.
+        if let refusal = attempt.refusal {
+            if case .success(let traced) = answer, case .authenticated(let identity) = traced.outcome {
+                await provider.signOut(identity)
+            }
+            throw refusal
+        }
         let verdict = LoginVerdict(answer, account: account, revealsUnknownUsers: configuration.revealsUnknownUsers)
         if case .success(let traced) = answer { traces.land(traced.trace, number: number) }
-        // The presentation itself may have been refused (a locked account, a store that cannot count): that
-        // is the answer, whatever the backend made of a conversation that failed.
-        let lockedOut = attempt.refusal ?? ledger.settle(attempt, verdict.ledgerAnswer)
+        let lockedOut = ledger.settle(attempt, verdict.ledgerAnswer)
         audit(verdict, presented: attempt.presented, lockedOut: lockedOut)
         if let lockedOut {
             if case .authenticated(let identity) = verdict.outcome { await provider.signOut(identity) }

@@ -1,0 +1,180 @@
+import Authentication
+import AuthenticationTesting
+import Foundation
+import GatekeeperSupport
+import HostProtection
+import TestSupport
+import Testing
+
+/// The shapes the third outside review found, each by name: every one counted a guess that was never made,
+/// or let one go uncounted or move to another account. The model-based test (`AttemptLedgerModelTests`)
+/// finds them all among its random sequences; these keep each one as a case of its own.
+@Suite(.timeLimit(.minutes(1)))
+struct AttemptLedgerTests {
+    let scratch = ScratchDirectory("gatekeeper-ledger-cases")
+    var directory: String { scratch.path + "/tally" }
+
+    /// Valid records in `account`'s own pam_faillock file.
+    func records(_ account: String) -> Int {
+        (try? FaillockStore(directory: directory).failures(of: account).count { $0.valid }) ?? -1
+    }
+
+    func gatekeeper(_ provider: any AuthProvider, deny: Int = 3, attempts: Int = 1) throws -> Gatekeeper {
+        Gatekeeper(
+            provider: provider,
+            configuration: .init(maxAttempts: attempts, lockout: LockoutPolicy(deny: deny), failDelay: .zero),
+            lockout: try FaillockStore(directory: directory))
+    }
+
+    /// A users-file-like entry: exact names, its own passwords; `slowWhenWrong` waits after a wrong one, as
+    /// pam_unix does, so the clock tells right from wrong.
+    static func entry(
+        _ accounts: [String: String], folding: Bool = false, slowWhenWrong: Duration = .zero,
+        answer: (@Sendable () -> AuthOutcome)? = nil
+    ) -> StubAuthProvider {
+        @Sendable func account(_ name: String) -> String? {
+            accounts.keys.first { folding ? $0.lowercased() == name.lowercased() : $0 == name }
+        }
+        return StubAuthProvider(lookup: { account($0).map { .known(canonicalName: $0) } ?? .unknown }) {
+            request throws(AuthError) in
+            let password = try await request.conversation.askSecret("Password: ")
+            if let answer { return answer() }
+            guard let name = account(request.username) else { return .notMine }
+            guard password == Secret(copying: accounts[name]!.utf8) else {
+                if slowWhenWrong > .zero {
+                    do { try await Task.sleep(for: slowWhenWrong) } catch { throw .cancelled }
+                }
+                return .rejected(.wrongCredentials, canonicalUsername: name)
+            }
+            return .authenticated(Identity(username: name, provider: "stub"))
+        }
+    }
+
+    /// Review item 1: Ctrl-C during a password change once the current password was handed over (a backend
+    /// slow only when it is wrong) is a counted guess, not a free one; at the prompt itself it is nothing.
+    @Test func aPasswordChangeCancelledAfterTheCurrentPasswordIsCounted() async throws {
+        let provider = ChangingProvider(password: "right", slowWhenWrong: .seconds(30))
+        let gatekeeper = try gatekeeper(provider, deny: 5)
+        try await gatekeeper.signIn(credentials("alice", "right"))
+        // Cancelled while the backend checks a wrong current password.
+        let conversation = ScriptedConversation(.secret("guess"))
+        let change = Task { try await gatekeeper.changePassword(conversation: conversation) }
+        #expect(await eventually { provider.checking })
+        change.cancel()
+        await #expect(throws: AuthError.cancelled) { try await change.value }
+        #expect(records("alice") == 1, "a cancelled wrong guess at the current password is counted")
+        // Cancelled at the prompt: nothing was handed over.
+        await #expect(throws: AuthError.cancelled) {
+            try await gatekeeper.changePassword(conversation: ScriptedConversation(.cancel))
+        }
+        #expect(records("alice") == 1)
+    }
+
+    /// Review item 2: a helper that answers `unavailable` (a time-out, a crash) after it had the password
+    /// counts the guess; after `deny` of them the right password is refused too.
+    @Test func anUnavailableAnswerAfterThePasswordIsCounted() async throws {
+        let gatekeeper = try gatekeeper(
+            Self.entry(["alice": "right"], answer: { .unavailable(reason: "no answer within its time limit") }))
+        for _ in 0..<3 {
+            await #expect(throws: AuthError.self) { try await gatekeeper.signIn(credentials("alice", "wrong")) }
+        }
+        #expect(records("alice") == 3)
+        await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+            try await gatekeeper.signIn(credentials("alice", "right"))
+        }
+    }
+
+    /// Review item 3: `sufficient file` holding `Alice`, then a case-insensitive directory holding `alice`. A
+    /// wrong password typed for `Alice` is refused by both: it counts against both accounts, and is never
+    /// moved from `Alice` to `alice` — `Alice` locks after `deny` guesses.
+    @Test func aRefusalCountsAgainstEveryRefusingEntryAndNeverMoves() async throws {
+        let stack = ProviderChain([
+            .init(.sufficient, Self.entry(["Alice": "file-password"])),
+            .init(.required, Self.entry(["alice": "directory-password"], folding: true)),
+        ])
+        let gatekeeper = try gatekeeper(stack, deny: 3)
+        for _ in 0..<3 {
+            await #expect(throws: AuthError.invalidCredentials) {
+                try await gatekeeper.signIn(credentials("Alice", "guess"))
+            }
+        }
+        #expect(records("Alice") == 3)
+        #expect(records("alice") == 3)
+        await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+            try await gatekeeper.signIn(credentials("Alice", "file-password"))
+        }
+    }
+
+    /// Review item 4: one wrong password, then Ctrl-C at the re-asked `Password:` — one record, not two.
+    @Test func aReAskedPromptCountsNothingUntilItIsAnswered() async throws {
+        let gatekeeper = try gatekeeper(Self.entry(["alice": "right"]), attempts: 2)
+        await #expect(throws: AuthError.cancelled) {
+            try await gatekeeper.signIn(
+                conversation: ScriptedConversation(.text("alice"), .secret("wrong"), .text("alice"), .cancel))
+        }
+        #expect(records("alice") == 1)
+    }
+
+    /// Review item 4, the expired case: the right (expired) password, a new one refused, then Ctrl-C at the
+    /// re-asked `Password:` — no wrong password was typed, and nothing is counted.
+    @Test func anExpiredPasswordRefusedNewOneAndCancelCountNothing() async throws {
+        let provider = ChangingProvider(password: "right", expired: true)
+        let gatekeeper = try gatekeeper(provider, attempts: 2)
+        await #expect(throws: AuthError.cancelled) {
+            try await gatekeeper.signIn(
+                conversation: ScriptedConversation(
+                    .text("alice"), .secret("right"), .secret("new-one"), .secret("new-one"), .text("alice"), .cancel))
+        }
+        #expect(records("alice") == 0)
+    }
+}
+
+/// One account with a password that can be expired; a change checks the current password (waiting when it
+/// is wrong), then refuses every new one as too simple.
+private final class ChangingProvider: AuthProvider {
+    let name = "changing"
+    let password: String
+    let slowWhenWrong: Duration
+    let expired: Bool
+    private let state = Locked(false)
+
+    init(password: String, slowWhenWrong: Duration = .zero, expired: Bool = false) {
+        self.password = password
+        self.slowWhenWrong = slowWhenWrong
+        self.expired = expired
+    }
+
+    /// Whether a change is checking a current password now.
+    var checking: Bool { state.withLock { $0 } }
+
+    var changesPasswords: Bool { true }
+
+    func lookUpAccount(_ username: String) async -> AccountLookup {
+        username == "alice" ? .known(canonicalName: "alice") : .unknown
+    }
+
+    func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        let given = try await request.conversation.askSecret("Password: ")
+        guard request.username == "alice" else { return .notMine }
+        guard given == Secret(copying: password.utf8) else { return .rejected(.wrongCredentials) }
+        var identity = Identity(username: "alice", provider: name)
+        identity.mustChangePassword = expired
+        return .authenticated(identity)
+    }
+
+    func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome {
+        if request.pass == .preliminaryCheck {
+            if request.expiredOnly { return .changed }
+            let current = try await request.conversation.askSecret(PasswordPrompt.current)
+            guard current == Secret(copying: password.utf8) else {
+                state.withLock { $0 = true }
+                defer { state.withLock { $0 = false } }
+                do { try await Task.sleep(for: slowWhenWrong) } catch { throw .cancelled }
+                return .rejected(.wrongCurrentPassword)
+            }
+            return .changed
+        }
+        _ = try await PasswordPrompt.askNewPassword(request.conversation)
+        return .rejected(.unacceptable("it is too simple"))
+    }
+}
