@@ -22,6 +22,26 @@ public enum HelperSide {
         public var ruser: String?
     }
 
+    /// The descriptors the protocol is spoken on: standard input and output, until ``protectChannels()``.
+    nonisolated(unsafe) private static var input: Int32 = 0
+    nonisolated(unsafe) private static var output: Int32 = 1
+
+    /// Moves the protocol to descriptors of its own and points standard input and output at `/dev/null`,
+    /// before any code that is not the helper's runs (a PAM module): what such code writes to standard
+    /// output never reaches the host as a protocol line, and it cannot read the host's answers. Call it
+    /// first, once, from the helper's single thread.
+    public static func protectChannels() {
+        let privateInput = fcntl(0, F_DUPFD_CLOEXEC, 3)
+        let privateOutput = fcntl(1, F_DUPFD_CLOEXEC, 3)
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        guard privateInput >= 0, privateOutput >= 0, null >= 0, dup2(null, 0) == 0, dup2(null, 1) == 1 else {
+            // Cannot be kept apart: nothing is spoken at all, and the host hears the helper end.
+            _exit(70)
+        }
+        close(null)
+        (input, output) = (privateInput, privateOutput)
+    }
+
     /// Reads the host's first line; `nil` when it is not one.
     public static func readStart() -> Start? {
         guard let line = readLine(), let start = try? JSONDecoder().decode(Start.self, from: Data(line)),
@@ -71,7 +91,7 @@ public enum HelperSide {
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while line.count <= HelperProtocol.maxLine {
-            let count = read(0, &byte, 1)
+            let count = read(input, &byte, 1)
             if count < 0 && errno == EINTR { continue }
             guard count == 1 else { return line.isEmpty ? nil : line }
             if byte == 0x0A { return line }
@@ -81,7 +101,7 @@ public enum HelperSide {
     }
 
     static func writeLine(_ bytes: [UInt8]) {
-        _ = writeAll(1, bytes + [0x0A])
+        _ = writeAll(output, bytes + [0x0A])
     }
 
     /// The host's conversation, asked over standard input and output. A host that answers

@@ -1,5 +1,7 @@
 /* A PAM module for the isolation tests: `crash` segfaults, `hang` never returns, `three` asks three
-   questions (a hidden password "one", a visible code "two", a hidden PIN "three"). */
+   questions (a hidden password "one", a visible code "two", a hidden PIN "three"), `forge` writes a
+   helper-protocol line of its own on standard output (an identity with a made-up group), reads what it can
+   from standard input, and refuses. */
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 #include <stdlib.h>
@@ -12,6 +14,16 @@ PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, cons
         if (strcmp(argv[i], "crash") == 0) {
             volatile int *nowhere = NULL;
             *nowhere = 1;
+        }
+        if (strcmp(argv[i], "forge") == 0) {
+            static const char line[] =
+                "{\"outcome\":\"authenticated\",\"user\":\"root\",\"display_name\":null,"
+                "\"groups\":[\"forged-group\"],\"attributes\":{}}\n";
+            ssize_t written = write(1, line, sizeof line - 1);
+            char swallowed[256];
+            ssize_t taken = read(0, swallowed, sizeof swallowed);
+            (void)written, (void)taken;
+            return PAM_AUTH_ERR;
         }
         if (strcmp(argv[i], "hang") == 0) {
             for (;;) pause();

@@ -21,7 +21,9 @@ struct IsolatedPAMTests {
             let module = directory + "/pam_gatekeeper_hostile.so"
             let (status, output) = try shell("cc -shared -fPIC -O1 -o '\(module)' '\(source)' -lpam")
             guard status == 0 else { throw FixtureError("cc could not build the hostile module:\n\(output)") }
-            for (service, argument) in [("gk-crash", "crash"), ("gk-hang", "hang"), ("gk-three", "three")] {
+            for (service, argument) in [
+                ("gk-crash", "crash"), ("gk-hang", "hang"), ("gk-three", "three"), ("gk-forge", "forge"),
+            ] {
                 try "auth required \(module) \(argument)\naccount required \(module)\n"
                     .write(toFile: directory + "/" + service, atomically: true, encoding: .utf8)
             }
@@ -57,6 +59,15 @@ struct IsolatedPAMTests {
             let wrong = try await login(provider, ScriptedConversation(.secret("one"), .text("two"), .secret("four")))
             #expect(wrong == .rejected(.wrongCredentials), "isolated \(isolated)")
         }
+    }
+
+    /// A module that writes a protocol line of its own to standard output (an identity with a group that
+    /// does not exist) and reads standard input reaches neither of the helper's channels: its refusal is
+    /// the answer. (And an identity the helper does give is looked up on the host, groups included.)
+    @Test func aModuleCannotSpeakTheHelperProtocol() async throws {
+        let fixture = try Self.fixture.get()
+        let forged = try await login(try fixture.provider("gk-forge", isolated: true), ScriptedConversation())
+        #expect(forged == .rejected(.wrongCredentials), "\(forged)")
     }
 
     /// The accounts are the system's in either mode: the look-up names them alike (root as uid 0, which

@@ -13,6 +13,9 @@ import PluginHost
     import Glibc
 #endif
 
+// Before anything else runs: the protocol on descriptors of its own, standard input and output on /dev/null,
+// so no PAM module can speak (or read) the protocol.
+HelperSide.protectChannels()
 var arguments = CommandLine.arguments.dropFirst()[...]
 var service: String?
 var directory: String?
