@@ -492,7 +492,8 @@ enum FuzzLedger {
             return
         }
         let access = LedgerStoreAccess.faillockFiles(directory: directory, open: { try FaillockStore(directory: directory) }) {
-            names.bucketName(of: (try? FaillockStore.folded(LockoutAccount($0, known: false))) ?? $0)
+            let folded = (try? FaillockStore.folded(LockoutAccount($0, known: false))) ?? $0
+            return (names.bucketName(of: folded), names.bucketTag(of: folded))
         }
         let problems = blocking { await scenario.check(access) }
         require(problems.isEmpty, "the ledger broke its rule:\n\(scenario)\n\(problems.joined(separator: "\n"))")

@@ -173,6 +173,32 @@ public struct UsersFileStore: Sendable {
         return lock
     }
 
+    /// The file is rewritten by renaming a new one over it, which its writer owns: only its owner (or root,
+    /// which gives the new file the old owner) may change it, or a root-owned file in a directory the
+    /// invoker may write would become the invoker's.
+    private func checkChanger(_ info: stat) throws(UsersFileError) {
+        guard geteuid() == 0 || info.st_uid == geteuid() else {
+            throw UsersFileError(
+                .unsafe,
+                "\(path) is owned by uid \(info.st_uid); only its owner or root may change it (uid \(geteuid()) may not).")
+        }
+    }
+
+    /// Whether a change could be made now — the lock file can be made, and the file (unless `create` and it
+    /// is not there yet) passes every check and may be changed by this user — changing nothing: a tool asks
+    /// this before it asks for any password, so nobody types three passwords to hear the file is refused.
+    public func checkChangeable(create: Bool = false) throws(UsersFileError) {
+        close(try openLock())
+        var probe = stat()
+        if lstat(path, &probe) != 0 && errno == ENOENT {
+            guard create else { throw failure("cannot be read") }
+            return
+        }
+        let (descriptor, info) = try openChecked()
+        close(descriptor)
+        try checkChanger(info)
+    }
+
     /// Applies `change` to the current file under an exclusive lock and replaces the file atomically.
     /// - Parameter create: Start from an empty file if there is none.
     /// - Throws: ``UsersFileError`` from reading, parsing or writing, or what `change` throws; the file
@@ -201,15 +227,7 @@ public struct UsersFileStore: Sendable {
             // Content, mode and owner all come from one descriptor.
             let (descriptor, info) = try openChecked()
             defer { close(descriptor) }
-            // The file is rewritten by renaming a new one over it, which its writer owns: only its owner (or
-            // root, which gives the new file the old owner) may change it, or a root-owned file in a directory
-            // the invoker may write would become the invoker's.
-            guard geteuid() == 0 || info.st_uid == geteuid() else {
-                throw UsersFileError(
-                    .unsafe,
-                    "\(path) is owned by uid \(info.st_uid); only its owner or root may change it (uid \(geteuid()) "
-                        + "may not): nothing was changed.")
-            }
+            try checkChanger(info)
             file = try UsersFile(parsing: try readAll(descriptor, expected: Int(info.st_size)))
             mode = info.st_mode & 0o7777
             owner = (info.st_uid, info.st_gid)

@@ -4,12 +4,14 @@ import GatekeeperSupport
 /// A tally a lockout store keeps: an account's own, or a shared one for names no backend could look up.
 public enum LedgerTally: Sendable, Hashable, CustomStringConvertible {
     case account(String)
-    case unknown(String)
+    /// A name no look-up recognised: the records in `file` that carry `tag` where pam_faillock keeps a
+    /// record's source.
+    case unknown(file: String, tag: [UInt8])
 
     public var description: String {
         switch self {
         case .account(let name): "tally of \(name)"
-        case .unknown(let id): "unknown-name tally \(id)"
+        case .unknown(let file, _): "an unknown name's count in \(file)"
         }
     }
 }
@@ -18,14 +20,14 @@ public enum LedgerTally: Sendable, Hashable, CustomStringConvertible {
 public struct LedgerStoreAccess: Sendable {
     /// A new store on the shared tally, as a new process opens it.
     public var open: @Sendable () throws -> any LockoutStore
-    /// The unknown-name tally a name falls in when it has no tally of its own.
-    public var unknownTally: @Sendable (String) -> String
+    /// Where a name no look-up recognised is counted when it has no tally of its own.
+    public var unknownTally: @Sendable (String) -> LedgerTally
     /// How many failures a tally holds now (read from the store's files, not through the ledger).
     public var failures: @Sendable (LedgerTally) -> Int
 
     public init(
         open: @escaping @Sendable () throws -> any LockoutStore,
-        unknownTally: @escaping @Sendable (String) -> String,
+        unknownTally: @escaping @Sendable (String) -> LedgerTally,
         failures: @escaping @Sendable (LedgerTally) -> Int
     ) {
         self.open = open
@@ -184,7 +186,7 @@ private struct Model {
     /// The tally a name is judged by: an account's own; a name no entry could look up, its own if it has
     /// one, else the tally of names that match no account.
     func readTally(_ name: String, known: Bool) -> LedgerTally {
-        known || own.contains(name) ? .account(name) : .unknown(access.unknownTally(name))
+        known || own.contains(name) ? .account(name) : access.unknownTally(name)
     }
 
     func locked(_ tally: LedgerTally) -> Bool { counts[tally, default: 0] >= deny }

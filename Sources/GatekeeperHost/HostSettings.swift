@@ -120,11 +120,16 @@ public struct HostSettings: Sendable {
     /// A log that cannot be opened is reported and left out; the login goes on.
     public func auditSink(tool: String, report: @escaping @Sendable (String) -> Void) -> any AuditSink {
         var sinks: [any AuditSink] = []
+        // An event the JSON log cannot take goes to syslog instead (the configuration's, or the system's).
+        let syslog = audit.lazy.compactMap { destination -> String? in
+            if case .syslog(let socket) = destination { socket } else { nil }
+        }.first
         for destination in audit {
             switch destination {
             case .json(let path):
                 do {
-                    sinks.insert(try JSONAuditLog(path: path, onFailure: report), at: 0)
+                    let fallback = SyslogAuditSink(socketPath: syslog ?? "/dev/log", identifier: tool, onFailure: report)
+                    sinks.insert(try JSONAuditLog(path: path, onFailure: report, fallback: fallback), at: 0)
                 } catch {
                     report("\(error.description); audit events are not written there")
                 }

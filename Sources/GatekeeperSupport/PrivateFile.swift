@@ -19,8 +19,14 @@ package func readPrivateFile(_ path: String, maxBytes: Int = 1 << 20) -> Result<
     readPrivateFileAndOwner(path, maxBytes: maxBytes).map(\.bytes)
 }
 
+/// ``readPrivateFile(_:maxBytes:)`` for a file that holds a secret (a client secret, a bind password): also
+/// refused when others may read it, as ssh refuses a private key others can read.
+package func readSecretFile(_ path: String, maxBytes: Int = 1 << 20) -> Result<[UInt8], PrivateFileProblem> {
+    readPrivateFileAndOwner(path, maxBytes: maxBytes, secret: true).map(\.bytes)
+}
+
 /// ``readPrivateFile(_:maxBytes:)``, with the file's owner as `fstat` of the descriptor read said.
-package func readPrivateFileAndOwner(_ path: String, maxBytes: Int = 1 << 20)
+package func readPrivateFileAndOwner(_ path: String, maxBytes: Int = 1 << 20, secret: Bool = false)
     -> Result<(bytes: [UInt8], owner: UInt32), PrivateFileProblem>
 {
     let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
@@ -40,6 +46,9 @@ package func readPrivateFileAndOwner(_ path: String, maxBytes: Int = 1 << 20)
     }
     guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
         return .failure(.unsafe("may be written by group or others; make it private with chmod go-w"))
+    }
+    guard !secret || info.st_mode & S_IROTH == 0 else {
+        return .failure(.unsafe("holds a secret and may be read by others; make it private with chmod o-r"))
     }
     guard info.st_size <= maxBytes else { return .failure(.unsafe("is larger than \(maxBytes) bytes")) }
     var bytes = [UInt8](repeating: 0, count: maxBytes + 1)

@@ -25,12 +25,14 @@ package import GatekeeperSupport
 /// **Names that match no account** get no file of their own — so nobody can fill the disk by trying
 /// names, and a name that is a password typed in the wrong field is never written down. They are
 /// counted in one of 1,024 bucket files chosen by a keyed hash of the name, in the sibling directory
-/// `<dir>.unknown` (where `faillock` does not look), each capped at 64 records (or `deny`, when larger):
-/// at most 4 MiB at the default `deny`. An account
-/// a backend knows is judged by its own file alone; a name no backend could look up, by its own file if
-/// it has one, else by its bucket, so an unknown name is locked after `deny` failures as an account is, and
-/// the answers do not tell which names exist. (A bucket is shared by about one in a thousand unknown
-/// names, which may then lock a little sooner.)
+/// `<dir>.unknown` (where `faillock` does not look), each record tagged with the name's own keyed digest
+/// where pam_faillock keeps the source, so each name has a count of its own: failures of other names never
+/// lock it. A bucket keeps at most 64 records (more only for one name whose `deny` is larger); a new one
+/// pushes out those no longer counting first, then the oldest of other names: at most 4 MiB in all at the
+/// default `deny`. An account a backend knows is judged by its own file alone; a name no backend could
+/// look up, by its own file if it has one, else by its records in its bucket, so an unknown name is locked
+/// after `deny` failures as an account is, and the answers do not tell which names exist.
+/// ``unlock(_:)`` clears both.
 public final class FaillockStore: LockoutStore {
     /// Where the tally files are.
     public let directory: String
@@ -150,8 +152,8 @@ public final class FaillockStore: LockoutStore {
         } else {
             list.append(record)
         }
-        // A bucket holds at least `deny` records, or a larger `deny` could never lock a name counted there.
-        let cap = account.known ? Self.maxRecords : max(Self.bucketRecords, min(policy.deny, Self.maxRecords))
+        // A name in a bucket keeps at least `deny` records, or a larger `deny` could never lock it.
+        let cap = account.known ? Self.maxRecords : min(max(policy.deny, 1), Self.maxRecords)
         if list.count > cap { list.removeFirst(list.count - cap) }
         records = list
         return Self.status(list, now, policy, account)
@@ -178,6 +180,11 @@ public final class FaillockStore: LockoutStore {
                     "\(TextSafety.escaped(account)) cannot name a tally file; its failures are counted with names that match no account"
             )
         }
+        // Failures counted for the name while no look-up could recognise it go too.
+        try withTally(of: LockoutAccount(account, known: false), create: false, bucketOnly: true) {
+            (records: inout [Record]?, _: Int64) in
+            if records != nil { records = [] }
+        }
         try reset(account)
     }
 
@@ -200,12 +207,13 @@ public final class FaillockStore: LockoutStore {
     private func withTally<T>(
         of account: LockoutAccount,
         create: Bool,
+        bucketOnly: Bool = false,
         _ body: (inout [Record]?, Int64) throws(StateFileError) -> T
     ) throws(AuthError) -> T {
         do {
             let name = account.key
             var file: Int32 = -1
-            if StateDirectory.isPlainName(name) && !name.hasPrefix(".") {
+            if !bucketOnly && StateDirectory.isPlainName(name) && !name.hasPrefix(".") {
                 // pam_faillock gives the file to the account, so its uid may own it.
                 let owners = Self.owners(name)
                 do {
@@ -220,12 +228,17 @@ public final class FaillockStore: LockoutStore {
             }
             // An account a backend knows is judged by its own file alone (none yet: no failures), never by
             // the names that match no account.
-            if file < 0 && account.known && StateDirectory.isPlainName(name) && !name.hasPrefix(".") {
+            if !bucketOnly && file < 0 && account.known && StateDirectory.isPlainName(name) && !name.hasPrefix(".") {
                 var none: [Record]? = nil
                 return try body(&none, Self.now())
             }
+            // A name no look-up recognised, without a file of its own: its records in its bucket, each tagged with
+            // the name's own keyed digest, so that no other name's failures ever count against it.
+            var tag: [UInt8]?
             if file < 0 {
-                file = try openBucket(of: Self.folded(account), create: create)
+                let folded = try Self.folded(account)
+                file = try openBucket(of: folded, create: create)
+                tag = bucketTag(of: folded)
             }
             guard file >= 0 else {
                 var none: [Record]? = nil
@@ -234,13 +247,16 @@ public final class FaillockStore: LockoutStore {
             defer { close(file) }
             try StateDirectory.lock(file)
             let bytes = try StateDirectory.readAll(file, limit: Self.maxRecords * Self.recordSize)
-            var records: [Record]? = stride(from: 0, to: bytes.count - Self.recordSize + 1, by: Self.recordSize).map {
+            let all = stride(from: 0, to: bytes.count - Self.recordSize + 1, by: Self.recordSize).map {
                 Record(bytes[$0..<$0 + Self.recordSize])
             }
+            var records: [Record]? = tag.map { tag in all.filter { $0.source == tag } } ?? all
             let original = records
             let result = try body(&records, Self.now())
-            if let records, records != original {
-                try StateDirectory.overwrite(file, with: records.flatMap(\.bytes))
+            if let changed = records, changed != original {
+                var written = changed
+                if let tag { written = Self.bucket(others: all.filter { $0.source != tag }, own: changed, tag: tag) }
+                try StateDirectory.overwrite(file, with: written.flatMap(\.bytes))
             }
             return result
         } catch {
@@ -264,6 +280,31 @@ public final class FaillockStore: LockoutStore {
         }
         defer { free(folded) }
         return String(decoding: UnsafeBufferPointer(start: folded, count: length), as: UTF8.self)
+    }
+
+    /// What a folded name's records in its bucket carry where pam_faillock keeps a record's source: its
+    /// keyed digest (no name, no source), so each name in a bucket has its own count.
+    package func bucketTag(of folded: String) -> [UInt8] {
+        let digest = Array(digest.digest(of: folded).utf8.prefix(Self.sourceSize))
+        return digest + [UInt8](repeating: 0, count: Self.sourceSize - digest.count)
+    }
+
+    /// A bucket's records once one name's changed: the name's own, marked as its own (valid or not, no source
+    /// flags), and as many of the others as fit in ``bucketRecords`` beside them — those no longer counting
+    /// (invalid) dropped first, then the oldest. Only a spray of new names into this very bucket (which the
+    /// keyed hash hides) can push out another name's failures, never bring them about.
+    static func bucket(others: [Record], own: [Record], tag: [UInt8]) -> [Record] {
+        let mine = own.map { record in
+            var record = record
+            record.source = tag
+            record.status &= statusValid
+            return record
+        }
+        let room = max(bucketRecords - mine.count, 0)
+        let kept = others.enumerated()
+            .sorted { ($0.element.status & statusValid, $0.element.time) > ($1.element.status & statusValid, $1.element.time) }
+            .prefix(room).sorted { $0.offset < $1.offset }.map(\.element)
+        return kept + mine
     }
 
     /// The file in `<dir>.unknown` that a folded name is counted in.

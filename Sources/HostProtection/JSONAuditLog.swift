@@ -26,22 +26,31 @@ import GatekeeperSupport
 /// Names no backend has confirmed are written as a keyed hash (`user_digest`), with a key kept beside
 /// the log (`<path>.key`, mode 0600), so the digests of one name match across runs.
 ///
+/// Writers take their turn on a lock file of their own beside the log (`<path>.lock`, mode 0600), never on
+/// the log itself: a reader of the log (a group it is shared with) cannot hold the writers off.
+///
 /// Writing never fails a login, and waits at most a second for another process's append: a failure is
-/// reported once, through `onFailure`, and the next event tries again.
+/// reported once, through `onFailure`, the event goes to `fallback` (syslog, as the tools set it up), and
+/// the next event tries again.
 public final class JSONAuditLog: AuditSink {
     public let path: String
     private let directory: StateDirectory
     private let name: String
     private let digester: AuditDigest
     private let onFailure: @Sendable (String) -> Void
+    private let fallback: (any AuditSink)?
     private let failing = Locked(false)
 
     static let genesis = String(repeating: "0", count: 64)
 
     /// Opens (creating, mode 0700) the log's directory and the digest key.
-    /// - Parameter onFailure: Told once when writing starts failing (and again after it worked since).
+    /// - Parameters:
+    ///   - onFailure: Told once when writing starts failing (and again after it worked since).
+    ///   - fallback: Where an event that cannot be written goes instead.
     /// - Throws: ``AuditLogError`` when the directory or key cannot be used safely.
-    public init(path: String, onFailure: @escaping @Sendable (String) -> Void = { _ in }) throws(AuditLogError) {
+    public init(
+        path: String, onFailure: @escaping @Sendable (String) -> Void = { _ in }, fallback: (any AuditSink)? = nil
+    ) throws(AuditLogError) {
         guard let slash = path.lastIndex(of: "/"), path.hasPrefix("/"), path.index(after: slash) < path.endIndex else {
             throw AuditLogError("\(path): the audit log needs an absolute file path")
         }
@@ -63,6 +72,7 @@ public final class JSONAuditLog: AuditSink {
             throw AuditLogError(error.description)
         }
         self.onFailure = onFailure
+        self.fallback = fallback
     }
 
     public func digest(ofUnverifiedName name: String) -> String {
@@ -76,15 +86,19 @@ public final class JSONAuditLog: AuditSink {
             return failing ? nil : result
         }
         if let report { onFailure("\(path): audit events cannot be written: \(report)") }
+        if result != nil { fallback?.record(event) }
     }
 
     /// Appends one record; the reason when it could not.
     private func append(_ event: AuditEvent) -> String? {
         do throws(StateFileError) {
+            // The writers' own lock, which a reader of the log cannot open; a login waits at most a second for
+            // another process's append.
+            let lock = try directory.openFile(name + ".lock", creatingWith: 0o600)
+            defer { close(lock) }
+            try StateDirectory.lock(lock, timeout: .seconds(1))
             let file = try directory.openFile(name, creatingWith: 0o600)
             defer { close(file) }
-            // A login waits at most a second for another process's append.
-            try StateDirectory.lock(file, timeout: .seconds(1))
             let (sequence, previous) = try Self.lastLink(file)
             var line = "{\"seq\":\(sequence + 1)"
             for (key, value) in AuditRecord.fields(event) {

@@ -237,11 +237,51 @@ public final class OfflineCachingProvider: AuthProvider {
         var displayName: String?
         var groups: [String]
 
-        /// One line of tab-separated fields; fields never hold a tab or line break (validated names,
-        /// escaped display names and groups).
+        /// One line of tab-separated fields; fields never hold a tab or line break (validated names, escaped
+        /// display names), and each group name is kept whole: `%`, `,`, tab and line breaks percent-encoded.
         var line: String {
-            [username, verifier, String(savedAt), String(failures), displayName ?? "", groups.joined(separator: ",")]
+            [username, verifier, String(savedAt), String(failures), displayName ?? ""]
                 .map { $0.replacing("\t", with: " ").replacing("\n", with: " ") }.joined(separator: "\t")
+                + "\t" + groups.map(Self.encode).joined(separator: ",")
+        }
+
+        /// A group name with the bytes the line gives a meaning to (`%`, `,`, tab, CR, LF) as `%XX`.
+        static func encode(_ group: String) -> String {
+            var bytes: [UInt8] = []
+            for byte in group.utf8 {
+                if byte == UInt8(ascii: "%") || byte == UInt8(ascii: ",") || byte == 0x09 || byte == 0x0A || byte == 0x0D {
+                    let hex = Array("0123456789ABCDEF".utf8)
+                    bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+                } else {
+                    bytes.append(byte)
+                }
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+
+        /// The groups of a line's last field, as ``encode(_:)`` wrote them; `nil` for a damaged one.
+        static func decodeGroups(_ field: String) -> [String]? {
+            guard !field.isEmpty else { return [] }
+            var groups: [String] = []
+            for piece in field.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                var bytes: [UInt8] = []
+                var index = piece.startIndex
+                while index < piece.endIndex {
+                    guard piece[index] == UInt8(ascii: "%") else {
+                        bytes.append(piece[index])
+                        index = piece.index(after: index)
+                        continue
+                    }
+                    let digits = piece[index...].dropFirst().prefix(2)
+                    guard digits.count == 2, let value = UInt8(String(decoding: digits, as: UTF8.self), radix: 16) else {
+                        return nil
+                    }
+                    bytes.append(value)
+                    index = piece.index(index, offsetBy: 3)
+                }
+                groups.append(String(decoding: bytes, as: UTF8.self))
+            }
+            return groups
         }
 
         init(username: String, verifier: String, savedAt: Int64, failures: Int, displayName: String?, groups: [String])
@@ -256,13 +296,14 @@ public final class OfflineCachingProvider: AuthProvider {
 
         init?(line: Substring) {
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 6, let savedAt = Int64(fields[2]), let failures = Int(fields[3]), failures >= 0 else {
+            guard fields.count == 6, let savedAt = Int64(fields[2]), let failures = Int(fields[3]), failures >= 0,
+                let groups = Self.decodeGroups(fields[5])
+            else {
                 return nil
             }
             self.init(
                 username: fields[0], verifier: fields[1], savedAt: savedAt, failures: failures,
-                displayName: fields[4].isEmpty ? nil : fields[4],
-                groups: fields[5].isEmpty ? [] : fields[5].split(separator: ",").map(String.init))
+                displayName: fields[4].isEmpty ? nil : fields[4], groups: groups)
         }
     }
 

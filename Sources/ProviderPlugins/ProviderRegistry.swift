@@ -100,7 +100,7 @@ public struct ProviderOptions: Sendable {
     ///   wrong with it, or that it is empty.
     public func secretFile(_ name: String, provider: String) throws(ConfigurationError) -> Secret? {
         guard let path = values[name] else { return nil }
-        switch readPrivateFile(path, maxBytes: 4096) {
+        switch readSecretFile(path, maxBytes: 4096) {
         case .success(var bytes):
             while bytes.last == 0x0A || bytes.last == 0x0D { bytes.removeLast() }
             guard !bytes.isEmpty else { throw .unusable(provider: provider, reason: "\(name) \(path) is empty") }

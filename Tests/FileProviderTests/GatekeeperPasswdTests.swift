@@ -9,6 +9,23 @@ struct GatekeeperPasswdTests {
         try run(gatekeeperPasswd, arguments, input: input)
     }
 
+    /// A lock file that cannot be made is said before any password is asked, in one sentence.
+    @Test func aFileThatCannotBeChangedIsSaidBeforeAnyPassword() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let file = scratch.path + "/users"
+        #expect(try passwd(["add", file, "alice", "--password-stdin", "--create"], input: "s3cret\n").status == 0)
+        unlink(file + ".lock")
+        mkdir(file + ".lock", 0o700)
+        for arguments in [["set", file, "alice", "--password-stdin"], ["change", file, "alice"]] {
+            let result = try passwd(arguments, input: "s3cret\nn3w-password\nn3w-password\n")
+            #expect(result.status == 69, "\(arguments[0]): \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains("users.lock cannot be opened"), "\(result.stderr)")
+            #expect(!result.stderr.contains("password:") && !result.stderr.contains("Password:"), "\(result.stderr)")
+            #expect(!result.stderr.contains(".;") && !result.stderr.contains(".."), "\(result.stderr)")
+        }
+    }
+
     /// The manual's `verify` says the status a wrong password gets, and it is the one the tool exits with.
     @Test func theManualSaysTheStatusOfAWrongPassword() throws {
         let scratch = try Scratch()

@@ -21,7 +21,8 @@ struct AttemptLedgerModelTests {
     static func access(_ directory: String) throws -> LedgerStoreAccess {
         let names = try FaillockStore(directory: directory)
         return .faillockFiles(directory: directory, open: { try FaillockStore(directory: directory) }) { name in
-            names.bucketName(of: (try? FaillockStore.folded(LockoutAccount(name, known: false))) ?? name)
+            let folded = (try? FaillockStore.folded(LockoutAccount(name, known: false))) ?? name
+            return (names.bucketName(of: folded), names.bucketTag(of: folded))
         }
     }
 

@@ -110,6 +110,36 @@ struct AuditLogTests {
         #expect(try JSONAuditLog.verify(path).problem?.line == 5)
     }
 
+    /// A reader of the log — a group it is shared with, holding `flock` on its read-only descriptor — cannot
+    /// hold the writers off: they take their turn on a lock of their own, and every record is written.
+    @Test func aReaderOfTheLogCannotStopTheWriters() throws {
+        let log = try JSONAuditLog(path: path)
+        log.record(event(.attempt, "alice"))
+        chmod(path, 0o640)
+        let reader = open(path, O_RDONLY | O_CLOEXEC)
+        try #require(reader >= 0)
+        defer { close(reader) }
+        try #require(flock(reader, LOCK_EX | LOCK_NB) == 0, "a read-only descriptor takes the lock")
+        let reports = Locked<[String]>([])
+        let other = try JSONAuditLog(path: path) { message in reports.withLock { $0.append(message) } }
+        for user in ["bob", "carol", "dave"] { other.record(event(.signInFailed, user)) }
+        #expect(reports.withLock { $0 }.isEmpty, "\(reports.withLock { $0 })")
+        #expect(try lines().count == 4)
+        #expect(try JSONAuditLog.verify(path).problem == nil)
+    }
+
+    /// A record the log cannot take goes to the fallback sink (syslog, as the tools set it up).
+    @Test func aRecordTheLogCannotTakeGoesToTheFallback() throws {
+        let fallback = RecordingAuditSink()
+        let log = try JSONAuditLog(path: path, fallback: fallback)
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        log.record(event(.signInFailed, "alice"))
+        #expect(fallback.events.map(\.kind) == [.signInFailed])
+        try FileManager.default.removeItem(atPath: path)
+        log.record(event(.signedIn, "alice"))
+        #expect(fallback.events.count == 1, "a record the log took is not sent again")
+    }
+
     @Test func aLogThatCannotBeWrittenIsReportedOnceAndTheLoginGoesOn() async throws {
         let reports = Locked<[String]>([])
         let log = try JSONAuditLog(path: path) { message in reports.withLock { $0.append(message) } }

@@ -141,6 +141,39 @@ struct FaillockStoreTests {
         #expect(try fresh.status(of: "alice", policy: policy) == .open(failures: 1))
     }
 
+    /// Names that match no account share bucket files but never counts: five failures of other names in the
+    /// victim's bucket leave the victim's right password working, a spray of thousands of names locks nobody,
+    /// and `--unlock` frees a name counted in a bucket.
+    @Test func unknownNamesInOneBucketCountApart() throws {
+        let store = try FaillockStore(directory: directory)
+        let policy = LockoutPolicy(deny: 5)
+        func unknown(_ name: String) -> LockoutAccount { LockoutAccount(name, known: false) }
+        func bucket(_ name: String) throws -> String {
+            store.bucketName(of: try FaillockStore.folded(unknown(name)))
+        }
+        let victim = try bucket("victim")
+        let neighbours = try (0..<100_000).lazy.map { "n\($0)" }.filter { try bucket($0) == victim }.prefix(5)
+        try #require(neighbours.count == 5)
+        for name in neighbours {
+            _ = try store.recordFailure(of: unknown(name), source: .service("t"), policy: LockoutPolicy(deny: 1))
+        }
+        #expect(try store.status(of: unknown("victim"), policy: policy) == .open(failures: 0))
+        for index in 0..<3_000 {
+            _ = try store.recordFailure(of: unknown("spray-\(index)"), source: .service("t"), policy: policy)
+        }
+        #expect(try store.status(of: unknown("victim"), policy: policy) == .open(failures: 0))
+        // Each bucket stays bounded.
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory + ".unknown") where name != "key" {
+            let size = try FileManager.default.attributesOfItem(atPath: directory + ".unknown/" + name)[.size] as! Int
+            #expect(size <= 64 * 64, "\(name): \(size) bytes")
+        }
+        // The victim's own failures still lock it, and an unlock frees it.
+        for _ in 0..<5 { _ = try store.recordFailure(of: unknown("victim"), source: .service("t"), policy: policy) }
+        #expect(try store.status(of: unknown("victim"), policy: policy).isLocked)
+        try store.unlock("victim")
+        #expect(try store.status(of: unknown("victim"), policy: policy) == .open(failures: 0))
+    }
+
     @Test func aLockedNameIsRefusedBeforeAnyProviderIsAsked() async throws {
         let store = try FaillockStore(directory: directory)
         let provider = StubAuthProvider(accounts: ["alice": ("wonderland", [])])

@@ -18,6 +18,7 @@ struct OfflineCacheTests {
         /// Reachable, but refusing the service account (a locked or wrong bind DN).
         let refusing = Locked(false)
         let password = Locked("wonderland")
+        let groups = Locked<Set<String>>(["staff"])
 
         func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
             let password = try await request.conversation.askSecret("Password: ")
@@ -28,7 +29,9 @@ struct OfflineCacheTests {
             guard known.withLock({ $0 }), request.username == "alice" else { return .answered(.notMine) }
             return password == Secret(copying: self.password.withLock({ $0 }).utf8)
                 ? .answered(
-                    .authenticated(Identity(username: "alice", displayName: "Alice", groups: ["staff"], provider: name))
+                    .authenticated(
+                        Identity(
+                            username: "alice", displayName: "Alice", groups: groups.withLock { $0 }, provider: name))
                 )
                 : .answered(.rejected(.wrongCredentials))
         }
@@ -71,6 +74,23 @@ struct OfflineCacheTests {
     func login(_ provider: any AuthProvider, _ password: String) async throws -> AuthOutcome {
         try await provider.authenticate(
             AuthRequest(username: "alice", conversation: ScriptedConversation(.secret(password))))
+    }
+
+    /// A group's name is kept whole offline: a posixGroup `cn: ops,admin` is one group online and offline
+    /// (it was two offline, and `--group admin` admitted), and `%` and tabs in names survive too.
+    @Test func groupNamesSurviveTheCacheWhole() async throws {
+        let backend = Switchable()
+        let groups: Set<String> = ["ops,admin", "50%,off", "staff", "a%2Cb"]
+        backend.groups.withLock { $0 = groups }
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(7 * 86_400))
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        backend.reachable.withLock { $0 = false }
+        guard case .authenticated(let identity) = try await login(cache, "wonderland") else {
+            Issue.record("the cached login was refused offline")
+            return
+        }
+        #expect(identity.groups == groups)
+        #expect(!identity.groups.contains("admin"))
     }
 
     /// Once the password is changed, the old one cannot sign in offline: its cached verifier is gone.

@@ -1,6 +1,7 @@
 import Authentication
 import AuthenticationTesting
 import DebugProvider
+import Foundation
 import MockProvider
 import ProviderPlugins
 import TestSupport
@@ -500,5 +501,28 @@ private enum NeedyPlugin: AuthProviderPlugin {
         guard let service = options["service"] else { throw .missingOption("service", provider: name) }
         guard service != "broken" else { throw .unusable(provider: name, reason: "the service is broken") }
         return DebugAuthProvider()
+    }
+}
+
+/// A file that holds a secret (`client_secret_file=`, `bindpw_file=`) others may read is refused, as ssh
+/// refuses a private key others can read; a private one is read.
+struct SecretFileTests {
+    @Test func aSecretOthersCanReadIsRefused() throws {
+        let directory = temporaryDirectory("gatekeeper-secret")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/client-secret"
+        try "s3cret#with=marks\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let options = ProviderOptions(["client_secret_file": path])
+        chmod(path, 0o644)
+        #expect(throws: ConfigurationError.self) { try options.secretFile("client_secret_file", provider: "oidc") }
+        do {
+            _ = try options.secretFile("client_secret_file", provider: "oidc")
+        } catch {
+            #expect(error.description.contains("may be read by others"), "\(error)")
+            #expect(!error.description.contains("s3cret"))
+        }
+        chmod(path, 0o600)
+        let secret = try #require(try options.secretFile("client_secret_file", provider: "oidc"))
+        #expect(secret == Secret(copying: "s3cret#with=marks".utf8))
     }
 }

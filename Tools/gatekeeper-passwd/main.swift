@@ -46,6 +46,13 @@ func finish(_ status: ExitStatus, _ message: String? = nil) -> Never {
     exit(status.code)
 }
 
+/// `reason` as a sentence: one full stop at its end, never two marks.
+func sentence(_ reason: String) -> String {
+    var text = Substring(reason)
+    while let last = text.last, last == "." || last == ";" || last == " " { text = text.dropLast() }
+    return text + "."
+}
+
 /// A users file's error: a change that does not fit the file (the user there already, or not there) is
 /// the input's fault (65); the file missing, refused or unwritable is the file's (69).
 func status(of error: UsersFileError) -> ExitStatus {
@@ -247,6 +254,11 @@ func change(_ body: () throws(UsersFileError) -> Void) {
 
 let user = command.user ?? ""
 if command.action.hasPrefix("otp-") { oneTimeCodes(command.action, user: user) }
+// A change the file cannot take (its lock cannot be made, it is refused, it is not the invoker's) is said
+// before any password is asked.
+if ["add", "set", "change"].contains(command.action) {
+    change { () throws(UsersFileError) in try store.checkChangeable(create: command.action == "add" && command.create) }
+}
 switch command.action {
 case "add":
     let newHash = hash(readPassword(confirm: true))
@@ -286,7 +298,7 @@ case "change":
     switch outcome {
     case .changed: finish(.success, "the password of \(TextSafety.escaped(user)) was changed.")
     case .notMine: finish(.denied, "there is no user \(TextSafety.escaped(user)); nothing was changed.")
-    case .unavailable(let reason): finish(.unavailable, "\(reason); nothing was changed.")
+    case .unavailable(let reason): finish(.unavailable, "\(sentence(reason)) Nothing was changed.")
     default: finish(.denied, "\(outcome.error?.description ?? "refused.") Nothing was changed.")
     }
 case "expire":
