@@ -224,7 +224,8 @@ let package = Package(
             name: "gatekeeper-fuzz",
             dependencies: [
                 "Authentication", "ProviderPlugins", "MockProvider", "DebugProvider", "FileProvider", "PAMProvider",
-                "HostProtection", "PluginHost", "LDAPProvider", "OIDCProvider", "HelperPrograms", "AuthenticationTesting",
+                "HostProtection", "PluginHost", "LDAPProvider", "OIDCProvider", "HelperPrograms",
+                "AuthenticationTesting",
             ],
             path: "Fuzz/gatekeeper-fuzz"
         ),

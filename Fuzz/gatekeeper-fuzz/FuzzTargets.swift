@@ -491,7 +491,9 @@ enum FuzzLedger {
             require(false, "the lockout directory could not be made")
             return
         }
-        let access = LedgerStoreAccess.faillockFiles(directory: directory, open: { try FaillockStore(directory: directory) }) {
+        let access = LedgerStoreAccess.faillockFiles(
+            directory: directory, open: { try FaillockStore(directory: directory) }
+        ) {
             let folded = (try? FaillockStore.folded(LockoutAccount($0, known: false))) ?? $0
             return (names.bucketName(of: folded), names.bucketTag(of: folded))
         }

@@ -180,7 +180,8 @@ public struct UsersFileStore: Sendable {
         guard geteuid() == 0 || info.st_uid == geteuid() else {
             throw UsersFileError(
                 .unsafe,
-                "\(path) is owned by uid \(info.st_uid); only its owner or root may change it (uid \(geteuid()) may not).")
+                "\(path) is owned by uid \(info.st_uid); only its owner or root may change it (uid \(geteuid()) may not)."
+            )
         }
     }
 

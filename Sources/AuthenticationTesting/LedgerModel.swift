@@ -221,7 +221,8 @@ public struct LedgerScenario: Sendable, CustomStringConvertible {
         for _ in 0..<(3 + choices.next(6)) {
             switch choices.next(10) {
             case 0:
-                steps.append(.burst(processes: 2 + choices.next(7), typed: choices.pick(Self.spellings), password: "wrong"))
+                steps.append(
+                    .burst(processes: 2 + choices.next(7), typed: choices.pick(Self.spellings), password: "wrong"))
             case 1:
                 let account = choices.pick(Self.accountNames)
                 steps.append(.remembered(account: account, typed: choices.pick(Self.spellings)))
@@ -230,10 +231,11 @@ public struct LedgerScenario: Sendable, CustomStringConvertible {
                 guard let entry = holders.first else { continue }
                 let account = choices.pick(entries[entry].accounts.keys.sorted())
                 let current = choices.oneIn(2) ? Self.password(entry: entry, account) : "wrong"
-                let disruption = choices.pick([
-                    .none, .none, .cancelAtCurrent, .killAtCurrent, .cancelAtNew, .killAtNew,
-                    .unavailableAfter(choices.next(entries.count)), .cancelDuringCheck(choices.next(entries.count)),
-                ] as [Disruption])
+                let disruption = choices.pick(
+                    [
+                        .none, .none, .cancelAtCurrent, .killAtCurrent, .cancelAtNew, .killAtNew,
+                        .unavailableAfter(choices.next(entries.count)), .cancelDuringCheck(choices.next(entries.count)),
+                    ] as [Disruption])
                 steps.append(
                     .change(
                         process: choices.next(3), account: account, entry: entry, current: current, disruption))
@@ -244,12 +246,13 @@ public struct LedgerScenario: Sendable, CustomStringConvertible {
                 }
                 let entry = choices.next(entries.count)
                 let attempt = 1 + choices.next(attempts.count)
-                let disruption = choices.pick([
-                    .none, .none, .none, .cancelAtUsername(attempt), .cancelAtPassword(attempt),
-                    .killAtPassword(attempt), .unavailableBefore(entry), .unavailableAfter(entry),
-                    .timeoutAfter(entry), .cancelDuringCheck(entry), .killDuringCheck(entry), .cancelAtNew,
-                    .killAtNew,
-                ] as [Disruption])
+                let disruption = choices.pick(
+                    [
+                        .none, .none, .none, .cancelAtUsername(attempt), .cancelAtPassword(attempt),
+                        .killAtPassword(attempt), .unavailableBefore(entry), .unavailableAfter(entry),
+                        .timeoutAfter(entry), .cancelDuringCheck(entry), .killDuringCheck(entry), .cancelAtNew,
+                        .killAtNew,
+                    ] as [Disruption])
                 steps.append(.login(process: choices.next(3), attempts: attempts, disruption))
             }
         }

@@ -78,7 +78,9 @@ extension LedgerScenario {
                     await withTaskGroup(of: Void.self) { group in
                         for gatekeeper in gatekeepers {
                             group.addTask {
-                                guard let credentials = try? Credentials(username: typed, password: Secret(copying: password.utf8))
+                                guard
+                                    let credentials = try? Credentials(
+                                        username: typed, password: Secret(copying: password.utf8))
                                 else { return }
                                 _ = try? await gatekeeper.signIn(credentials)
                             }
@@ -97,7 +99,8 @@ extension LedgerScenario {
                         username: account, password: Secret(copying: Self.password(entry: entry, account).utf8))
                     let identity = try? await gatekeeper.signIn(credentials)
                     if (identity != nil) != signedIn {
-                        problems.append("step \(number + 1): the sign-in before the change admitted: \(identity != nil)")
+                        problems.append(
+                            "step \(number + 1): the sign-in before the change admitted: \(identity != nil)")
                     }
                     expected = false
                     admitted = false
@@ -337,7 +340,8 @@ private struct Model {
             case .cancelDuringCheck(index): return nil
             default: break
             }
-            return current == LedgerScenario.password(entry: index, name) ? .success(name, expired: false) : .refused(name)
+            return current == LedgerScenario.password(entry: index, name)
+                ? .success(name, expired: false) : .refused(name)
         }
         guard let (result, _) = decided, case .success = result else { return }
         // The current password was right: the new one is asked, and refused.

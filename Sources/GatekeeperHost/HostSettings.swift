@@ -128,7 +128,8 @@ public struct HostSettings: Sendable {
             switch destination {
             case .json(let path):
                 do {
-                    let fallback = SyslogAuditSink(socketPath: syslog ?? "/dev/log", identifier: tool, onFailure: report)
+                    let fallback = SyslogAuditSink(
+                        socketPath: syslog ?? "/dev/log", identifier: tool, onFailure: report)
                     sinks.insert(try JSONAuditLog(path: path, onFailure: report, fallback: fallback), at: 0)
                 } catch {
                     report("\(error.description); audit events are not written there")

@@ -302,7 +302,9 @@ public final class FaillockStore: LockoutStore {
         }
         let room = max(bucketRecords - mine.count, 0)
         let kept = others.enumerated()
-            .sorted { ($0.element.status & statusValid, $0.element.time) > ($1.element.status & statusValid, $1.element.time) }
+            .sorted {
+                ($0.element.status & statusValid, $0.element.time) > ($1.element.status & statusValid, $1.element.time)
+            }
             .prefix(room).sorted { $0.offset < $1.offset }.map(\.element)
         return kept + mine
     }

@@ -249,7 +249,9 @@ public final class OfflineCachingProvider: AuthProvider {
         static func encode(_ group: String) -> String {
             var bytes: [UInt8] = []
             for byte in group.utf8 {
-                if byte == UInt8(ascii: "%") || byte == UInt8(ascii: ",") || byte == 0x09 || byte == 0x0A || byte == 0x0D {
+                if byte == UInt8(ascii: "%") || byte == UInt8(ascii: ",") || byte == 0x09 || byte == 0x0A
+                    || byte == 0x0D
+                {
                     let hex = Array("0123456789ABCDEF".utf8)
                     bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
                 } else {
@@ -273,7 +275,8 @@ public final class OfflineCachingProvider: AuthProvider {
                         continue
                     }
                     let digits = piece[index...].dropFirst().prefix(2)
-                    guard digits.count == 2, let value = UInt8(String(decoding: digits, as: UTF8.self), radix: 16) else {
+                    guard digits.count == 2, let value = UInt8(String(decoding: digits, as: UTF8.self), radix: 16)
+                    else {
                         return nil
                     }
                     bytes.append(value)

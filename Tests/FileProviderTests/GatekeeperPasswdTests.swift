@@ -194,7 +194,9 @@ struct UsersFileOwnerTests {
         mkdir(home, 0o700)
         chown(home, 65534, 65534)
         let file = home + "/users"
-        #expect(try run(gatekeeperPasswd, ["add", file, "alice", "--password-stdin", "--create"], input: "s3cret\n").status == 0)
+        #expect(
+            try run(gatekeeperPasswd, ["add", file, "alice", "--password-stdin", "--create"], input: "s3cret\n").status
+                == 0)
         chmod(file, 0o644)
         // The lock beside it is the user's to make: the directory is theirs.
         unlink(file + ".lock")

@@ -37,7 +37,8 @@ struct REPLSafetyTests {
         FileManager.default.createFile(atPath: file, contents: Data(line.utf8))
         chmod(file, 0o600)
         let result = try run(
-            gatekeeperREPL, ["--provider", "file", "--users", file, "--state-dir", directory.path], input: "profile\nbob\nbuilder\nwhoami\n")
+            gatekeeperREPL, ["--provider", "file", "--users", file, "--state-dir", directory.path],
+            input: "profile\nbob\nbuilder\nwhoami\n")
         #expect(result.stdout.contains("User:      bob"), "\(result.stdout)")
         #expect(result.stdout.contains("\\u{1B}]0;owned\\u{7}Bob\\u{202E}"))
         #expect(result.stdout.contains("\\u{1B}[2J"))
@@ -59,7 +60,9 @@ struct StackedREPLTests {
         """.write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o600)
         defer { unlink(path) }
-        let result = try run(gatekeeperREPL, ["--config", path, "--state-dir", state.path], input: "why\nlogin\nbob\nbuilder\nwhy\nstatus\n")
+        let result = try run(
+            gatekeeperREPL, ["--config", path, "--state-dir", state.path],
+            input: "why\nlogin\nbob\nbuilder\nwhy\nstatus\n")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("No login yet."))
         #expect(

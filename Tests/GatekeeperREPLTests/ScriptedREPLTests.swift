@@ -227,8 +227,10 @@ struct REPLProtectionStatusTests {
         }
         let run = try TestSupport.run(
             builtExecutable("gatekeeper-run"),
-            ["--provider", "file", "--users", users, "--state-dir", state.path, "--user", "bob", "--password-stdin",
-             "--", "true"],
+            [
+                "--provider", "file", "--users", users, "--state-dir", state.path, "--user", "bob", "--password-stdin",
+                "--", "true",
+            ],
             input: "builder\n")
         #expect(run.status != 0 && run.stderr.contains("Too many failed attempts"), "\(run.status): \(run.stderr)")
         // The demo backend alone counts in memory, and says so.

@@ -43,10 +43,12 @@ struct AttemptLedgerModelTests {
             guard !problems.isEmpty else { continue }
             failures += 1
             if let report = Self.environment["GATEKEEPER_LEDGER_REPORT"] {
-                let handle = FileHandle(forWritingAtPath: report) ?? {
-                    FileManager.default.createFile(atPath: report, contents: nil)
-                    return FileHandle(forWritingAtPath: report)!
-                }()
+                let handle =
+                    FileHandle(forWritingAtPath: report)
+                    ?? {
+                        FileManager.default.createFile(atPath: report, contents: nil)
+                        return FileHandle(forWritingAtPath: report)!
+                    }()
                 handle.seekToEndOfFile()
                 handle.write(Data((problems.joined(separator: "\n") + "\n\n").utf8))
                 try? handle.close()

@@ -243,7 +243,8 @@ struct TwoFactorStackTests {
     @Test func ctrlCAtTheCodePromptFallsBack() throws {
         let config = try configuration()
         let state = ScratchDirectory("gatekeeper-repl-state")
-        let repl = try TerminalSession(builtExecutable("gatekeeper-repl"), ["--config", config, "--state-dir", state.path])
+        let repl = try TerminalSession(
+            builtExecutable("gatekeeper-repl"), ["--config", config, "--state-dir", state.path])
         try repl.waitFor("]› ")
         repl.type("contact\r")
         try repl.waitFor("Registrar")

@@ -48,7 +48,9 @@ do {
     selection.take(from: parsed)
     configurationPath = parsed.values["config"]
     stateDirectory = parsed.values["state-dir"]
-    if let directory = stateDirectory, !directory.hasPrefix("/") { throw UsageError("--state-dir needs an absolute path.") }
+    if let directory = stateDirectory, !directory.hasPrefix("/") {
+        throw UsageError("--state-dir needs an absolute path.")
+    }
     if configurationPath != nil && (selection.name != nil || !selection.options.isEmpty) {
         throw UsageError("--config names the providers; give it without --provider or provider options.")
     }

@@ -404,7 +404,8 @@ extension Gatekeeper {
         return AttemptLedger(store: lockout, policy: policy, source: source) { [self] incident in
             switch incident {
             case .lockedOut(let account, let error): record(.lockedOut, account.key, known: account.known, error)
-            case .stateUnavailable(let error, let detail, let account): record(.stateUnavailable, account, error, detail: detail)
+            case .stateUnavailable(let error, let detail, let account):
+                record(.stateUnavailable, account, error, detail: detail)
             }
         }
     }

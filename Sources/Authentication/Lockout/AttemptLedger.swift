@@ -45,7 +45,8 @@ struct AttemptLedger: Sendable {
         do throws(AuthError) {
             status = try store.status(of: account, policy: policy)
         } catch {
-            report(.stateUnavailable(error, detail: "the lockout could not be read; the login is refused", account: nil))
+            report(
+                .stateUnavailable(error, detail: "the lockout could not be read; the login is refused", account: nil))
             throw error
         }
         return status.isLocked ? refuse(account, status) : nil
@@ -66,7 +67,8 @@ struct AttemptLedger: Sendable {
             attempt = try store.beginAttempt(account, source: source, policy: policy)
         } catch {
             report(
-                .stateUnavailable(error, detail: "the attempt could not be counted; the login is refused", account: nil))
+                .stateUnavailable(error, detail: "the attempt could not be counted; the login is refused", account: nil)
+            )
             throw error
         }
         switch attempt {
