@@ -165,8 +165,6 @@ private struct Model {
     let scenario: LedgerScenario
     let access: LedgerStoreAccess
     var counts: [LedgerTally: Int] = [:]
-    /// Names with a tally of their own (made when a known account is counted or cleared).
-    var own: Set<String> = []
 
     init(scenario: LedgerScenario, access: LedgerStoreAccess) {
         self.scenario = scenario
@@ -186,25 +184,25 @@ private struct Model {
         return all.map { ($0, counts[$0] ?? 0) }
     }
 
-    /// The tally a name is judged by: an account's own; a name no entry could look up, its own if it has
-    /// one, else the tally of names that match no account.
+    /// The tally a name is judged by: an account's own; a name no entry could look up, its count among
+    /// names that match no account (every spelling that folds alike).
     func readTally(_ name: String, known: Bool) -> LedgerTally {
-        known || own.contains(name) ? .account(name) : access.unknownTally(name)
+        known ? .account(name) : access.unknownTally(name)
     }
 
     func locked(_ tally: LedgerTally) -> Bool { counts[tally, default: 0] >= deny }
 
     /// Counts a failure against `name` (a known account gets a tally of its own); the tally counted.
     mutating func charge(_ name: String, known: Bool) -> LedgerTally {
-        if known { own.insert(name) }
         let tally = readTally(name, known: known)
         counts[tally, default: 0] += 1
         return tally
     }
 
+    /// A success: the account's count, and the name's among names no look-up recognised, start again.
     mutating func clear(_ name: String) {
-        own.insert(name)
         counts[.account(name)] = 0
+        counts[access.unknownTally(name)] = 0
     }
 
     /// What the stack's look-up says: the first entry that knows the name names the account.
@@ -225,13 +223,15 @@ private struct Model {
 
     /// Linux-PAM's dispatch for required, requisite and sufficient; `answer` gives each entry's result, or
     /// `nil` when the login ends there (cancelled, killed).
-    func dispatch(_ answer: (Int) -> Result?) -> (result: Result, refusals: [String])? {
+    func dispatch(_ answer: (Int) -> Result?) -> (result: Result, refusals: [String], named: [String])? {
         var failure: Result?
         var success: Result?
         var refusals: [String] = []
+        var named: [String] = []
         for (index, entry) in entries.enumerated() {
             guard let result = answer(index) else { return nil }
             if case .refused(let account) = result { refusals.append(account) }
+            if case .success(let account, _) = result { named.append(account) }
             if case .ignore = result { continue }
             let succeeded = if case .success = result { true } else { false }
             switch entry.control {
@@ -240,13 +240,13 @@ private struct Model {
                     if failure == nil { success = success ?? result }
                 } else {
                     failure = failure ?? result
-                    if entry.control == .requisite { return (failure!, refusals) }
+                    if entry.control == .requisite { return (failure!, refusals, named) }
                 }
             case .sufficient:
-                if succeeded && failure == nil { return (success ?? result, refusals) }
+                if succeeded && failure == nil { return (success ?? result, refusals, named) }
             }
         }
-        return (failure ?? success ?? .ignore, refusals)
+        return (failure ?? success ?? .ignore, refusals, named)
     }
 
     /// An interactive login; whether it admitted.
@@ -291,14 +291,15 @@ private struct Model {
             guard password == LedgerScenario.password(entry: index, name) else { return .refused(name) }
             return .success(name, expired: entry.expired.contains(name))
         }
-        guard let (result, refusals) = decided else { return .stop }
+        guard let (result, refusals, named) = decided else { return .stop }
         guard let typedTally else {
             // Nothing was presented: nothing counts.
             if case .unavailable = result { return .stop }
             return .retry
         }
         var lockedOut = false
-        for refused in refusals where !isTyped(refused) {
+        var seen: Set<String> = []
+        for refused in refusals where !isTyped(refused) && seen.insert(refused).inserted {
             if case .success(let name, _) = result, name == refused { continue }
             if locked(.account(refused)) {
                 lockedOut = true
@@ -316,6 +317,10 @@ private struct Model {
             // The new password is refused, or the change cancelled: never a failed guess.
             if disruption == .cancelAtNew || disruption == .killAtNew { return .stop }
             return .retry
+        }
+        // Any other account an entry named that is locked answers as locked, whatever the password.
+        for name in named where !isTyped(name) && seen.insert(name).inserted && locked(.account(name)) {
+            lockedOut = true
         }
         if case .unavailable = result { return .stop }
         return lockedOut ? .stop : .retry
@@ -343,7 +348,7 @@ private struct Model {
             return current == LedgerScenario.password(entry: index, name)
                 ? .success(name, expired: false) : .refused(name)
         }
-        guard let (result, _) = decided, case .success = result else { return }
+        guard let (result, _, _) = decided, case .success = result else { return }
         // The current password was right: the new one is asked, and refused.
         if disruption == .cancelAtNew || disruption == .killAtNew { return }
         counts[counted]! -= 1

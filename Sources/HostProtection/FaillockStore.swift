@@ -30,9 +30,9 @@ package import GatekeeperSupport
 /// lock it. A bucket keeps at most 64 records (more only for one name whose `deny` is larger); a new one
 /// pushes out those no longer counting first, then the oldest of other names: at most 4 MiB in all at the
 /// default `deny`. An account a backend knows is judged by its own file alone; a name no backend could
-/// look up, by its own file if it has one, else by its records in its bucket, so an unknown name is locked
-/// after `deny` failures as an account is, and the answers do not tell which names exist.
-/// ``unlock(_:)`` clears both.
+/// look up, by its records in its bucket alone (all spellings that fold alike together), so an unknown name
+/// is locked after `deny` failures as an account is, and the answers do not tell which names exist. A
+/// success, and ``unlock(_:)``, clear both.
 public final class FaillockStore: LockoutStore {
     /// Where the tally files are.
     public let directory: String
@@ -166,7 +166,13 @@ public final class FaillockStore: LockoutStore {
             failures: validTimes(records), now: now, unit: .seconds(1), isAdministrator: account.isSystemAdministrator)
     }
 
+    /// Empties the account's file (creating it), and the records the name has in its bucket from logins no
+    /// look-up could name.
     public func recordSuccess(of account: String) throws(AuthError) {
+        try withTally(of: LockoutAccount(account, known: false), create: false) {
+            (records: inout [Record]?, _: Int64) in
+            if records?.isEmpty == false { records = [] }
+        }
         try reset(account)
     }
 
@@ -181,11 +187,7 @@ public final class FaillockStore: LockoutStore {
             )
         }
         // Failures counted for the name while no look-up could recognise it go too.
-        try withTally(of: LockoutAccount(account, known: false), create: false, bucketOnly: true) {
-            (records: inout [Record]?, _: Int64) in
-            if records != nil { records = [] }
-        }
-        try reset(account)
+        try recordSuccess(of: account)
     }
 
     /// Empties the account's own file, creating it if it has none; its bucket is left alone.
@@ -207,35 +209,27 @@ public final class FaillockStore: LockoutStore {
     private func withTally<T>(
         of account: LockoutAccount,
         create: Bool,
-        bucketOnly: Bool = false,
         _ body: (inout [Record]?, Int64) throws(StateFileError) -> T
     ) throws(AuthError) -> T {
         do {
             let name = account.key
             var file: Int32 = -1
-            if !bucketOnly && StateDirectory.isPlainName(name) && !name.hasPrefix(".") {
+            // An account a backend knows: its own file alone (none yet: no failures), never the names that
+            // match no account. A name no look-up recognised: its records in its bucket, whatever files exist —
+            // every spelling a loose backend matches to one account folds to one count, and a file made for the
+            // account by a success or another entry's refusal never starts a second one.
+            var tag: [UInt8]?
+            if account.known && StateDirectory.isPlainName(name) && !name.hasPrefix(".") {
                 // pam_faillock gives the file to the account, so its uid may own it.
                 let owners = Self.owners(name)
                 do {
-                    // A name with a file of its own is judged and counted by it, known now or not; a file
-                    // is made only for a name a backend knows.
-                    file = try tallies.openFile(name, creatingWith: nil, owners: owners)
+                    file = try tallies.openFile(name, creatingWith: create ? 0o600 : nil, owners: owners)
                 } catch  where error.isMissing {
-                    if create && account.known {
-                        file = try tallies.openFile(name, creatingWith: 0o600, owners: owners)
-                    }
+                    file = -1
                 }
-            }
-            // An account a backend knows is judged by its own file alone (none yet: no failures), never by
-            // the names that match no account.
-            if !bucketOnly && file < 0 && account.known && StateDirectory.isPlainName(name) && !name.hasPrefix(".") {
-                var none: [Record]? = nil
-                return try body(&none, Self.now())
-            }
-            // A name no look-up recognised, without a file of its own: its records in its bucket, each tagged with
-            // the name's own keyed digest, so that no other name's failures ever count against it.
-            var tag: [UInt8]?
-            if file < 0 {
+            } else {
+                // Each record in the bucket tagged with the name's own keyed digest, so that no other name's
+                // failures ever count against it.
                 let folded = try Self.folded(account)
                 file = try openBucket(of: folded, create: create)
                 tag = bucketTag(of: folded)

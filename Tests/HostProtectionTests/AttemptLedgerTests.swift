@@ -27,15 +27,18 @@ struct AttemptLedgerTests {
     }
 
     /// A users-file-like entry: exact names, its own passwords; `slowWhenWrong` waits after a wrong one, as
-    /// pam_unix does, so the clock tells right from wrong.
+    /// pam_unix does, so the clock tells right from wrong. `looksUp: false` is a checkpassword program or a
+    /// helper, which cannot name an account before the login.
     static func entry(
-        _ accounts: [String: String], folding: Bool = false, slowWhenWrong: Duration = .zero,
+        _ accounts: [String: String], folding: Bool = false, looksUp: Bool = true, slowWhenWrong: Duration = .zero,
         answer: (@Sendable () -> AuthOutcome)? = nil
     ) -> StubAuthProvider {
         @Sendable func account(_ name: String) -> String? {
             accounts.keys.first { folding ? $0.lowercased() == name.lowercased() : $0 == name }
         }
-        return StubAuthProvider(lookup: { account($0).map { .known(canonicalName: $0) } ?? .unknown }) {
+        return StubAuthProvider(
+            lookup: { name in looksUp ? account(name).map { .known(canonicalName: $0) } ?? .unknown : .cannotTell }
+        ) {
             request throws(AuthError) in
             let password = try await request.conversation.askSecret("Password: ")
             if let answer { return answer() }
@@ -126,6 +129,105 @@ struct AttemptLedgerTests {
                     .text("alice"), .secret("right"), .secret("new-one"), .secret("new-one"), .text("alice"), .cancel))
         }
         #expect(records("alice") == 0)
+    }
+}
+
+/// What an outside attack on the ledger found after it was written, each by name.
+@Suite(.timeLimit(.minutes(1)))
+struct AttemptLedgerAttackTests {
+    let scratch = ScratchDirectory("gatekeeper-ledger-attacks")
+    var directory: String { scratch.path + "/tally" }
+
+    func gatekeeper(_ provider: any AuthProvider, deny: Int = 3, inMemory: Bool = false) throws -> Gatekeeper {
+        Gatekeeper(
+            provider: provider,
+            configuration: .init(maxAttempts: 1, lockout: LockoutPolicy(deny: deny), failDelay: .zero),
+            lockout: inMemory ? MemoryLockoutStore() : try FaillockStore(directory: directory))
+    }
+
+    func records(_ account: String) -> Int {
+        (try? FaillockStore(directory: directory).failures(of: account).count { $0.valid }) ?? -1
+    }
+
+    /// A right password, for a name no look-up can recognise (a checkpassword program, any provider that keeps
+    /// the default look-up), is no failure: five in a row with deny=3 all get in — in memory and in files,
+    /// names that cannot name a file included.
+    @Test func theRightPasswordForANameNoLookUpKnowsIsNeverCounted() async throws {
+        for inMemory in [true, false] {
+            for name in ["alice", "ops/alice", ".bob"] {
+                let gatekeeper = try gatekeeper(
+                    AttemptLedgerTests.entry([name: "right"], looksUp: false), inMemory: inMemory)
+                for round in 1...5 {
+                    let admitted = try? await gatekeeper.signIn(credentials(name, "right"))
+                    #expect(admitted != nil, "\(name), in memory: \(inMemory), login \(round)")
+                }
+            }
+        }
+    }
+
+    /// A backend that matches names loosely but cannot say so beforehand: once alice is locked, `ALICE` with
+    /// the right password is refused too — one count per account, not per spelling, and a file a success gave
+    /// the account never starts a second one.
+    @Test func aLooseBackendLocksEverySpellingOfTheAccount() async throws {
+        let gatekeeper = try gatekeeper(AttemptLedgerTests.entry(["alice": "secret"], folding: true, looksUp: false))
+        try await gatekeeper.signIn(credentials("alice", "secret"))
+        for _ in 0..<3 { _ = try? await gatekeeper.signIn(credentials("alice", "wrong")) }
+        for spelling in ["ALICE", "Alice", "alice"] {
+            await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+                try await gatekeeper.signIn(credentials(spelling, "secret"))
+            }
+        }
+    }
+
+    /// A users file's `Alice` and a helper's case-insensitive `alice`: with alice locked, a login typed as
+    /// `Alice` answers "locked" whether the helper found the password right or wrong — no oracle through
+    /// another entry's spelling.
+    @Test func aLockedAccountAnswersAlikeThroughAnotherEntry() async throws {
+        let stack = ProviderChain([
+            .init(.required, AttemptLedgerTests.entry(["Alice": "file-password"])),
+            .init(.required, AttemptLedgerTests.entry(["alice": "secret"], folding: true, looksUp: false)),
+        ])
+        let gatekeeper = try gatekeeper(stack)
+        for _ in 0..<3 { _ = try? await gatekeeper.signIn(credentials("ALICE", "wrong")) }
+        #expect(records("alice") == 3)
+        var answers: [AuthError.Code] = []
+        for password in ["wrong", "secret", "another"] {
+            do {
+                try await gatekeeper.signIn(credentials("Alice", password))
+                Issue.record("admitted while alice is locked")
+            } catch {
+                answers.append((error as? AuthError)?.code ?? .providerUnavailable)
+            }
+        }
+        #expect(answers == [.tooManyAttempts, .tooManyAttempts, .tooManyAttempts], "\(answers)")
+    }
+
+    /// A name no look-up recognised keeps its lock after another entry's refusal gives the account a file.
+    @Test func aBucketLockOutlivesAFileMadeForTheAccount() async throws {
+        let stack = ProviderChain([
+            .init(.required, AttemptLedgerTests.entry(["Alice": "file-password"])),
+            .init(.required, AttemptLedgerTests.entry(["alice": "secret"], folding: true, looksUp: false)),
+        ])
+        let gatekeeper = try gatekeeper(stack)
+        for _ in 0..<3 { _ = try? await gatekeeper.signIn(credentials("alice", "wrong")) }
+        _ = try? await gatekeeper.signIn(credentials("Alice", "wrong"))
+        await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+            try await gatekeeper.signIn(credentials("alice", "wrong-again"))
+        }
+    }
+
+    /// A stack nested as an entry counts its entry's refusal once, as the same stack unnested does.
+    @Test func aNestedStackCountsARefusalOnce() async throws {
+        let stack = ProviderChain([
+            .init(.required, AttemptLedgerTests.entry(["Alice": "file-password"])),
+            .init(
+                .required,
+                ProviderChain([.init(.required, AttemptLedgerTests.entry(["alice": "secret"], folding: true))])),
+        ])
+        let gatekeeper = try gatekeeper(stack, deny: 5)
+        _ = try? await gatekeeper.signIn(credentials("Alice", "wrong"))
+        #expect(records("alice") == 1)
+        #expect(records("Alice") == 1)
     }
 }
 

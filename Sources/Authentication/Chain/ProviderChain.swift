@@ -94,19 +94,24 @@ public final class ProviderChain: AuthProvider {
         /// `maxtries`): a login it ended is a failed guess, whatever the stack's own answer.
         public var refusedCredential: Bool { steps.contains(where: \.refusedCredential) }
 
-        /// Every entry that refused the credential (`auth_err`, `maxtries`), nested stacks' included, by the
-        /// account it named (`nil`: it named none, so it refused the name as typed): the attempt ledger
-        /// counts the guess against each.
-        public var refusals: [String?] {
-            func refusals(_ steps: [Step]) -> [String?] {
-                steps.flatMap { step -> [String?] in
-                    let own: [String?] =
-                        step.result == .authenticationError || step.result == .maximumTries ? [step.account] : []
-                    return own + refusals(step.nested)
+        /// Every account an entry's answer named, nested stacks' entries included (a nested stack's own step
+        /// names what its entries named, so it is not counted again), with whether the entry refused the
+        /// credential (`auth_err`, `maxtries`); `nil` for an entry that refused and named none (it refused
+        /// the name as typed). The attempt ledger counts a guess against each refusing entry's account, and
+        /// answers a login that names a locked account as locked.
+        public var namings: [(account: String?, refused: Bool)] {
+            func namings(_ steps: [Step]) -> [(account: String?, refused: Bool)] {
+                steps.flatMap { step -> [(account: String?, refused: Bool)] in
+                    guard step.nested.isEmpty else { return namings(step.nested) }
+                    let refused = step.result == .authenticationError || step.result == .maximumTries
+                    return refused || step.account != nil ? [(step.account, refused)] : []
                 }
             }
-            return refusals(steps)
+            return namings(steps)
         }
+
+        /// The accounts of the entries that refused the credential (``namings``).
+        public var refusals: [String?] { namings.filter(\.refused).map(\.account) }
 
         public var description: String {
             func lines(_ steps: [Step], indent: Int) -> [String] {

@@ -322,7 +322,7 @@ extension Gatekeeper {
             // Cancelled, killed, or the conversation failed: once the current password was handed over the count
             // stands (the backend may have checked it, and the clock may tell), before it nothing was counted.
             let error = attempt.refusal ?? error
-            _ = ledger.settle(attempt, .unanswered(refusals: []))
+            _ = ledger.settle(attempt, LedgerAnswer(.unanswered))
             record(
                 .passwordChangeFailed, identity.username, error,
                 detail: attempt.presented ? "ended after the current password was given: counted" : nil)
@@ -337,7 +337,7 @@ extension Gatekeeper {
         // current password is a guess — the stack's answer, or an entry's whose refusal another entry's answer
         // decided over — and so is any other end once it was handed over (unavailable, failed, a policy).
         let guessed = outcome == .rejected(.wrongCurrentPassword) || trace?.refusedCredential == true
-        _ = ledger.settle(attempt, preliminaryPassed && !guessed ? .rightCredential : .refused(refusals: []))
+        _ = ledger.settle(attempt, LedgerAnswer(preliminaryPassed && !guessed ? .rightCredential : .refused))
         if let error = outcome.error {
             record(.passwordChangeFailed, identity.username, error)
             if guessed { try await waitAfterFailure() }

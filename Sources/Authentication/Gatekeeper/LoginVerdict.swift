@@ -22,44 +22,47 @@ struct LoginVerdict {
             // Cancelled, killed, or the conversation failed: nothing more is known.
             (outcome, trace, error) = (nil, nil, thrown)
             named = (account.key, account.known)
-            ledgerAnswer = .unanswered(refusals: [])
+            ledgerAnswer = LedgerAnswer(.unanswered)
             return
         case .success(let traced):
             (outcome, trace) = (traced.outcome.normalized, traced.trace)
         }
-        // The entries that refused the credential: the trace's, or a lone provider's own refusal.
-        let refusals: [String?]
+        let stackTrace = trace
+        /// What the ledger settles: the trace's accounts, or a lone provider's own answer.
+        func settled(_ end: LedgerAnswer.End, refused: Bool = false, naming: String? = nil) -> LedgerAnswer {
+            if let stackTrace { return LedgerAnswer(end, trace: stackTrace) }
+            return refused ? LedgerAnswer(end, refusals: [naming]) : LedgerAnswer(end, named: [naming])
+        }
         switch outcome! {
         case .authenticated(let identity):
             error = nil
             named = (identity.username, true)
-            ledgerAnswer = .admitted(identity.username, refusals: trace?.refusals ?? [])
-            return
+            ledgerAnswer = settled(.admitted(identity.username))
         case .rejected(let rejection, let canonical):
             error = rejection.error
             named = (canonical ?? account.key, account.known || canonical != nil)
             let refusesCredential = rejection.pamResult == .authenticationError || rejection.pamResult == .maximumTries
-            refusals = trace?.refusals ?? (refusesCredential ? [canonical] : [])
+            let refused = settled(.refused, refused: refusesCredential, naming: canonical)
             // The right password, expired or for an account not activated yet (a backend says so only once it
             // has checked it), and no entry refused the credential: no failed guess.
-            if rejection.followsTheRightCredential && refusals.isEmpty {
-                ledgerAnswer = .rightCredential
-                return
+            if rejection.followsTheRightCredential && refused.refusals.isEmpty {
+                ledgerAnswer = settled(.rightCredential, naming: canonical)
+            } else {
+                ledgerAnswer = refused
             }
-            ledgerAnswer = .refused(refusals: refusals)
         case .notMine:
             error = revealsUnknownUsers ? .userNotFound : .invalidCredentials
             named = (account.key, false)
-            ledgerAnswer = .refused(refusals: trace?.refusals ?? [])
+            ledgerAnswer = settled(.refused)
         case .ignored:
             // Nothing applied to this login: as PAM's stack of only ignored modules, it fails.
             error = .refusedByPolicy
             named = (account.key, account.known)
-            ledgerAnswer = .refused(refusals: trace?.refusals ?? [])
+            ledgerAnswer = settled(.refused)
         case .unavailable(let reason), .failed(_, let reason):
             error = .providerUnavailable(reason: reason)
             named = (account.key, account.known)
-            ledgerAnswer = .unanswered(refusals: trace?.refusals ?? [])
+            ledgerAnswer = settled(.unanswered)
         }
     }
 }

@@ -108,17 +108,21 @@ struct AttemptLedger: Sendable {
     }
 
     /// Settles a login attempt by its answer: what the rule does to every account it names. Returns the
-    /// error to answer instead when an account the answer names is locked.
+    /// error to answer instead when an account the answer names is locked — whatever the password was, so a
+    /// locked account tells nothing through another entry's spelling of it.
     func settle(_ attempt: LedgerAttempt, _ answer: LedgerAnswer) -> AuthError? {
         let counted = attempt.counted
         let typed = attempt.account
         /// Whether an entry's account is the one the typed name was counted against (the same spelling: a name
         /// no look-up recognised is counted where the presentation counted it, and never twice).
         func isTyped(_ name: String?) -> Bool { name.map { Username.same($0, typed.key) } ?? true }
+        let admitted: String? = if case .admitted(let name) = answer.end { name } else { nil }
         var lockedOut: AuthError?
+        var seen: Set<String> = []
+        // One failure for each account an entry refused the credential for (once each), unless it is locked.
         if attempt.presented {
-            let admitted: String? = if case .admitted(let name, _) = answer { name } else { nil }
             for case let refused? in answer.refusals where !isTyped(refused) && refused != admitted {
+                guard seen.insert(refused).inserted else { continue }
                 do throws(AuthError) {
                     _ = try charge(LockoutAccount(refused))
                 } catch {
@@ -126,48 +130,71 @@ struct AttemptLedger: Sendable {
                 }
             }
         }
-        switch answer {
-        case .admitted(let name, let refusals):
+        if case .admitted(let name) = answer.end {
             if !isTyped(name) {
                 // The backend answered for another account: the count against the typed name is taken back
                 // unless an entry refused the credential for it, and that account decides.
-                if let counted, !refusals.contains(where: isTyped) { withdraw(counted.ticket) }
+                if let counted, !answer.refusals.contains(where: isTyped) { withdraw(counted.ticket) }
                 do throws(AuthError) {
                     if let error = try self.lockedOut(LockoutAccount(name)) { return error }
                 } catch {
                     return error
                 }
+            } else if let counted {
+                // The right credential for the typed name: its count goes (with the rest of the account's).
+                withdraw(counted.ticket)
             }
             clear(name)
             return nil
-        case .rightCredential:
-            if let counted { withdraw(counted.ticket) }
-            return lockedOut
-        case .refused, .unanswered:
-            return lockedOut
         }
+        // Any other account an entry named (one that found the password right, but the stack said no): locked,
+        // it answers as locked.
+        for case let named? in answer.named + answer.refusals where !isTyped(named) && seen.insert(named).inserted {
+            do throws(AuthError) {
+                if let error = try self.lockedOut(LockoutAccount(named)) { lockedOut = lockedOut ?? error }
+            } catch {
+                lockedOut = lockedOut ?? error
+            }
+        }
+        if case .rightCredential = answer.end, let counted { withdraw(counted.ticket) }
+        return lockedOut
     }
 }
 
-/// How an attempt ended, as far as the ledger is concerned.
-enum LedgerAnswer {
-    /// The stack admitted `account` (its password may have expired: it was right).
-    case admitted(String, refusals: [String?])
-    /// The credential was right, and the login refused for another reason (an expired password that is
-    /// not changed here, an account not activated), and no entry refused the credential.
-    case rightCredential
-    /// Refused: a wrong credential, an unknown name, a policy.
-    case refused(refusals: [String?])
-    /// No answer: unavailable, timed out, failed, cancelled, killed.
-    case unanswered(refusals: [String?])
+/// How an attempt ended, as far as the ledger is concerned, and the accounts the entries' answers named.
+struct LedgerAnswer {
+    enum End {
+        /// The stack admitted `account` (its password may have expired: it was right).
+        case admitted(String)
+        /// The credential was right, and the login refused for another reason (an expired password that is
+        /// not changed here, an account not activated), and no entry refused the credential.
+        case rightCredential
+        /// Refused: a wrong credential, an unknown name, a policy.
+        case refused
+        /// No answer: unavailable, timed out, failed, cancelled, killed.
+        case unanswered
+    }
 
+    var end: End
     /// The accounts of the entries that refused the credential, as each spells it; `nil` for an entry that
     /// named none (it refused the name as typed).
-    var refusals: [String?] {
-        switch self {
-        case .admitted(_, let refusals), .refused(let refusals), .unanswered(let refusals): refusals
-        case .rightCredential: []
-        }
+    var refusals: [String?] = []
+    /// The accounts entries named without refusing (one that found the password right, one that refused for
+    /// another reason).
+    var named: [String?] = []
+
+    init(_ end: End, refusals: [String?] = [], named: [String?] = []) {
+        self.end = end
+        self.refusals = refusals
+        self.named = named
+    }
+
+    /// From a stack's trace.
+    init(_ end: End, trace: ProviderChain.Trace) {
+        let namings = trace.namings
+        self.init(
+            end, refusals: namings.filter(\.refused).map(\.account),
+            named: namings.filter { !$0.refused }.map(\.account))
     }
 }
 

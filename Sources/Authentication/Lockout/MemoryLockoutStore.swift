@@ -98,8 +98,10 @@ struct FailureTable {
         failures[Self.key(ticket.account)]?.removeAll { $0.time == ticket.time && $0.tag == ticket.tag }
     }
 
+    /// Forgets `username`'s failures, as an account and as a name no look-up recognised.
     mutating func clear(_ username: String) {
         failures[username] = nil
+        failures[Self.key(LockoutAccount(username, known: false))] = nil
     }
 
     private mutating func prune(at now: Int64, _ policy: LockoutPolicy) {
