@@ -28,12 +28,12 @@ public struct ExitStatus: Hashable, Sendable {
     }
 
     /// A login that ended without running the command: cancelled (130), unusable input (65), the
-    /// backend down (69), an expired password not changed (75), or refused for any other reason,
-    /// including codes added later (77).
+    /// backend down (69), something to do before trying again — an expired password not changed, a sign-in
+    /// code not approved in time (75) — or refused for any other reason, including codes added later (77).
     public init(dismissal reason: AuthError) {
         switch reason.code {
         case .cancelled: self = .cancelled
-        case .passwordChangeRequired: self = .passwordExpired
+        case .passwordChangeRequired, .credentialsExpired: self = .passwordExpired
         case .missingUsername, .invalidUsername, .missingPassword, .invalidPassword: self = .invalidInput
         case .providerUnavailable: self = .unavailable
         default: self = .denied

@@ -296,6 +296,22 @@ struct OIDCProviderTests {
             return
         }
         #expect(reason.contains("expired before it was approved"))
+        // Through a gatekeeper: its own answer and message, asked once (no second code is started), and no
+        // failure counted (nothing was presented).
+        try server.set("expired-token", pending: 1)
+        let store = MemoryLockoutStore()
+        let gatekeeper = Gatekeeper(
+            provider: try Self.provider(server, flow: .device), configuration: .init(failDelay: .zero), lockout: store)
+        let conversation = ScriptedConversation(.text("alice"), .text("alice"))
+        do throws(AuthError) {
+            _ = try await gatekeeper.signIn(conversation: conversation)
+            Issue.record("an expired code signed in")
+        } catch {
+            #expect(error.code == .credentialsExpired)
+            #expect(error.description == "The sign-in code expired before it was approved; sign in again.")
+        }
+        #expect(conversation.events.count { if case .asked = $0 { true } else { false } } == 1)
+        #expect(store.status(of: "alice", policy: LockoutPolicy()) == .open(failures: 0))
         try server.set("access-denied")
         #expect(
             try await Self.provider(server, flow: .device).authenticate(

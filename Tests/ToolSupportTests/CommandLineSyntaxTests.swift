@@ -52,6 +52,8 @@ struct ExitStatusTests {
         #expect(ExitStatus(dismissal: .invalidUsername(.colon)) == .invalidInput)
         #expect(ExitStatus(dismissal: .missingPassword) == .invalidInput)
         #expect(ExitStatus(dismissal: .providerUnavailable(reason: "down")) == .unavailable)
+        // A device sign-in code not approved in time: try again (75), not "unavailable" (69).
+        #expect(ExitStatus(dismissal: .credentialsExpired).code == 75)
         for refused in [
             AuthError.invalidCredentials, .accountExpired, .refusedByPolicy, .tooManyAttempts(retryAfter: nil),
         ] {

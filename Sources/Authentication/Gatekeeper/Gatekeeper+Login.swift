@@ -168,7 +168,7 @@ extension Gatekeeper {
             } catch {
                 if error.code != .cancelled { try await waitAfterFailure() }
                 switch error.code {
-                case .cancelled, .providerUnavailable, .tooManyAttempts:
+                case .cancelled, .providerUnavailable, .tooManyAttempts, .credentialsExpired:
                     throw error
                 default:
                     guard attempt < attempts else { throw error }

@@ -59,6 +59,11 @@ struct LoginVerdict {
             error = .refusedByPolicy
             named = (account.key, account.known)
             ledgerAnswer = settled(.refused)
+        case .failed(.credentialsExpired, _):
+            // A sign-in code not approved in time (PAM's cred_expired): its own answer, not an outage.
+            error = .credentialsExpired
+            named = (account.key, account.known)
+            ledgerAnswer = settled(.refused)
         case .unavailable(let reason), .failed(_, let reason):
             error = .providerUnavailable(reason: reason)
             named = (account.key, account.known)

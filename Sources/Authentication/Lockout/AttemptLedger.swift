@@ -140,10 +140,9 @@ struct AttemptLedger: Sendable {
                 } catch {
                     return error
                 }
-            } else if let counted {
-                // The right credential for the typed name: its count goes (with the rest of the account's).
-                withdraw(counted.ticket)
             }
+            // The store's success clears the account's file and its count among names no look-up knows, where
+            // a typed name that none recognised was counted.
             clear(name)
             return nil
         }

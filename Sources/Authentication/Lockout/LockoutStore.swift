@@ -1,11 +1,12 @@
 /// Where a ``Gatekeeper`` counts failed logins per account and remembers who is locked out.
 ///
-/// The gatekeeper counts each attempt **before** it is checked: ``beginAttempt(_:source:policy:)``
-/// looks at the account's recent failures and, unless the account is locked out, records the attempt as
-/// a failure, both under one lock — so however many guesses arrive at once, from threads or processes,
-/// at most `deny` of them are ever checked. A success then clears the count
-/// (``recordSuccess(of:)``); an attempt that was never checked (cancelled, the backend down) is taken
-/// back (``withdraw(_:)``); a failure simply stands.
+/// The gatekeeper's attempt ledger counts each attempt as its credential is handed to the backend, before
+/// it is checked: ``beginAttempt(_:source:policy:)`` looks at the account's recent failures and, unless the
+/// account is locked out, records the attempt as a failure, both under one lock — so however many guesses
+/// arrive at once, from threads or processes, at most `deny` of them are ever checked. A success then
+/// clears the count (``recordSuccess(of:)``: the account's, and the name's among names no look-up
+/// recognised); an answer that proves the credential right otherwise takes the attempt back
+/// (``withdraw(_:)``); anything else stands.
 ///
 /// Accounts are counted by the backend's own spelling (``LockoutAccount/key``), never the typed one,
 /// so every spelling of one account shares one lockout.
@@ -38,7 +39,8 @@ public protocol LockoutStore: Sendable {
     func recordFailure(of account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) throws(AuthError)
         -> LockoutStatus
 
-    /// A successful login for `account`: its count starts again.
+    /// A successful login for `account`: its count starts again, both as an account and as a name no
+    /// look-up recognised (``LockoutAccount/known`` false), where the attempt may have been counted.
     func recordSuccess(of account: String) throws(AuthError)
 
     /// An administrator unlocks `account`: its failures are forgotten.
