@@ -362,7 +362,11 @@ public final class OIDCAuthProvider: AuthProvider {
                     guard sameBytes(info["sub"]?.string, entry.subject),
                         info[configuration.usernameClaim]?.string.map({ Username.same($0, identity.username) }) == true
                     else { return .refused(.refusedByPolicy) }
-                    current = identity
+                    // The identity asked about stays what it is; one given by its name alone (a remembered login,
+                    // with no attributes to carry over) is made from what userinfo says now.
+                    current =
+                        identity.attributes["subject"] == nil
+                        ? self.identity(identity.username, subject: entry.subject, claims: info) : identity
                 }
             }
             guard Username.same(current.username, identity.username),
@@ -538,7 +542,12 @@ public final class OIDCAuthProvider: AuthProvider {
         } catch {
             return .failure(.token("the \(configuration.usernameClaim) claim is not a usable user name"))
         }
-        var attributes = ["issuer": configuration.issuer, "subject": verified["sub"]?.string ?? ""]
+        return .success(identity(username, subject: verified["sub"]?.string ?? "", claims: claims))
+    }
+
+    /// The identity of `username` (the subject's), with what the claims say of it that can be shown.
+    private func identity(_ username: String, subject: String, claims: [String: JSONValue]) -> Identity {
+        var attributes = ["issuer": configuration.issuer, "subject": subject]
         for (claim, attribute) in [("email", "email"), ("picture", "picture")] {
             if let value = claims[claim]?.string, Self.isShowable(value), value.utf8.count <= 2048 {
                 attributes[attribute] = value
@@ -548,10 +557,8 @@ public final class OIDCAuthProvider: AuthProvider {
         let groups = (claims[configuration.groupsClaim]?.strings ?? []).filter {
             Self.isShowable($0) && !$0.isEmpty && $0.utf8.count <= 256
         }
-        return .success(
-            Identity(
-                username: username, displayName: displayName, groups: Set(groups), provider: name,
-                attributes: attributes))
+        return Identity(
+            username: username, displayName: displayName, groups: Set(groups), provider: name, attributes: attributes)
     }
 
     /// The token's claims once its signature is one of the provider's keys'.

@@ -101,6 +101,13 @@ struct GlewlwydTests {
             return
         }
         #expect(again == alice)
+        // As a gatekeeper rechecks a remembered login, from the name alone: reused (it never was).
+        guard case .valid(let remembered) = await provider.recheck(Identity(username: "alice", provider: provider.name))
+        else {
+            Issue.record("a remembered login was not reused without an ID token in the refresh")
+            return
+        }
+        #expect(remembered.attributes["subject"] == alice.attributes["subject"])
         // Kept for later: the token itself, to see glewlwyd refuse it once revoked.
         let kept = try #require(try FileManager.default.contentsOfDirectory(atPath: directory).first)
         let saved = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + kept))

@@ -541,6 +541,13 @@ struct OIDCProviderTests {
             Issue.record("alice's own token did not recheck")
             return
         }
+        // As a gatekeeper rechecks a remembered login: from the name alone, no attributes to carry over.
+        guard case .valid(let remembered) = await provider.recheck(Identity(username: "alice", provider: provider.name))
+        else {
+            Issue.record("a remembered login without an ID token in its refresh was not reused")
+            return
+        }
+        #expect(remembered.attributes["subject"] == alice.attributes["subject"] && remembered.username == "alice")
         // Bob's refresh token put in alice's file: the provider honours it, but it is bob's.
         var files: [String: [String: Any]] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
