@@ -312,6 +312,18 @@ struct OIDCProviderTests {
         }
         #expect(conversation.events.count { if case .asked = $0 { true } else { false } } == 1)
         #expect(store.status(of: "alice", policy: LockoutPolicy()) == .open(failures: 0))
+        // Approved by someone else (the server's device flow always signs alice in): the refusal is the answer,
+        // and no second code is started.
+        try server.set("good", pending: 1)
+        let bob = ScriptedConversation(.text("bob"), .text("bob"), .text("bob"))
+        do throws(AuthError) {
+            _ = try await gatekeeper.signIn(conversation: bob)
+            Issue.record("a device approved by alice signed bob in")
+        } catch {
+            #expect(error.code == .refusedByPolicy)
+        }
+        #expect(bob.events.count { if case .asked = $0 { true } else { false } } == 1, "\(bob.events)")
+        #expect(try server.log().requests.count { $0["path"] as? String == "/device" } == 1)
         try server.set("access-denied")
         #expect(
             try await Self.provider(server, flow: .device).authenticate(

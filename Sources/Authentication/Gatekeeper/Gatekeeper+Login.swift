@@ -163,15 +163,19 @@ extension Gatekeeper {
             if Task.isCancelled { throw .cancelled }
             let answer = try await conversation.askUsername(configuration.usernamePrompt)
             if answer.isEmpty { throw .cancelled }
+            var askedNothing = false
             do throws(AuthError) {
-                return try await check(answer, conversation: conversation)
+                return try await check(answer, conversation: conversation, askedNothing: &askedNothing)
             } catch {
                 if error.code != .cancelled { try await waitAfterFailure() }
                 switch error.code {
                 case .cancelled, .providerUnavailable, .tooManyAttempts, .credentialsExpired:
                     throw error
                 default:
-                    guard attempt < attempts else { throw error }
+                    // A stack that refused without asking the person anything (a device login approved by
+                    // someone else, a module that refuses outright) has given its answer: another attempt would
+                    // ask nothing new, and a device login would start over with a new code.
+                    guard attempt < attempts, !askedNothing else { throw error }
                     await conversation.show(error.description, as: .error)
                 }
             }
@@ -198,7 +202,10 @@ extension Gatekeeper {
     /// in this place, if the backend and the lockout still agree; otherwise the stack, with the attempt in
     /// the ledger (``AttemptLedger``: counted when the person's answer reaches the backend, settled by the
     /// stack's answer); the audit, written from the outcome and its trace in one place.
-    private func check(_ answer: String, conversation: any Conversation) async throws(AuthError) -> Identity {
+    /// `askedNothing` is set when the stack answered without the person's answering anything.
+    private func check(_ answer: String, conversation: any Conversation, askedNothing: inout Bool)
+        async throws(AuthError) -> Identity
+    {
         let username = try Username.validate(answer)
         record(.attempt, unverified: username)
         let account = LockoutAccount(username, lookup: await provider.lookUpAccount(username))
@@ -232,6 +239,7 @@ extension Gatekeeper {
             }
             throw refusal
         }
+        askedNothing = !attempt.presented
         let verdict = LoginVerdict(answer, account: account, revealsUnknownUsers: configuration.revealsUnknownUsers)
         if case .success(let traced) = answer { traces.land(traced.trace, number: number) }
         let lockedOut = ledger.settle(attempt, verdict.ledgerAnswer)
