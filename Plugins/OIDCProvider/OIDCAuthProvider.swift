@@ -62,6 +62,18 @@ public final class OIDCAuthProvider: AuthProvider {
         public var showsQRCode: Bool?
         /// The threads the HTTP requests run on: the process's shared pool by default.
         public var threads: BlockingPool = .shared
+        /// How a confidential client proves itself at the token endpoint; `nil` follows the provider's
+        /// `token_endpoint_auth_methods_supported` (HTTP Basic unless it takes the secret only in the form).
+        public var clientAuthentication: ClientAuthentication?
+
+        /// How the client's secret is sent (RFC 6749 §2.3.1).
+        public enum ClientAuthentication: String, Sendable {
+            /// `client_secret_basic`: HTTP Basic, the id and secret each form-encoded first.
+            case basic
+            /// `client_secret_post`: in the form, as `client_id` and `client_secret` (for a provider that
+            /// does not decode Basic's form-encoding, as glewlwyd does not: a secret holding `#` or `+`).
+            case post
+        }
 
         public init(
             issuer: String,
@@ -451,7 +463,10 @@ public final class OIDCAuthProvider: AuthProvider {
         guard let secret = configuration.clientSecret else {
             return await http.post(endpoint, form: [("client_id", .text(configuration.clientID))] + form)
         }
-        if metadata.withLock({ $0?.metadata.prefersBasicAuthentication }) ?? true {
+        let basic =
+            configuration.clientAuthentication.map { $0 == .basic }
+            ?? metadata.withLock({ $0?.metadata.prefersBasicAuthentication }) ?? true
+        if basic {
             return await http.post(endpoint, form: form, basic: (configuration.clientID, secret))
         }
         form += [("client_id", .text(configuration.clientID)), ("client_secret", .secret(secret))]

@@ -1,7 +1,7 @@
 public import Authentication
 public import ProviderPlugins
 
-/// `oidc issuer=URL client_id=ID [client_secret_file=PATH] [flow=device|password] [scopes=a,b]
+/// `oidc issuer=URL client_id=ID [client_secret_file=PATH] [client_auth=basic|post] [flow=device|password] [scopes=a,b]
 /// [username_claim=CLAIM] [groups_claim=CLAIM] [ca=PATH] [timeout=DURATION] [tokens=DIR] [allow_http=yes]`.
 public enum OIDCProviderPlugin: AuthProviderPlugin {
     public static let name = "oidc"
@@ -12,6 +12,9 @@ public enum OIDCProviderPlugin: AuthProviderPlugin {
         ProviderOption("client_id", valueName: "ID", help: "this tool's client at the provider (required)"),
         ProviderOption(
             "client_secret_file", valueName: "PATH", help: "a private file holding a confidential client's secret"),
+        ProviderOption(
+            "client_auth", valueName: "basic|post",
+            help: "send the secret in HTTP Basic or in the form (default: as the provider's metadata says)"),
         ProviderOption(
             "flow", valueName: "device|password",
             help: "approve in a browser with a code (default), or send the password typed"),
@@ -55,6 +58,12 @@ public enum OIDCProviderPlugin: AuthProviderPlugin {
         configuration.showsQRCode = try options.boolean("qr")
         configuration.tokenDirectory = try options.value("tokens", ConfigurationValue.absolutePath)
         configuration.clientSecret = try options.secretFile("client_secret_file", provider: name)
+        if let method = options["client_auth"] {
+            guard let chosen = OIDCAuthProvider.Configuration.ClientAuthentication(rawValue: method) else {
+                throw .invalidValue(option: "client_auth", value: method, expected: "basic or post")
+            }
+            configuration.clientAuthentication = chosen
+        }
         if let reason = OIDCAuthProvider.libraryProblem { throw .unusable(provider: name, reason: reason) }
         do throws(OIDCConfigurationProblem) {
             return try OIDCAuthProvider(configuration)

@@ -81,6 +81,15 @@ struct OIDCProviderTests {
         #expect(grant?["grant_type"] as? String == "password" && grant?["nonce"] != nil)
         // The client's secret went in HTTP Basic, as the provider prefers it.
         #expect((grant?["authorization"] as? String)?.hasPrefix("Basic ") == true && grant?["client_secret"] == nil)
+        // client_auth=post: in the form, whatever the metadata says.
+        try server.set("good")
+        let posting = try Self.provider(server) { $0.clientAuthentication = .post }
+        guard case .authenticated = try await login(posting) else {
+            Issue.record("alice was refused with the secret in the form")
+            return
+        }
+        let posted = try server.log().requests.first { $0["path"] as? String == "/token" }
+        #expect((posted?["authorization"] as? String)?.isEmpty == true && posted?["client_secret"] != nil)
     }
 
     @Test(arguments: ["es256", "eddsa"])

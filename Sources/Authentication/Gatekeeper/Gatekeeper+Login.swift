@@ -202,7 +202,7 @@ extension Gatekeeper {
     /// in this place, if the backend and the lockout still agree; otherwise the stack, with the attempt in
     /// the ledger (``AttemptLedger``: counted when the person's answer reaches the backend, settled by the
     /// stack's answer); the audit, written from the outcome and its trace in one place.
-    /// `askedNothing` is set when the stack answered without the person's answering anything.
+    /// `askedNothing` is set when the stack answered without asking the person anything.
     private func check(_ answer: String, conversation: any Conversation, askedNothing: inout Bool)
         async throws(AuthError) -> Identity
     {
@@ -239,7 +239,7 @@ extension Gatekeeper {
             }
             throw refusal
         }
-        askedNothing = !attempt.presented
+        askedNothing = !attempt.asked
         let verdict = LoginVerdict(answer, account: account, revealsUnknownUsers: configuration.revealsUnknownUsers)
         if case .success(let traced) = answer { traces.land(traced.trace, number: number) }
         let lockedOut = ledger.settle(attempt, verdict.ledgerAnswer)
@@ -473,6 +473,7 @@ struct ValidatingConversation: Conversation {
     }
 
     func ask(_ prompt: String) async throws(AuthError) -> String {
+        attempt?.asking()
         let answer = try await base.ask(prompt)
         try attempt?.present()
         return answer
@@ -483,6 +484,7 @@ struct ValidatingConversation: Conversation {
     }
 
     func askSecret(_ prompt: String) async throws(AuthError) -> Secret {
+        attempt?.asking()
         let secret = try await base.askSecret(prompt)
         try Credentials.validatePassword(secret)
         try attempt?.present()

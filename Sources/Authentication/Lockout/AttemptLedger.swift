@@ -203,8 +203,8 @@ final class LedgerAttempt: Sendable {
     let account: LockoutAccount
     private let ledger: AttemptLedger
     private let state = Locked<
-        (counted: (ticket: LockoutTicket, status: LockoutStatus)?, presented: Bool, refusal: AuthError?)
-    >((nil, false, nil))
+        (counted: (ticket: LockoutTicket, status: LockoutStatus)?, presented: Bool, refusal: AuthError?, asked: Bool)
+    >((nil, false, nil, false))
 
     init(_ account: LockoutAccount, ledger: AttemptLedger) {
         self.account = account
@@ -230,6 +230,12 @@ final class LedgerAttempt: Sendable {
 
     /// Whether an answer was handed to the backend.
     var presented: Bool { state.withLock { $0.presented } }
+
+    /// The person was asked a question (answered or not): not a presentation, but the login did ask.
+    func asking() { state.withLock { $0.asked = true } }
+
+    /// Whether the person was asked anything during the attempt.
+    var asked: Bool { state.withLock { $0.asked } }
 
     /// Why the presentation was refused (the account was locked meanwhile, the store could not count): the
     /// login's answer, whatever the backend made of it.
