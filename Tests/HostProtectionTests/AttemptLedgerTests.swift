@@ -149,6 +149,14 @@ struct AttemptLedgerAttackTests {
         (try? FaillockStore(directory: directory).failures(of: account).count { $0.valid }) ?? -1
     }
 
+    /// A users file's `Alice`, then a helper that matches `alice` case-insensitively and cannot look names up.
+    static func fileAndHelper() -> ProviderChain {
+        ProviderChain([
+            .init(.required, AttemptLedgerTests.entry(["Alice": "file-password"])),
+            .init(.required, AttemptLedgerTests.entry(["alice": "secret"], folding: true, looksUp: false)),
+        ])
+    }
+
     /// A right password, for a name no look-up can recognise (a checkpassword program, any provider that keeps
     /// the default look-up), is no failure: five in a row with deny=3 all get in — in memory and in files,
     /// names that cannot name a file included.
@@ -183,11 +191,7 @@ struct AttemptLedgerAttackTests {
     /// `Alice` answers "locked" whether the helper found the password right or wrong — no oracle through
     /// another entry's spelling.
     @Test func aLockedAccountAnswersAlikeThroughAnotherEntry() async throws {
-        let stack = ProviderChain([
-            .init(.required, AttemptLedgerTests.entry(["Alice": "file-password"])),
-            .init(.required, AttemptLedgerTests.entry(["alice": "secret"], folding: true, looksUp: false)),
-        ])
-        let gatekeeper = try gatekeeper(stack)
+        let gatekeeper = try gatekeeper(Self.fileAndHelper())
         for _ in 0..<3 { _ = try? await gatekeeper.signIn(credentials("ALICE", "wrong")) }
         #expect(records("alice") == 3)
         var answers: [AuthError.Code] = []
@@ -204,11 +208,7 @@ struct AttemptLedgerAttackTests {
 
     /// A name no look-up recognised keeps its lock after another entry's refusal gives the account a file.
     @Test func aBucketLockOutlivesAFileMadeForTheAccount() async throws {
-        let stack = ProviderChain([
-            .init(.required, AttemptLedgerTests.entry(["Alice": "file-password"])),
-            .init(.required, AttemptLedgerTests.entry(["alice": "secret"], folding: true, looksUp: false)),
-        ])
-        let gatekeeper = try gatekeeper(stack)
+        let gatekeeper = try gatekeeper(Self.fileAndHelper())
         for _ in 0..<3 { _ = try? await gatekeeper.signIn(credentials("alice", "wrong")) }
         _ = try? await gatekeeper.signIn(credentials("Alice", "wrong"))
         await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
