@@ -47,8 +47,11 @@ package func readPrivateFileAndOwner(_ path: String, maxBytes: Int = 1 << 20, se
     guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
         return .failure(.unsafe("may be written by group or others; make it private with chmod go-w"))
     }
-    guard !secret || info.st_mode & S_IROTH == 0 else {
-        return .failure(.unsafe("holds a secret and may be read by others; make it private with chmod o-r"))
+    if secret {
+        // As ssh refuses a private key others can read: not by others, nor by a group other than root's.
+        guard info.st_mode & S_IROTH == 0, info.st_mode & S_IRGRP == 0 || info.st_gid == 0 else {
+            return .failure(.unsafe("holds a secret and may be read by others; make it private with chmod go-r"))
+        }
     }
     guard info.st_size <= maxBytes else { return .failure(.unsafe("is larger than \(maxBytes) bytes")) }
     var bytes = [UInt8](repeating: 0, count: maxBytes + 1)

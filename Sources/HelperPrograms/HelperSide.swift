@@ -27,9 +27,10 @@ public enum HelperSide {
     nonisolated(unsafe) private static var output: Int32 = 1
 
     /// Moves the protocol to descriptors of its own and points standard input and output at `/dev/null`,
-    /// before any code that is not the helper's runs (a PAM module): what such code writes to standard
-    /// output never reaches the host as a protocol line, and it cannot read the host's answers. Call it
-    /// first, once, from the helper's single thread.
+    /// before any code that is not the helper's runs (a PAM module): what such code prints on standard
+    /// output never reaches the host as a protocol line, and what it reads from standard input is not the
+    /// host's answers. (Code that searches the process's descriptors can still find them: it is trusted with
+    /// the outcome anyway.) Call it first, once, from the helper's single thread.
     public static func protectChannels() {
         let privateInput = fcntl(0, F_DUPFD_CLOEXEC, 3)
         let privateOutput = fcntl(1, F_DUPFD_CLOEXEC, 3)

@@ -96,6 +96,9 @@ public final class JSONAuditLog: AuditSink {
             // another process's append.
             let lock = try directory.openFile(name + ".lock", creatingWith: 0o600)
             defer { close(lock) }
+            // Only writers may open it: one made readable by others is made private again.
+            var info = stat()
+            if fstat(lock, &info) == 0, info.st_mode & 0o077 != 0 { fchmod(lock, 0o600) }
             try StateDirectory.lock(lock, timeout: .seconds(1))
             let file = try directory.openFile(name, creatingWith: 0o600)
             defer { close(file) }

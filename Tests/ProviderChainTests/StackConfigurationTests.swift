@@ -521,6 +521,13 @@ struct SecretFileTests {
             #expect(error.description.contains("may be read by others"), "\(error)")
             #expect(!error.description.contains("s3cret"))
         }
+        // Readable by a group other than root's: refused too (as root, chown to nogroup).
+        if getuid() == 0 {
+            chmod(path, 0o640)
+            chown(path, 0, 65534)
+            #expect(throws: ConfigurationError.self) { try options.secretFile("client_secret_file", provider: "oidc") }
+            chown(path, 0, 0)
+        }
         chmod(path, 0o600)
         let secret = try #require(try options.secretFile("client_secret_file", provider: "oidc"))
         #expect(secret == Secret(copying: "s3cret#with=marks".utf8))

@@ -14,7 +14,9 @@ import PluginHost
 #endif
 
 // Before anything else runs: the protocol on descriptors of its own, standard input and output on /dev/null,
-// so no PAM module can speak (or read) the protocol.
+// so what a PAM module prints or reads never reaches the protocol. (A module that goes looking for the
+// descriptors can still write to them, as it could set PAM_USER and succeed: a PAM stack's modules are trusted
+// with the login's outcome either way; the host looks the identity up itself.)
 HelperSide.protectChannels()
 var arguments = CommandLine.arguments.dropFirst()[...]
 var service: String?

@@ -96,7 +96,7 @@ do throws(AuthError) {
         provider: provider, stack: stack, selection: (selection.name, selection.options), settings: host,
         context: .init(
             tool: "gatekeeper-repl", terminal: ControllingTerminal.name(), remembersLogins: false,
-            countsInMemory: stack == nil && provider.name == MockProviderPlugin.name),
+            countsInMemory: stack == nil && stateDirectory == nil && provider.name == MockProviderPlugin.name),
         report: warnings)
 } catch {
     writeStandardError("gatekeeper-repl: \(error.reason ?? error.description)\n")
