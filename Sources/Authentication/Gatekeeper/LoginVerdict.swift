@@ -2,7 +2,8 @@
 /// the error to answer, the account the answer names, and what the ledger makes of it. Made in one place
 /// from the answer alone, so the audit and the ledger read the same facts.
 struct LoginVerdict {
-    /// The name as typed.
+    /// The name the attempt was counted under (the look-up's spelling, or the name as typed), for records
+    /// that keep only its digest.
     let typed: String
     /// The stack's outcome, normalised; `nil` when it threw.
     let outcome: AuthOutcome?

@@ -38,8 +38,6 @@ struct SingleFlight: ~Copyable {
         var cancellations: [Task<Void, Never>] = []
         /// A login in progress was abandoned (the caller audits it as cancelled).
         var abandoned = false
-        /// Which one: its attempt, if counted, is taken back at once.
-        var abandonedFlight: UInt64?
 
         /// Resumes waiters and cancels abandoned logins. Call it without holding the lock.
         func deliver() {
@@ -139,7 +137,6 @@ struct SingleFlight: ~Copyable {
         settle(flight.id, with: .failure(.cancelled))
         if let task = flight.task { pending.cancellations.append(task) }
         pending.abandoned = true
-        pending.abandonedFlight = flight.id
     }
 
     /// The effects of the transitions since the last call, to deliver once the lock is released.
