@@ -179,7 +179,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
                 "ToolSupport", "GatekeeperHost", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
-                "PluginHost", "OTPProvider", "LDAPProvider", "OIDCProvider", "HelperPrograms",
+                "PluginHost", "OTPProvider", "LDAPProvider", "OIDCProvider", "HelperPrograms", "OfflineCache",
             ],
             path: "Tools/gatekeeper-run"
         ),

@@ -191,6 +191,22 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         return .known(canonicalName: name)
     }
 
+    /// The account's entry as the service account reads it now, for the offline cache: gone (the filter
+    /// finds nothing), locked (ppolicy's `pwdAccountLockedTime`, 389-ds's `nsAccountLock`, Active
+    /// Directory's `lockoutTime` or disabled flag), its password reset (`pwdReset`), expired
+    /// (`shadowExpire`) — or current, stamped with the time its password was last set (`pwdChangedTime`,
+    /// `pwdLastSet`, `pwdUpdateTime`), or the entry's `modifyTimestamp` where it keeps none of those:
+    /// then any change of the entry reads as a new password.
+    public func standing(of username: String) async -> AccountStanding {
+        guard
+            let (answer, _) = await onThread({ login in
+                login.run(skippingResting: true) { handle, _, _ in login.standing(on: handle, username) }
+            })
+        else { return .cannotTell }
+        guard case .served(let standing) = answer else { return .cannotTell }
+        return standing
+    }
+
     /// Runs `work` on one of the provider's threads; `nil` when the task was cancelled (the connection in
     /// use is shut).
     private func onThread<T: Sendable>(_ work: @escaping @Sendable (LDAPLogin) -> (T, [String])) async -> (T, [String])?
@@ -416,9 +432,43 @@ struct LDAPLogin {
         return .success(handle)
     }
 
+    /// The attributes ``standing(on:_:)`` reads (operational ones are sent only when named).
+    static let standingAttributes = [
+        "uid", "pwdChangedTime", "pwdLastSet", "pwdUpdateTime", "modifyTimestamp", "pwdAccountLockedTime",
+        "pwdReset", "nsAccountLock", "lockoutTime", "userAccountControl", "shadowExpire",
+    ]
+
+    /// The account's standing, read with the service account's rights: see
+    /// ``LDAPAuthProvider/standing(of:)``.
+    func standing(on handle: OpaquePointer, _ username: String) -> Result<AccountStanding, Failure> {
+        let found: LDAPEntry?
+        switch find(on: handle, username, attributes: Self.standingAttributes) {
+        case .success(let entry): found = entry
+        case .failure(let failure): return .failure(failure)
+        }
+        guard let entry = found else { return .success(.withdrawn(reason: "the directory no longer has the account")) }
+        let today = Int64(time(nil)) / 86_400
+        if entry.first("pwdAccountLockedTime") != nil || entry.first("nsAccountLock")?.lowercased() == "true"
+            || entry.first("lockoutTime").flatMap(Int64.init).map({ $0 != 0 }) == true
+            || entry.first("userAccountControl").flatMap(Int64.init).map({ $0 & 0x2 != 0 }) == true
+        {
+            return .success(.withdrawn(reason: "the account is locked or disabled"))
+        }
+        if entry.first("pwdReset")?.uppercased() == "TRUE" {
+            return .success(.withdrawn(reason: "the password was reset and must be changed"))
+        }
+        if let expires = entry.first("shadowExpire").flatMap(Int64.init), expires > 0, expires <= today {
+            return .success(.withdrawn(reason: "the account has expired"))
+        }
+        let stamp = ["pwdChangedTime", "pwdLastSet", "pwdUpdateTime", "modifyTimestamp"].lazy
+            .compactMap { name in entry.first(name).map { "\(name)=\($0)" } }.first
+        return .success(.current(stamp: stamp))
+    }
+
     /// The service account's bind (or an anonymous one), then the search for the user's one entry
-    /// (`nil`: there is none).
-    func find(on handle: OpaquePointer, _ username: String) -> Result<LDAPEntry?, Failure> {
+    /// (`nil`: there is none), with `attributes` (every user attribute when `nil`).
+    func find(on handle: OpaquePointer, _ username: String, attributes: [String]? = nil) -> Result<LDAPEntry?, Failure>
+    {
         let serviceStatus = bind(handle, configuration.bindDN, configuration.bindPassword)
         guard serviceStatus == LDAP_SUCCESS else {
             // Any refusal of this bind is the configuration's (a wrong or locked service account), never
@@ -428,7 +478,7 @@ struct LDAPLogin {
                     ? .refused("the service account's bind was refused") : Self.failure(serviceStatus, "bind"))
         }
         let filter = configuration.filter.replacing("%s", with: LDAPAuthProvider.escapedForFilter(username))
-        switch search(handle, base: configuration.base, filter: filter, limit: 2) {
+        switch search(handle, base: configuration.base, filter: filter, limit: 2, attributes: attributes) {
         case .success(let entries):
             guard entries.count <= 1 else { return .failure(.refused("the filter matches more than one entry")) }
             return .success(entries.first)
@@ -652,12 +702,18 @@ struct LDAPLogin {
         }
     }
 
-    private func search(_ handle: OpaquePointer, base: String, filter: String, limit: Int32) -> Result<
-        [LDAPEntry], Failure
-    > {
+    private func search(
+        _ handle: OpaquePointer, base: String, filter: String, limit: Int32, attributes: [String]? = nil
+    ) -> Result<[LDAPEntry], Failure> {
         var result: OpaquePointer?
-        let status = gk_ldap_search_ext_s(
-            handle, base, LDAP_SCOPE_SUBTREE, filter, nil, 0, nil, nil, nil, limit, &result)
+        // libldap's list of names: C strings, then a null pointer.
+        var names: [UnsafeMutablePointer<CChar>?] = (attributes ?? []).map { strdup($0) } + [nil]
+        defer { for name in names { free(name) } }
+        let status = names.withUnsafeMutableBufferPointer { list in
+            gk_ldap_search_ext_s(
+                handle, base, LDAP_SCOPE_SUBTREE, filter, attributes == nil ? nil : list.baseAddress, 0, nil, nil,
+                nil, limit, &result)
+        }
         defer { if let result { gk_ldap_msgfree(result) } }
         guard status == LDAP_SUCCESS || status == LDAP_SIZELIMIT_EXCEEDED, let result else {
             return .failure(Self.failure(status, "search"))
@@ -665,7 +721,8 @@ struct LDAPLogin {
         var entries: [LDAPEntry] = []
         var message = gk_ldap_first_entry(handle, result)
         while let current = message {
-            entries.append(LDAPEntry(handle: handle, message: current))
+            entries.append(
+                LDAPEntry(handle: handle, message: current, reading: attributes ?? LDAPEntry.loginAttributes))
             message = gk_ldap_next_entry(handle, current)
         }
         if status == LDAP_SIZELIMIT_EXCEEDED && entries.count < Int(limit) { entries.append(entries.last!) }
@@ -698,14 +755,17 @@ struct LDAPEntry {
     let dn: String
     private var attributes: [String: [String]] = [:]
 
-    init(handle: OpaquePointer, message: OpaquePointer) {
+    /// What a login reads of an entry.
+    static let loginAttributes = ["uid", "cn", "uidNumber", "gidNumber", "homeDirectory", "loginShell", "memberOf"]
+
+    init(handle: OpaquePointer, message: OpaquePointer, reading names: [String]) {
         if let pointer = gk_ldap_get_dn(handle, message) {
             dn = String(cString: pointer)
             gk_ldap_memfree(pointer)
         } else {
             dn = ""
         }
-        for name in ["uid", "cn", "uidNumber", "gidNumber", "homeDirectory", "loginShell", "memberOf"] {
+        for name in names {
             guard let values = gk_ldap_get_values_len(handle, message, name) else { continue }
             var index = 0
             var list: [String] = []

@@ -29,6 +29,9 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
             help: "keep verifiers of recent logins here for when every server is down"),
         ProviderOption(
             "offline_max_age", valueName: "AGE", help: "how old a cached login may be, e.g. 7d (default 7d)"),
+        ProviderOption(
+            "offline_refresh", valueName: "AGE",
+            help: "recheck a cached account this often while a server answers, e.g. 15m (default 15m)"),
     ]
 
     public static func makeProvider(_ options: ProviderOptions) throws(ConfigurationError) -> any AuthProvider {
@@ -79,9 +82,12 @@ public enum LDAPProviderPlugin: AuthProviderPlugin {
         let provider = LDAPAuthProvider(configuration)
         let maxAge =
             try options.duration("offline_max_age", in: .seconds(1) ... .seconds(90 * 86_400)) ?? .seconds(7 * 86_400)
+        let refresh =
+            try options.duration("offline_refresh", in: .seconds(60) ... .seconds(90 * 86_400)) ?? .seconds(15 * 60)
         guard let cache = try options.value("offline_cache", ConfigurationValue.absolutePath) else { return provider }
         do throws(AuthError) {
-            return try OfflineCachingProvider(wrapping: provider, directory: cache, maxAge: maxAge)
+            return try OfflineCachingProvider(
+                wrapping: provider, directory: cache, maxAge: maxAge, refreshInterval: refresh)
         } catch {
             throw .unusable(provider: name, reason: error.reason ?? error.description)
         }

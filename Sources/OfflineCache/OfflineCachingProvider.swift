@@ -13,6 +13,31 @@ public protocol ReachabilityReporting: AuthProvider {
     /// The login, as ``AuthProvider/authenticate(_:)``, with ``OnlineAnswer/unreachable(reason:)`` only
     /// when no server could be reached (connect or TLS failed, timed out, the server went away).
     func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer
+
+    /// The account's standing on the servers now, without a login: asked when a login is cached, and again
+    /// while the servers are reachable, so that a reset, a lock or a deletion there ends the cached login
+    /// before the servers are next out of reach. Unreachable servers answer ``AccountStanding/cannotTell``.
+    func standing(of username: String) async -> AccountStanding
+}
+
+extension ReachabilityReporting {
+    /// Cannot tell: a backend that does not implement ``standing(of:)`` keeps its cached entries until
+    /// their age or an online answer ends them.
+    public func standing(of username: String) async -> AccountStanding { .cannotTell }
+}
+
+/// What a backend's servers say of an account now, asked with the service account's rights and without
+/// its password: what keeps an offline cache true while the servers are reachable.
+public enum AccountStanding: Sendable, Hashable {
+    /// The account exists and may sign in. `stamp` is a value the servers change whenever its password
+    /// is set, a reset included — a time such as ppolicy's `pwdChangedTime`, never anything derived from
+    /// the password — or `nil` when they keep none that can be read.
+    case current(stamp: String?)
+    /// The account is gone, locked, disabled, expired, or its password must be changed: no cached
+    /// password may sign it in.
+    case withdrawn(reason: String)
+    /// No server could be asked, or it would not say.
+    case cannotTell
 }
 
 /// The answer of ``ReachabilityReporting/authenticateOnline(_:)``.
@@ -38,11 +63,21 @@ public enum OnlineAnswer: Sendable, Hashable {
 /// then refuses every offline login until the next online success. A backend that says the account is
 /// gone, locked or expired, or that the password is wrong, removes its entry at once: an old password
 /// is never admitted after a new one was set online.
+///
+/// While the servers are reachable the cache is kept true as SSSD's refresh keeps its own: each entry
+/// carries the backend's password stamp (``AccountStanding``) from when it was saved, and every entry
+/// checked more than `refreshInterval` ago is asked about again — a few at every online login of any
+/// user, all of them by ``refresh(dueOnly:limit:)`` (`gatekeeper-run --refresh-offline`). An entry whose
+/// account is gone, locked or expired, or whose stamp changed (a reset), is removed.
 public final class OfflineCachingProvider: AuthProvider {
     public let inner: any ReachabilityReporting
     public var name: String { inner.name }
     public let maxAge: Duration
     public let maxOfflineFailures: Int
+    /// How long an entry goes unchecked while the servers are reachable.
+    public let refreshInterval: Duration
+    /// How many due entries an online login checks, after its own answer: a bound on what it adds.
+    public static let refreshesPerLogin = 4
     private let directory: StateDirectory
     private let fileName = "offline-logins"
     private let lockName = "offline-logins.lock"
@@ -54,11 +89,12 @@ public final class OfflineCachingProvider: AuthProvider {
         wrapping inner: any ReachabilityReporting,
         directory: String,
         maxAge: Duration,
-        maxOfflineFailures: Int = 5
+        maxOfflineFailures: Int = 5,
+        refreshInterval: Duration = .seconds(15 * 60)
     ) throws(AuthError) {
         try self.init(
             wrapping: inner, directory: directory, maxAge: maxAge, maxOfflineFailures: maxOfflineFailures,
-            clock: { Int64(time(nil)) })
+            refreshInterval: refreshInterval, clock: { Int64(time(nil)) })
     }
 
     /// The cache, its times (seconds since the epoch) read from `clock` instead of the system's clock: for
@@ -68,11 +104,13 @@ public final class OfflineCachingProvider: AuthProvider {
         directory: String,
         maxAge: Duration,
         maxOfflineFailures: Int = 5,
+        refreshInterval: Duration = .seconds(15 * 60),
         clock: @escaping @Sendable () -> Int64
     ) throws(AuthError) {
         self.inner = inner
         self.maxAge = maxAge
         self.maxOfflineFailures = maxOfflineFailures
+        self.refreshInterval = refreshInterval
         self.clock = clock
         do {
             self.directory = try StateDirectory(directory, creatingWith: 0o700)
@@ -92,36 +130,139 @@ public final class OfflineCachingProvider: AuthProvider {
         case .answered(let answer):
             outcome = answer
         }
+        await remember(outcome, typed: request.username, password: capturing.password)
+        // A server answered (and served): entries of other accounts not checked for a while are asked
+        // about now.
+        switch outcome {
+        case .unavailable: break
+        case .authenticated(let identity): await refresh(limit: Self.refreshesPerLogin, skipping: identity.username)
+        default: await refresh(limit: Self.refreshesPerLogin, skipping: request.username)
+        }
+        return outcome
+    }
+
+    /// What an online answer means for the cache: a success saves the account's entry, a refusal of the
+    /// password or the account removes it.
+    private func remember(_ outcome: AuthOutcome, typed: String, password: Secret?) async {
         switch outcome {
         case .authenticated(let identity):
             // A password that must be changed first is no password to sign in with offline.
-            if identity.mustChangePassword {
+            guard !identity.mustChangePassword, let password else {
                 _ = try? update { $0[identity.username] = nil }
-            } else if let password = capturing.password {
-                let (username, displayName, groups) = (identity.username, identity.displayName, identity.groups)
-                let savedAt = clock()
-                let entry = await PasswordHash.checks.run { () -> CacheEntry? in
-                    guard let verifier = try? PasswordHash.make(password, scheme: .yescrypt) else { return nil }
-                    return CacheEntry(
-                        username: username, verifier: verifier.text, savedAt: savedAt, failures: 0,
-                        displayName: displayName, groups: groups.sorted())
-                }
-                if let entry = entry ?? nil { _ = try? update { $0[entry.username] = entry } }
+                return
             }
-            return outcome
+            // The stamp is read after the login: a reset in the moment between is the one it misses.
+            let stamp: String?
+            switch await inner.standing(of: identity.username) {
+            case .withdrawn:
+                _ = try? update { $0[identity.username] = nil }
+                return
+            case .current(let current): stamp = current
+            case .cannotTell: stamp = nil
+            }
+            let (username, displayName, groups) = (identity.username, identity.displayName, identity.groups)
+            let savedAt = clock()
+            let entry = await PasswordHash.checks.run { () -> CacheEntry? in
+                guard let verifier = try? PasswordHash.make(password, scheme: .yescrypt) else { return nil }
+                return CacheEntry(
+                    username: username, verifier: verifier.text, savedAt: savedAt, failures: 0,
+                    displayName: displayName, groups: groups.sorted(), checkedAt: savedAt, stamp: stamp)
+            }
+            if let entry = entry ?? nil { _ = try? update { $0[entry.username] = entry } }
         case .notMine, .rejected(.locked, _), .rejected(.expiredAccount, _), .rejected(.refusedByPolicy, _),
             .rejected(.wrongCredentials, _), .rejected(.passwordChangeRequired, _):
             // The directory refused this password, or the account: what was cached for it is no longer
             // true (a password changed online makes the old one useless offline).
             let canonical: String? = if case .rejected(_, let name) = outcome { name } else { nil }
             _ = try? update { entries in
-                entries[request.username] = nil
+                entries[typed] = nil
                 if let canonical { entries[canonical] = nil }
             }
-            return outcome
         default:
-            return outcome
+            break
         }
+    }
+
+    /// Where the cache is kept.
+    public var directoryPath: String { directory.path }
+
+    /// The offline caches among `provider`'s backends: itself, or the entries of a stack, nested stacks
+    /// included — what `gatekeeper-run --refresh-offline` refreshes.
+    public static func caches(in provider: any AuthProvider) -> [OfflineCachingProvider] {
+        if let cache = provider as? OfflineCachingProvider { return [cache] }
+        guard let stack = provider as? ProviderChain else { return [] }
+        return stack.entries.flatMap { caches(in: $0.provider) }
+    }
+
+    /// What one ``refresh(dueOnly:limit:)`` did.
+    public struct RefreshReport: Sendable, Hashable {
+        /// Entries the backend confirmed (their check time moved on).
+        public var confirmed = 0
+        /// Entries removed: the account gone, locked, expired, or its password set since it was saved.
+        public var removed = 0
+        /// Entries left as they were because the backend could not tell (its servers out of reach).
+        public var unchecked = 0
+
+        public init(confirmed: Int = 0, removed: Int = 0, unchecked: Int = 0) {
+            self.confirmed = confirmed
+            self.removed = removed
+            self.unchecked = unchecked
+        }
+    }
+
+    /// Asks the backend about cached entries, those checked longest ago first — only those checked more
+    /// than ``refreshInterval`` ago when `dueOnly` — and at most `limit` of them; it stops at the first the
+    /// backend cannot tell about (its servers out of reach: each further question would wait its
+    /// time-out). An entry whose account is withdrawn, or whose stamp changed, is removed; a confirmed one
+    /// is marked checked. Entries saved anew while it asked (another login) are left as that login left
+    /// them.
+    @discardableResult
+    public func refresh(dueOnly: Bool = true, limit: Int = .max) async -> RefreshReport {
+        await refresh(dueOnly: dueOnly, limit: limit, skipping: nil)
+    }
+
+    @discardableResult
+    private func refresh(dueOnly: Bool = true, limit: Int, skipping: String?) async -> RefreshReport {
+        let now = clock()
+        let interval = refreshInterval.components.seconds
+        let due = read().values
+            .filter { entry in
+                guard entry.username != skipping else { return false }
+                guard dueOnly else { return true }
+                let (age, overflow) = now.subtractingReportingOverflow(entry.checkedAt)
+                return overflow || age < 0 || age >= interval
+            }
+            .sorted { ($0.checkedAt, $0.username) < ($1.checkedAt, $1.username) }
+            .prefix(max(0, limit))
+        var report = RefreshReport()
+        var answers: [(entry: CacheEntry, standing: AccountStanding)] = []
+        for entry in due {
+            let standing = await inner.standing(of: entry.username)
+            if standing == .cannotTell { break }
+            answers.append((entry, standing))
+        }
+        report.unchecked = due.count - answers.count
+        guard !answers.isEmpty else { return report }
+        do {
+            try update { entries in
+                for (asked, standing) in answers {
+                    // Saved anew since it was read: that login's stamp stands.
+                    guard let entry = entries[asked.username], entry.verifier == asked.verifier else { continue }
+                    switch standing {
+                    case .current(let stamp) where entry.stamp == nil || entry.stamp == stamp:
+                        entries[asked.username]?.stamp = stamp
+                        entries[asked.username]?.checkedAt = max(entry.checkedAt, now)
+                        report.confirmed += 1
+                    default:
+                        entries[asked.username] = nil
+                        report.removed += 1
+                    }
+                }
+            }
+        } catch {
+            return RefreshReport(unchecked: due.count)
+        }
+        return report
     }
 
     /// No server could be reached: the cache decides, if it may. The attempt is counted before the
@@ -236,13 +377,19 @@ public final class OfflineCachingProvider: AuthProvider {
         var failures: Int
         var displayName: String?
         var groups: [String]
+        /// When the backend last confirmed the account (seconds since the epoch): saved, or refreshed.
+        var checkedAt: Int64
+        /// The backend's password stamp when the entry was saved (``AccountStanding/current(stamp:)``).
+        var stamp: String?
 
         /// One line of tab-separated fields; fields never hold a tab or line break (validated names, escaped
-        /// display names), and each group name is kept whole: `%`, `,`, tab and line breaks percent-encoded.
+        /// display names), and each group name and the stamp are kept whole: `%`, `,`, tab and line breaks
+        /// percent-encoded. The stamp is written as `-` when there is none, and `=`-prefixed otherwise.
         var line: String {
             [username, verifier, String(savedAt), String(failures), displayName ?? ""]
                 .map { $0.replacing("\t", with: " ").replacing("\n", with: " ") }.joined(separator: "\t")
                 + "\t" + groups.map(Self.encode).joined(separator: ",")
+                + "\t" + String(checkedAt) + "\t" + (stamp.map { "=" + Self.encode($0) } ?? "-")
         }
 
         /// A group name with the bytes the line gives a meaning to (`%`, `,`, tab, CR, LF) as `%XX`.
@@ -287,26 +434,45 @@ public final class OfflineCachingProvider: AuthProvider {
             return groups
         }
 
-        init(username: String, verifier: String, savedAt: Int64, failures: Int, displayName: String?, groups: [String])
-        {
+        init(
+            username: String, verifier: String, savedAt: Int64, failures: Int, displayName: String?, groups: [String],
+            checkedAt: Int64, stamp: String?
+        ) {
             self.username = username
             self.verifier = verifier
             self.savedAt = savedAt
             self.failures = failures
             self.displayName = displayName
             self.groups = groups
+            self.checkedAt = checkedAt
+            self.stamp = stamp
         }
 
+        /// A line as ``line`` writes it; one of six fields (written before entries had a check time and a
+        /// stamp) counts as checked when saved, with no stamp: its first check adopts the backend's.
         init?(line: Substring) {
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 6, let savedAt = Int64(fields[2]), let failures = Int(fields[3]), failures >= 0,
-                let groups = Self.decodeGroups(fields[5])
+            guard fields.count == 6 || fields.count == 8, let savedAt = Int64(fields[2]), let failures = Int(fields[3]),
+                failures >= 0, let groups = Self.decodeGroups(fields[5])
             else {
                 return nil
             }
+            var checkedAt = savedAt
+            var stamp: String?
+            if fields.count == 8 {
+                guard let time = Int64(fields[6]) else { return nil }
+                checkedAt = time
+                if fields[7] != "-" {
+                    // One encoded value: `decodeGroups` finds no raw comma in it.
+                    let encoded = String(fields[7].dropFirst())
+                    guard fields[7].hasPrefix("="), let decoded = Self.decodeGroups(encoded), decoded.count <= 1
+                    else { return nil }
+                    stamp = decoded.first ?? ""
+                }
+            }
             self.init(
                 username: fields[0], verifier: fields[1], savedAt: savedAt, failures: failures,
-                displayName: fields[4].isEmpty ? nil : fields[4], groups: groups)
+                displayName: fields[4].isEmpty ? nil : fields[4], groups: groups, checkedAt: checkedAt, stamp: stamp)
         }
     }
 

@@ -74,4 +74,75 @@ struct LDAPOfflineCacheTests {
         }
         #expect(reason.contains("service account"))
     }
+
+    /// An administrator's reset (alice), lock (bob, ppolicy's pwdAccountLockedTime) and deletion (carol)
+    /// while the directory answers end those cached logins at the next check, before the directory is
+    /// down: the old passwords are refused offline (before the check, they were admitted). An account
+    /// nothing happened to (kim, whose entry has no pwdChangedTime: its stamp is modifyTimestamp) stays.
+    @Test func aResetALockAndADeletionEndCachedLoginsAtTheNextCheck() async throws {
+        // Without an offline cache there is nothing to refresh: a usage error, not a silent success.
+        let bare = try run(
+            builtExecutable("gatekeeper-run"), ["--provider", "mock", "--refresh-offline"], input: "")
+        #expect(bare.status == 64 && bare.stderr.contains("no backend of this stack keeps an offline cache"), "\(bare)")
+        let slapd = try SlapdFixture()  // its own: this test changes its accounts
+        defer { slapd.kill() }
+        let online = try OfflineCachingProvider(
+            wrapping: LDAPAuthProvider(
+                .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
+            directory: directory, maxAge: .seconds(86_400))
+        let offline = try OfflineCachingProvider(
+            wrapping: LDAPAuthProvider(
+                .init(uris: ["ldap://127.0.0.1:1"], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
+            directory: directory, maxAge: .seconds(86_400))
+        let accounts = [("alice", "wonderland"), ("bob", "builder"), ("carol", "carol-2026"), ("kim", "kim-2026")]
+        for (user, password) in accounts {
+            let outcome = try await online.authenticate(
+                AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
+            #expect(outcome.pamResult == .success, "\(user): \(outcome)")
+        }
+        let admin = "-x -H \(slapd.uri) -D cn=admin,\(slapd.base) -w admin-secret"
+        for command in [
+            "ldappasswd \(admin) -s reset-by-admin \(slapd.dn("alice"))",
+            "printf 'dn: \(slapd.dn("bob"))\\nchangetype: modify\\nadd: pwdAccountLockedTime\\n"
+                + "pwdAccountLockedTime: 000001010000Z\\n' | ldapmodify -e relax \(admin)",
+            "ldapdelete \(admin) \(slapd.dn("carol"))",
+        ] {
+            let (status, output) = try shell(command)
+            try #require(status == 0, "\(command): \(output)")
+        }
+        func offlineLogin(_ user: String, _ password: String) async throws -> AuthOutcome {
+            try await offline.authenticate(
+                AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
+        }
+        // Before the check the old password still serves offline: what the check is for.
+        #expect(try await offlineLogin("alice", "wonderland").pamResult == .success)
+        // What a timer runs: gatekeeper-run --refresh-offline asks about every cached login.
+        let state = temporaryDirectory("gatekeeper-offline-refresh")
+        func refresh(_ uri: String) throws -> RunResult {
+            let config = state + "/ldap.conf"
+            try "required ldap uri=\(uri) base=\(slapd.base) ca=\(slapd.caFile) offline_cache=\(directory)\n"
+                .write(toFile: config, atomically: true, encoding: .utf8)
+            chmod(config, 0o600)
+            return try run(builtExecutable("gatekeeper-run"), ["--config", config, "--refresh-offline"], input: "")
+        }
+        let unreachable = try refresh("ldap://127.0.0.1:1")
+        #expect(unreachable.status == 69, "\(unreachable)")
+        #expect(
+            unreachable.stdout
+                == "ldap (\(directory)): 0 confirmed, 0 forgotten, 4 not checked (no server could be asked)\n")
+        let refreshed = try refresh(slapd.uri)
+        #expect(refreshed.status == 0, "\(refreshed)")
+        #expect(refreshed.stdout == "ldap (\(directory)): 1 confirmed, 3 forgotten, 0 not checked\n")
+        for (user, password) in accounts.prefix(3) {
+            guard case .unavailable = try await offlineLogin(user, password) else {
+                Issue.record("\(user)'s withdrawn password was admitted offline after the check")
+                continue
+            }
+        }
+        guard case .authenticated(let identity) = try await offlineLogin("kim", "kim-2026") else {
+            Issue.record("an account nothing happened to lost its cached login at the check")
+            return
+        }
+        #expect(identity.attributes["offline"] == "yes")
+    }
 }

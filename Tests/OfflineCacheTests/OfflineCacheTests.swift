@@ -19,6 +19,19 @@ struct OfflineCacheTests {
         let refusing = Locked(false)
         let password = Locked("wonderland")
         let groups = Locked<Set<String>>(["staff"])
+        /// What ``standing(of:)`` says: the password's stamp, whether the account is locked, and the names
+        /// it was asked about.
+        let stamp = Locked<String?>("set 1")
+        let locked = Locked(false)
+        let asked = Locked<[String]>([])
+
+        func standing(of username: String) async -> AccountStanding {
+            asked.withLock { $0.append(username) }
+            guard reachable.withLock({ $0 }) else { return .cannotTell }
+            guard known.withLock({ $0 }), username == "alice" else { return .withdrawn(reason: "gone") }
+            if locked.withLock({ $0 }) { return .withdrawn(reason: "locked") }
+            return .current(stamp: stamp.withLock { $0 })
+        }
 
         func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
             let password = try await request.conversation.askSecret("Password: ")
@@ -286,7 +299,7 @@ struct OfflineCacheTests {
         let file = directory + "/offline-logins"
         var fields = try String(contentsOfFile: file, encoding: .utf8).dropLast().split(
             separator: "\t", omittingEmptySubsequences: false)
-        try #require(fields.count == 6)
+        try #require(fields.count == 8)
         fields[2] = "\(savedAt)"
         try (fields.joined(separator: "\t") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
         backend.reachable.withLock { $0 = false }
@@ -318,6 +331,99 @@ struct OfflineCacheTests {
         backend.reachable.withLock { $0 = false }
         guard case .unavailable = try await login(cache, "wonderland") else {
             Issue.record("the entry of an account the backend no longer knows was used")
+            return
+        }
+    }
+
+    func login(_ provider: any AuthProvider, as username: String, _ password: String) async throws -> AuthOutcome {
+        try await provider.authenticate(
+            AuthRequest(username: username, conversation: ScriptedConversation(.secret(password))))
+    }
+
+    /// An administrator's reset, lock or deletion, made while the backend is reachable, ends the cached
+    /// login once the entry is next checked: a login of anyone checks entries not checked for
+    /// `refreshInterval` (the old password admitted offline for up to the maximum age, whoever logged in
+    /// meanwhile). An entry not yet due is not asked about, and one that nothing withdrew stays.
+    @Test(arguments: ["reset", "lock", "delete"])
+    func aWithdrawnLoginEndsAtTheNextCheck(_ withdrawal: String) async throws {
+        let backend = Switchable()
+        let clock = ManualClock()
+        let cache = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(7 * 86_400), refreshInterval: .seconds(900),
+            clock: clock.now)
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        switch withdrawal {
+        case "reset": backend.stamp.withLock { $0 = "set 2" }
+        case "lock": backend.locked.withLock { $0 = true }
+        default: backend.known.withLock { $0 = false }
+        }
+        // Another person's login before the entry is due asks nothing about alice.
+        clock.advance(by: 899)
+        backend.asked.withLock { $0 = [] }
+        #expect(try await login(cache, as: "bob", "builder") == .notMine)
+        #expect(backend.asked.withLock { $0 }.isEmpty)
+        // Once due, it is asked about, and the entry goes.
+        clock.advance(by: 1)
+        #expect(try await login(cache, as: "bob", "builder") == .notMine)
+        #expect(backend.asked.withLock { $0 } == ["alice"])
+        backend.reachable.withLock { $0 = false }
+        guard case .unavailable = try await login(cache, "wonderland") else {
+            Issue.record("a login withdrawn by \(withdrawal) was admitted offline after a check")
+            return
+        }
+    }
+
+    /// A check that confirms the account moves its check time on and keeps the entry; one made while the
+    /// backend is unreachable changes nothing and asks about no further entry.
+    @Test func aConfirmedEntryStaysAndAnUnreachableCheckChangesNothing() async throws {
+        let backend = Switchable()
+        let clock = ManualClock()
+        let cache = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(7 * 86_400), refreshInterval: .seconds(900),
+            clock: clock.now)
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        clock.advance(by: 1_000)
+        #expect(await cache.refresh() == .init(confirmed: 1, removed: 0, unchecked: 0))
+        #expect(await cache.refresh() == .init(confirmed: 0, removed: 0, unchecked: 0), "not due again yet")
+        clock.advance(by: 1_000)
+        backend.reachable.withLock { $0 = false }
+        #expect(await cache.refresh() == .init(confirmed: 0, removed: 0, unchecked: 1))
+        guard case .authenticated = try await login(cache, "wonderland") else {
+            Issue.record("an unreachable check removed the entry")
+            return
+        }
+        // Every entry, due or not, when asked to.
+        backend.reachable.withLock { $0 = true }
+        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1, removed: 0, unchecked: 0))
+    }
+
+    /// An entry written before entries had a check time and a stamp (six fields) is read, serves offline,
+    /// and adopts the backend's stamp at its first check; a stamp holding the file's separators survives.
+    @Test func anEntryOfTheEarlierFormatAdoptsTheStamp() async throws {
+        let backend = Switchable()
+        backend.stamp.withLock { $0 = "tab\there,comma%and\nline" }
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        let file = directory + "/offline-logins"
+        let fields = try String(contentsOfFile: file, encoding: .utf8).dropLast().split(
+            separator: "\t", omittingEmptySubsequences: false)
+        try #require(fields.count == 8)
+        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1, removed: 0, unchecked: 0))
+        try (fields.prefix(6).joined(separator: "\t") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1, removed: 0, unchecked: 0))
+        backend.stamp.withLock { $0 = "another" }
+        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 0, removed: 1, unchecked: 0))
+    }
+
+    /// A success whose account the backend calls withdrawn a moment later is not cached.
+    @Test func aLoginWithdrawnAsItIsSavedIsNotCached() async throws {
+        let backend = Switchable()
+        backend.locked.withLock { $0 = true }
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        backend.reachable.withLock { $0 = false }
+        guard case .unavailable = try await login(cache, "wonderland") else {
+            Issue.record("a login the backend withdrew was cached")
             return
         }
     }

@@ -24,6 +24,8 @@ struct Invocation {
     var forgetsAll = false
     /// Only verify this audit log's chain (`--verify-audit`), and run nothing.
     var verifiesAudit: String?
+    /// Check every offline-cached login with the directory (`--refresh-offline`), and run nothing.
+    var refreshesOffline = false
     var command: [String] = []
     /// Change the signed-in person's password (`--change-password`) instead of running a command.
     var changesPassword = false
@@ -33,6 +35,7 @@ struct Invocation {
         + "                      [--explain] [--state-dir DIR] [-k | -K] -- COMMAND [ARGS...]\n"
         + "       gatekeeper-run (--provider NAME [options] | --config FILE) [--user U] --change-password\n"
         + "       gatekeeper-run [--config FILE | --state-dir DIR] (--unlock USER | -k | -K [--user U])\n"
+        + "       gatekeeper-run (--provider NAME [options] | --config FILE) --refresh-offline\n"
         + "       gatekeeper-run (--check-config FILE | --verify-audit FILE)"
 
     static func usage(registry: ProviderRegistry) -> String {
@@ -57,6 +60,9 @@ struct Invocation {
                               here, where the configuration file does not say (not for a
                               configuration owned by root, unless you are root)
           --unlock USER       forget USER's failed logins (as faillock --reset); run nothing
+          --refresh-offline   ask the directory about every login its offline cache keeps, and forget
+                              those reset, locked or deleted since (exit 69 when it cannot be asked);
+                              run nothing
           -k                  forget the login remembered for this terminal session
           -K                  forget every remembered login (with --user, only that user's)
           --verify-audit FILE check the hash chain of a JSON audit log; print the first record
@@ -87,7 +93,9 @@ struct Invocation {
     static func parse(_ arguments: ArraySlice<String>, registry: ProviderRegistry) throws(UsageError) -> Invocation? {
         var selection = ProviderSelection(registry: registry)
         let syntax = CommandLineSyntax(
-            flags: ["-h", "--help", "--password-stdin", "--explain", "-k", "-K", "--change-password"],
+            flags: [
+                "-h", "--help", "--password-stdin", "--explain", "-k", "-K", "--change-password", "--refresh-offline",
+            ],
             valueOptions: ["user", "group", "config", "check-config", "state-dir", "unlock", "verify-audit"],
             commandFollows: true
         ).selectingProviders(from: selection)
@@ -106,6 +114,23 @@ struct Invocation {
         invocation.stateDirectory = parsed.values["state-dir"]
         if let directory = invocation.stateDirectory, !directory.hasPrefix("/") {
             throw UsageError("--state-dir needs an absolute path.")
+        }
+        invocation.configuration = parsed.values["config"]
+        if parsed.has("--refresh-offline") {
+            // --state-dir is accepted and has no bearing: the offline cache is where its backend says.
+            let selects = { (name: String) in
+                ["config", "provider", "state-dir"].contains(name) || selection.options[name] != nil
+            }
+            guard parsed.trailing.isEmpty, parsed.values.keys.allSatisfy(selects),
+                parsed.flags.subtracting(["--refresh-offline"]).isEmpty
+            else {
+                throw UsageError("--refresh-offline takes --config FILE or a provider and its options, nothing else.")
+            }
+            guard (invocation.configuration != nil) != (selection.name != nil) else {
+                throw UsageError("--refresh-offline needs --config FILE or --provider NAME (one of them).")
+            }
+            invocation.refreshesOffline = true
+            return invocation
         }
         invocation.unlocks = parsed.values["unlock"]
         invocation.forgetsSession = parsed.has("-k")

@@ -10,6 +10,7 @@ import LDAPProvider
 import MockProvider
 import OIDCProvider
 import OTPProvider
+import OfflineCache
 import PAMProvider
 import PluginHost
 import ProviderPlugins
@@ -100,6 +101,28 @@ let host = HostSettings(stack, stateDirectory: invocation.stateDirectory)
     // --explain traces a one-entry stack.
     return invocation.explains ? ProviderChain(name: single.name, [.init(.required, single)]) : single
 }
+if invocation.refreshesOffline {
+    let provider: any AuthProvider
+    do {
+        provider = try makeBackend()
+    } catch {
+        fail(ExitStatus(configuration: error), "\(error)")
+    }
+    let caches = OfflineCachingProvider.caches(in: provider)
+    if caches.isEmpty { fail(.usage, "--refresh-offline: no backend of this stack keeps an offline cache.") }
+    var unchecked = 0
+    for cache in caches {
+        let report = ThreadExecutor.run { () async -> OfflineCachingProvider.RefreshReport in
+            await cache.refresh(dueOnly: false)
+        }.get()
+        unchecked += report.unchecked
+        print(
+            "\(cache.name) (\(cache.directoryPath)): \(report.confirmed) confirmed, \(report.removed) forgotten, "
+                + "\(report.unchecked) not checked\(report.unchecked > 0 ? " (no server could be asked)" : "")")
+    }
+    exit(unchecked > 0 ? ExitStatus.unavailable.code : 0)
+}
+
 let administers = invocation.command.isEmpty && !invocation.changesPassword
 let backend: (any AuthProvider)?
 if administers {
