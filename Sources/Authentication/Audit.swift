@@ -124,6 +124,11 @@ extension AuditEvent: CustomStringConvertible {
 public protocol AuditSink: Sendable {
     func record(_ event: AuditEvent)
 
+    /// Records `event` and says whether a destination kept it: what a gatekeeper that refuses logins it
+    /// cannot audit (``Gatekeeper/Configuration/requiresAudit``) asks. The default records it and
+    /// answers `true`; a sink that can fail says when it did.
+    func keep(_ event: AuditEvent) -> Bool
+
     /// A keyed hash of a name not known to name an account, recorded instead of the name. The default
     /// uses a key drawn at random for this process, so digests match only within one run; a sink that
     /// keeps records across runs uses a key it keeps.
@@ -131,6 +136,11 @@ public protocol AuditSink: Sendable {
 }
 
 extension AuditSink {
+    public func keep(_ event: AuditEvent) -> Bool {
+        record(event)
+        return true
+    }
+
     public func digest(ofUnverifiedName name: String) -> String {
         AuditDigest.processKey.digest(of: name)
     }
@@ -160,4 +170,6 @@ public struct AuditDigest: Sendable {
 public struct DiscardingAuditSink: AuditSink {
     public init() {}
     public func record(_ event: AuditEvent) {}
+    /// Nothing is kept.
+    public func keep(_ event: AuditEvent) -> Bool { false }
 }

@@ -80,13 +80,19 @@ public final class JSONAuditLog: AuditSink {
     }
 
     public func record(_ event: AuditEvent) {
+        _ = keep(event)
+    }
+
+    /// Appends `event`, or — when it cannot be written — hands it to the fallback: kept if either took it.
+    public func keep(_ event: AuditEvent) -> Bool {
         let result = append(event)
         let report: String? = failing.withLock { failing in
             defer { failing = result != nil }
             return failing ? nil : result
         }
         if let report { onFailure("\(path): audit events cannot be written: \(report)") }
-        if result != nil { fallback?.record(event) }
+        guard result != nil else { return true }
+        return fallback?.keep(event) ?? false
     }
 
     /// Appends one record; the reason when it could not.

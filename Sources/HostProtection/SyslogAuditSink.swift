@@ -85,8 +85,13 @@ public final class SyslogAuditSink: AuditSink {
     }
 
     public func record(_ event: AuditEvent) {
+        _ = keep(event)
+    }
+
+    /// Sends `event`; kept once the socket took the whole datagram.
+    public func keep(_ event: AuditEvent) -> Bool {
         let datagram = message(event)
-        let report: String? = state.withLock { state in
+        let outcome: (sent: Bool, report: String?) = state.withLock { state in
             if state.socket < 0 {
                 state.socket = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             }
@@ -98,9 +103,10 @@ public final class SyslogAuditSink: AuditSink {
                 state.socket = -1
             }
             defer { state.failing = !sent }
-            return sent || state.failing ? nil : error
+            return (sent, sent || state.failing ? nil : error)
         }
-        if let report { onFailure("\(socketPath): audit events cannot be sent to syslog: \(report)") }
+        if let report = outcome.report { onFailure("\(socketPath): audit events cannot be sent to syslog: \(report)") }
+        return outcome.sent
     }
 
     private func send(_ datagram: [UInt8], on socket: Int32) -> Bool {
@@ -134,7 +140,14 @@ public struct AuditSinks: AuditSink {
     public init(_ sinks: [any AuditSink]) { self.sinks = sinks }
 
     public func record(_ event: AuditEvent) {
-        for sink in sinks { sink.record(event) }
+        _ = keep(event)
+    }
+
+    /// Every sink is given `event`; kept if any of them kept it.
+    public func keep(_ event: AuditEvent) -> Bool {
+        var kept = false
+        for sink in sinks { kept = sink.keep(event) || kept }
+        return kept
     }
 
     /// The first sink's digest, so every sink writes the same one.

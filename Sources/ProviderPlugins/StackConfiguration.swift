@@ -104,6 +104,10 @@ public struct StackConfiguration: Sendable {
     public private(set) var cacheDirectory: String?
     /// `audit …` lines, in order.
     public private(set) var audit: [AuditDestination] = []
+    /// `audit required`: a login whose success no audit destination can record is refused.
+    public var auditRequired: Bool { auditRequiredAt != nil }
+    /// Where `audit required` was written.
+    private var auditRequiredAt: Location?
     /// The stack's entries; a substack's are inside it.
     public private(set) var entries: [Entry] = []
 
@@ -129,6 +133,7 @@ public struct StackConfiguration: Sendable {
         if let attempts { configuration.maxAttempts = attempts }
         if let lockout { configuration.lockout = lockout.policy }
         if let failDelay { configuration.failDelay = failDelay }
+        if auditRequired { configuration.requiresAudit = true }
         return configuration
     }
 
@@ -176,6 +181,10 @@ public struct StackConfiguration: Sendable {
         var parser = Parser(registry: registry, read: read)
         var entries: [Entry] = []
         try parser.parse(text, file: file, into: &configuration, entries: &entries, depth: 0, including: [file])
+        if let at = configuration.auditRequiredAt, configuration.audit.isEmpty {
+            throw ConfigurationError(
+                .value, at: at, word: "required", "audit required needs an audit json or audit syslog line")
+        }
         configuration.entries = entries
         return configuration
     }
@@ -222,6 +231,7 @@ public struct StackConfiguration: Sendable {
             case .json(let path): lines.append("audit json path=\(path)")
             }
         }
+        if auditRequired { lines.append("audit required") }
         var number = 0
         func write(_ entries: [Entry]) {
             for entry in entries {
@@ -544,12 +554,19 @@ public struct StackConfiguration: Sendable {
                     try ConfigurationValue.duration(text, in: .zero...Self.month)
                 }
                 configuration.cacheDirectory = try given.value("dir", ConfigurationValue.absolutePath)
+            case "audit" where words.count >= 2 && words[1].text == "required":
+                try once(configuration.auditRequired)
+                if let extra = words.dropFirst(2).first {
+                    throw ConfigurationError(
+                        .syntax, at: location(extra), word: extra.text, "audit required takes nothing more")
+                }
+                configuration.auditRequiredAt = location(words[1])
             case "audit":
                 guard words.count >= 2, words[1].text == "syslog" || words[1].text == "json" else {
                     let word = words.count >= 2 ? words[1] : words[0]
                     throw ConfigurationError(
                         .value, at: location(word), word: word.text,
-                        "audit takes syslog [socket=PATH] or json path=PATH")
+                        "audit takes syslog [socket=PATH], json path=PATH, or required")
                 }
                 let syslog = words[1].text == "syslog"
                 let given = try Self.values(

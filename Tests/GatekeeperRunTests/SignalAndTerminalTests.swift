@@ -174,6 +174,33 @@ struct ConfiguredStackTests {
         #expect(wrong.stderr.contains("2. required mock: auth_err -> bad\nresult: auth_err"))
     }
 
+    /// `audit required`: with no destination that can take the record (a JSON log that is a directory, a
+    /// syslog socket that does not exist), the login is refused with 69 and the command never runs; the
+    /// same file without the line runs it.
+    @Test func aRequiredAuditThatCannotBeWrittenRunsNothing() throws {
+        let state = temporaryDirectory("gatekeeper-audit-required")
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try FileManager.default.createDirectory(atPath: state + "/log", withIntermediateDirectories: false)
+        let settings = "delay 0\naudit json path=\(state)/log\naudit syslog socket=\(state)/no-socket\n"
+        let marker = state + "/ran"
+        for required in [true, false] {
+            let path = try configuration(settings + (required ? "audit required\n" : "") + "required mock delay=0\n")
+            defer { unlink(path) }
+            let result = try run(
+                gatekeeperRun,
+                ["--config", path, "--state-dir", state, "--user", "bob", "--password-stdin", "--", "touch", marker],
+                input: "builder\n")
+            if required {
+                #expect(result.status == 69, "\(result.stderr)")
+                #expect(result.stderr.contains("the audit trail cannot record this login"), "\(result.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: marker))
+            } else {
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(FileManager.default.fileExists(atPath: marker))
+            }
+        }
+    }
+
     /// A configuration, or a file it includes, in a directory others may write — where another file could
     /// take the checked one's place — is refused as a plugin there would be: a plain world-writable
     /// directory, and a sticky one like /tmp.

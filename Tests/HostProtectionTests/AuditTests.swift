@@ -156,6 +156,48 @@ struct AuditLogTests {
         log.record(event(.signedOut, "alice"))
         #expect(try lines().count == 1)
     }
+
+    /// `audit required`: a login whose success neither the JSON log nor its syslog fallback can take is
+    /// refused (unavailable), its protected action never runs and no session opens; the same login is
+    /// admitted, with one `signedIn` record, once the log can be written — and without the policy, as
+    /// before, admitted and reported.
+    @Test func aRequiredAuditRefusesTheLoginsItCannotRecord() async throws {
+        let unwritable = try JSONAuditLog(
+            path: path,
+            fallback: SyslogAuditSink(
+                socketPath: temporaryDirectory("gatekeeper-syslog") + "/none", identifier: "gatekeeper-test"))
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        func gatekeeper(requiring: Bool) -> Gatekeeper {
+            var configuration = Gatekeeper.Configuration(failDelay: .zero)
+            configuration.requiresAudit = requiring
+            return Gatekeeper(
+                provider: StubAuthProvider(accounts: ["alice": ("wonderland", [])]), configuration: configuration,
+                audit: unwritable)
+        }
+        let strict = gatekeeper(requiring: true)
+        let ran = Locked(false)
+        let access = try await RequiresAuthentication<Void>(.signedIn) { _ in ran.withLock { $0 = true } }
+            .run(through: strict, conversation: ScriptedConversation(.text("alice"), .secret("wonderland")))
+        guard case .dismissed(let reason) = access, reason.code == .providerUnavailable else {
+            Issue.record("a login the audit trail could not record was admitted: \(access)")
+            return
+        }
+        #expect(!ran.withLock { $0 })
+        #expect(strict.identity == nil)
+        #expect(reason.description.contains("audit"))
+        // Without the policy the login goes on.
+        #expect(try await gatekeeper(requiring: false).signIn(credentials("alice", "wonderland")).username == "alice")
+        // Writable again: admitted, and recorded once.
+        try FileManager.default.removeItem(atPath: path)
+        #expect(try await strict.signIn(credentials("alice", "wonderland")).username == "alice")
+        #expect(try lines().filter { $0.contains("\"signedIn\"") }.count == 1)
+        // Nothing configured keeps nothing: a gatekeeper requiring its audit with no sink admits nobody.
+        var configuration = Gatekeeper.Configuration(failDelay: .zero)
+        configuration.requiresAudit = true
+        let unaudited = Gatekeeper(
+            provider: StubAuthProvider(accounts: ["alice": ("wonderland", [])]), configuration: configuration)
+        await #expect(throws: AuthError.self) { try await unaudited.signIn(credentials("alice", "wonderland")) }
+    }
 }
 
 @Suite(.timeLimit(.minutes(1)))

@@ -193,6 +193,7 @@ struct StackConfigurationTests {
             if chance(30) { lines.append("cache timeout=\(pick(durations)) dir=/run/gatekeeper/cache") }
             if chance(30) { lines.append("audit syslog") }
             if chance(20) { lines.append("audit json path=/var/log/gatekeeper/audit.jsonl") }
+            if lines.contains(where: { $0.hasPrefix("audit ") }) && chance(30) { lines.append("audit required") }
         }
         let codes = PAMResult.allCases.map(\.rawValue)
         for _ in 0..<Int.random(in: 1...4, using: &generator) {
@@ -316,6 +317,14 @@ struct StackConfigurationTests {
                 && "\(refused)" == "The needy provider needs --service."
                 && refused.withoutContents == "the configuration is refused (missingOption error)"
         }
+    }
+
+    /// `audit required` asks the gatekeeper to refuse logins it cannot audit, and is written back as it was.
+    @Test func auditRequiredReachesTheGatekeeper() throws {
+        let stack = try parse("audit required\naudit syslog\nrequired mock\n")
+        #expect(stack.auditRequired && stack.gatekeeperConfiguration().requiresAudit)
+        #expect(stack.normalized.contains("audit syslog socket=/dev/log\naudit required\n"))
+        #expect(try !parse("audit syslog\nrequired mock\n").gatekeeperConfiguration().requiresAudit)
     }
 
     /// Two spellings of one file are one destination.
@@ -454,8 +463,11 @@ struct StackConfigurationTests {
             "test.conf:1:7: none: timeout takes a duration from 0 to 30d, such as 90s, 2.5m, 8h or 7d"
         ),
         ("cache ttl=1m", "test.conf:1:7: ttl: cache takes timeout= and dir="),
-        ("audit", "test.conf:1:1: audit: audit takes syslog [socket=PATH] or json path=PATH"),
-        ("audit email", "test.conf:1:7: email: audit takes syslog [socket=PATH] or json path=PATH"),
+        ("audit", "test.conf:1:1: audit: audit takes syslog [socket=PATH], json path=PATH, or required"),
+        ("audit email", "test.conf:1:7: email: audit takes syslog [socket=PATH], json path=PATH, or required"),
+        ("audit required", "test.conf:1:7: required: audit required needs an audit json or audit syslog line"),
+        ("audit syslog\naudit required\naudit required", "test.conf:3:1: audit: audit is set twice"),
+        ("audit syslog\naudit required now", "test.conf:2:16: now: audit required takes nothing more"),
         ("audit json", "test.conf:1:7: json: audit json needs path=PATH"),
         ("audit json file=/x", "test.conf:1:12: file: audit json takes path="),
         ("audit syslog path=/x", "test.conf:1:14: path: audit syslog takes socket="),

@@ -122,7 +122,20 @@ extension Gatekeeper {
     }
 
     /// A login's task ended. Its result counts only if the login is still the current one.
-    private func finish(_ flightID: UInt64, with result: Result<Identity, AuthError>) async {
+    private func finish(_ flightID: UInt64, with admitted: Result<Identity, AuthError>) async {
+        var result = admitted
+        // A gatekeeper that requires its audit trail writes the success before the session opens — for a
+        // login nobody waits for any more too — and refuses one that no destination kept.
+        var recorded = false
+        if configuration.requiresAudit, case .success(let identity) = admitted {
+            recorded = audit.keep(event(.signedIn, identity.username))
+            if !recorded {
+                await provider.signOut(identity)
+                result = .failure(
+                    .providerUnavailable(
+                        reason: "the audit trail cannot record this login, and the configuration requires it"))
+            }
+        }
         let now = clock.now()
         let (outcome, effects) = core.withLock { core in
             core.transition(at: now, clock: clock) { core -> (current: Bool, replaced: Identity?) in
@@ -138,7 +151,7 @@ extension Gatekeeper {
         // Recorded before anyone waiting hears the result, so the audit trail has `signedIn` before
         // anything the caller does next (a `signedOut`, say).
         switch (outcome.current, result) {
-        case (true, .success(let identity)): record(.signedIn, identity.username)
+        case (true, .success(let identity)) where !recorded: record(.signedIn, identity.username)
         case (true, .failure(.cancelled)): record(.signInCancelled, nil)
         default: break  // Each failed attempt was audited as it happened.
         }

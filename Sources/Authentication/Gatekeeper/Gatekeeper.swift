@@ -190,7 +190,15 @@ public final class Gatekeeper: Sendable {
         detail: String? = nil,
         stackEntry: String? = nil
     ) {
-        audit.record(event(kind, reason, detail: detail, stackEntry: stackEntry) { $0.username = username })
+        audit.record(event(kind, username, reason, detail: detail, stackEntry: stackEntry))
+    }
+
+    /// The event of `kind` about the account `username`.
+    func event(
+        _ kind: AuditEvent.Kind, _ username: String?, _ reason: AuthError? = nil, detail: String? = nil,
+        stackEntry: String? = nil
+    ) -> AuditEvent {
+        event(kind, reason, detail: detail, stackEntry: stackEntry) { $0.username = username }
     }
 
     /// Records an event about a name no backend has confirmed: only its keyed digest is kept.
@@ -261,6 +269,11 @@ extension Gatekeeper {
         /// read, which never comes. Read after all (a requirement on a group), they are looked up then, on
         /// the reading thread.
         public var readsGroups: Bool
+        /// Whether a login whose success no audit destination keeps (``AuditSink/keep(_:)``) is refused
+        /// with ``AuthError/providerUnavailable(reason:)`` instead of admitted, as sudo refuses to run a
+        /// command it cannot log when `ignore_audit_errors` is off. Off by default: the failure is reported
+        /// and the login goes on. Failed logins are never refused on this ground (they are refused anyway).
+        public var requiresAudit = false
 
         public init(
             idleTimeout: Duration? = .seconds(15 * 60),
