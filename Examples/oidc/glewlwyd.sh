@@ -15,7 +15,9 @@
 # Configured by start: issuer http://127.0.0.1:PORT/api/oidc (RS256) and a second instance
 # http://127.0.0.1:PORT/api/oidc-es256 (ES256); users alice / wonderland-2026 (groups staff, readers) and
 # bob / builder-2026; confidential client gatekeeper / gatekeeper-client-secret (device_code, password,
-# refresh_token), public client gatekeeper-public (device_code, refresh_token, delete_token); scopes
+# refresh_token), confidential client gatekeeper-hash whose secret holds '#', '&', '+' and '%' (password; for
+# how a secret is sent: glewlwyd does not form-decode HTTP Basic's credentials, RFC 6749 §2.3.1), public
+# client gatekeeper-public (device_code, refresh_token, delete_token); scopes
 # openid profile email; admin / password (the schema's default admin).
 set -euo pipefail
 umask 077
@@ -26,6 +28,8 @@ WEBAPP_CONFIG=/usr/share/glewlwyd/templates/config.json
 CLIENT_ID=gatekeeper
 CLIENT_SECRET=gatekeeper-client-secret
 PUBLIC_CLIENT_ID=gatekeeper-public
+HASH_CLIENT_ID=gatekeeper-hash
+HASH_CLIENT_SECRET='gatekeeper#client&secret+1%41'
 ADMIN_USER="admin"
 ADMIN_PASSWORD="password"
 
@@ -195,7 +199,7 @@ make_webapp() {
 # The JSON bodies of the admin API requests, in DIR/setup.
 write_bodies() {
     PORT=$PORT DIR=$DIR DEVICE_EXPIRES=$DEVICE_EXPIRES DEVICE_INTERVAL=$DEVICE_INTERVAL \
-    ACCESS_TOKEN_TTL=$ACCESS_TOKEN_TTL "$PY" - <<'EOF'
+    ACCESS_TOKEN_TTL=$ACCESS_TOKEN_TTL HASH_CLIENT_SECRET=$HASH_CLIENT_SECRET "$PY" - <<'EOF'
 import json, os
 env = os.environ
 d, port = env["DIR"], env["PORT"]
@@ -219,6 +223,12 @@ write("client-gatekeeper", {
     "client_id": "gatekeeper", "name": "Gatekeeper", "description": "confidential test client",
     "confidential": True, "client_secret": "gatekeeper-client-secret", "enabled": True,
     "authorization_type": ["device_authorization", "password", "refresh_token"],
+    "token_endpoint_auth_method": ["client_secret_basic", "client_secret_post"],
+    "redirect_uri": [], "scope": []})
+write("client-gatekeeper-hash", {
+    "client_id": "gatekeeper-hash", "name": "Gatekeeper (a secret with #)", "description": "test client",
+    "confidential": True, "client_secret": env["HASH_CLIENT_SECRET"], "enabled": True,
+    "authorization_type": ["password"],
     "token_endpoint_auth_method": ["client_secret_basic", "client_secret_post"],
     "redirect_uri": [], "scope": []})
 write("client-gatekeeper-public", {
@@ -354,12 +364,13 @@ cmd_start() {
     admin POST /user/ "$DIR/setup/user-bob.json"
     admin POST /client/ "$DIR/setup/client-gatekeeper.json"
     admin POST /client/ "$DIR/setup/client-gatekeeper-public.json"
+    admin POST /client/ "$DIR/setup/client-gatekeeper-hash.json"
     admin POST /mod/plugin/ "$DIR/setup/plugin-oidc.json"
     admin POST /mod/plugin/ "$DIR/setup/plugin-oidc-es256.json"
     # Consent given in advance (as the admin, by delegation), so no browser is needed; approve grants too.
     local user client
     for user in alice bob; do
-        for client in "$CLIENT_ID" "$PUBLIC_CLIENT_ID"; do
+        for client in "$CLIENT_ID" "$PUBLIC_CLIENT_ID" "$HASH_CLIENT_ID"; do
             admin PUT "/delegate/$user/auth/grant/$client" "$DIR/setup/grant.json"
         done
     done
@@ -371,6 +382,8 @@ cmd_start() {
     http DELETE "$API/auth/"
     rm -rf "$DIR/setup"
 
+    # A secret no shell line could hold unquoted: in a file of its own, as client_secret_file= reads it.
+    printf '%s\n' "$HASH_CLIENT_SECRET" > "$DIR/hash-client-secret"
     cat > "$DIR/settings.env" <<ENV
 ISSUER=$issuer
 ES256_ISSUER=$API/oidc-es256
@@ -379,6 +392,8 @@ BASE_URL=$base
 CLIENT_ID=$CLIENT_ID
 CLIENT_SECRET=$CLIENT_SECRET
 PUBLIC_CLIENT_ID=$PUBLIC_CLIENT_ID
+HASH_CLIENT_ID=$HASH_CLIENT_ID
+HASH_CLIENT_SECRET_FILE=$DIR/hash-client-secret
 ADMIN_USER=$ADMIN_USER
 ADMIN_PASSWORD=$ADMIN_PASSWORD
 USERS=alice:wonderland-2026,bob:builder-2026

@@ -20,6 +20,12 @@ final class GlewlwydFixture: @unchecked Sendable {
     var clientID: String { settings["CLIENT_ID"] ?? "" }
     var clientSecret: String { settings["CLIENT_SECRET"] ?? "" }
     var publicClientID: String { settings["PUBLIC_CLIENT_ID"] ?? "" }
+    /// A confidential client whose secret holds `#`, `&`, `+` and `%`.
+    var hashClientID: String { settings["HASH_CLIENT_ID"] ?? "" }
+    var hashClientSecret: String {
+        let file = settings["HASH_CLIENT_SECRET_FILE"] ?? ""
+        return ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(in: .newlines)
+    }
 
     static let shared = Result { try GlewlwydFixture() }
 

@@ -51,6 +51,48 @@ struct GlewlwydTests {
         #expect(try await login(try Self.provider(), "bob", "wonderland-2026") == .rejected(.wrongCredentials))
     }
 
+    /// A client secret holding `#`, `&`, `+` and `%`. In the form (`client_auth=post`) glewlwyd takes it:
+    /// the right password admits, a wrong one is refused as wrong. In HTTP Basic, form-encoded first as
+    /// RFC 6749 §2.3.1 has it, glewlwyd (which does not decode it) refuses the client for every password:
+    /// each such login is `unavailable`, and each wrong password presented is counted all the same — three
+    /// lock the account, so the refused client is no way around the lockout.
+    @Test func aClientSecretHoldingAHashWorksInTheFormAndWrongPasswordsCountEitherWay() async throws {
+        let glewlwyd = try GlewlwydFixture.shared.get()
+        func provider(_ sending: OIDCAuthProvider.Configuration.ClientAuthentication) throws -> OIDCAuthProvider {
+            try Self.provider {
+                $0.clientID = glewlwyd.hashClientID
+                $0.clientSecret = Secret(copying: glewlwyd.hashClientSecret.utf8)
+                $0.clientAuthentication = sending
+            }
+        }
+        try #require(glewlwyd.hashClientSecret.contains("#"))
+        let posting = try provider(.post)
+        guard case .authenticated(let alice) = try await login(posting, "alice", "wonderland-2026") else {
+            Issue.record("the password grant with the secret in the form was refused")
+            return
+        }
+        #expect(alice.username == "alice")
+        #expect(try await login(posting, "alice", "not-the-password") == .rejected(.wrongCredentials))
+        let basic = try provider(.basic)
+        let answer = try await login(basic, "alice", "wonderland-2026")
+        guard case .unavailable(let reason) = answer else {
+            Issue.record("glewlwyd took a form-encoded secret in HTTP Basic: \(answer)")
+            return
+        }
+        #expect(!reason.contains(glewlwyd.hashClientSecret))
+        let gatekeeper = Gatekeeper(
+            provider: basic, configuration: .init(lockout: LockoutPolicy(deny: 3), failDelay: .zero),
+            lockout: MemoryLockoutStore())
+        for _ in 0..<3 {
+            await #expect(throws: AuthError.self) {
+                try await gatekeeper.signIn(try credentials("alice", "not-the-password"))
+            }
+        }
+        await #expect {
+            try await gatekeeper.signIn(try credentials("alice", "wonderland-2026"))
+        } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
+    }
+
     @Test func anES256IssuerIsVerifiedToo() async throws {
         let glewlwyd = try GlewlwydFixture.shared.get()
         let provider = try Self.provider { $0.issuer = glewlwyd.es256Issuer }
