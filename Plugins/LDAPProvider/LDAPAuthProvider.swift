@@ -96,6 +96,8 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         pool = LDAPConnectionPool(capacity: configuration.connections)
     }
 
+    /// The login; "no server could be reached" is `unavailable` (an offline cache wrapping the provider
+    /// tells it apart, through ``authenticateOnline(_:)``).
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
         switch try await authenticateOnline(request) {
         case .answered(let outcome): return outcome
@@ -435,19 +437,25 @@ struct LDAPLogin {
     /// The attributes ``standing(on:_:)`` reads (operational ones are sent only when named).
     static let standingAttributes = [
         "uid", "pwdChangedTime", "pwdLastSet", "pwdUpdateTime", "modifyTimestamp", "pwdAccountLockedTime",
-        "pwdReset", "nsAccountLock", "lockoutTime", "userAccountControl", "shadowExpire",
+        "pwdReset", "nsAccountLock", "lockoutTime", "userAccountControl", "shadowExpire", "pwdStartTime",
+        "pwdEndTime", "accountExpires",
     ]
 
     /// The account's standing, read with the service account's rights: see
     /// ``LDAPAuthProvider/standing(of:)``.
     func standing(on handle: OpaquePointer, _ username: String) -> Result<AccountStanding, Failure> {
-        let found: LDAPEntry?
-        switch find(on: handle, username, attributes: Self.standingAttributes) {
-        case .success(let entry): found = entry
+        let found: [LDAPEntry]
+        switch entries(on: handle, username, attributes: Self.standingAttributes) {
+        case .success(let entries): found = entries
         case .failure(let failure): return .failure(failure)
         }
-        guard let entry = found else { return .success(.withdrawn(reason: "the directory no longer has the account")) }
-        let today = Int64(time(nil)) / 86_400
+        guard let entry = found.first else {
+            return .success(.withdrawn(reason: "the directory no longer has the account"))
+        }
+        // The login itself is refused so (the filter is ambiguous): no cached password stands for it either.
+        guard found.count == 1 else { return .success(.withdrawn(reason: "the filter matches more than one entry")) }
+        let now = Int64(time(nil))
+        let today = now / 86_400
         if entry.first("pwdAccountLockedTime") != nil || entry.first("nsAccountLock")?.lowercased() == "true"
             || entry.first("lockoutTime").flatMap(Int64.init).map({ $0 != 0 }) == true
             || entry.first("userAccountControl").flatMap(Int64.init).map({ $0 & 0x2 != 0 }) == true
@@ -457,18 +465,65 @@ struct LDAPLogin {
         if entry.first("pwdReset")?.uppercased() == "TRUE" {
             return .success(.withdrawn(reason: "the password was reset and must be changed"))
         }
-        if let expires = entry.first("shadowExpire").flatMap(Int64.init), expires > 0, expires <= today {
-            return .success(.withdrawn(reason: "the account has expired"))
-        }
+        // Expired: shadowExpire (days since 1970), Active Directory's accountExpires (100 ns since 1601;
+        // 0 and the largest value mean never), OpenLDAP 2.6's pwdEndTime — or not valid yet (pwdStartTime).
+        let generalizedNow = Self.generalizedTime(now)
+        let expired =
+            entry.first("shadowExpire").flatMap(Int64.init).map { $0 > 0 && $0 <= today } == true
+            || entry.first("accountExpires").flatMap(Int64.init).map {
+                $0 != 0 && $0 != Int64.max && $0 / 10_000_000 - 11_644_473_600 <= now
+            } == true
+            || entry.first("pwdEndTime").flatMap(Self.generalizedPrefix).map { $0 <= generalizedNow } == true
+            || entry.first("pwdStartTime").flatMap(Self.generalizedPrefix).map { $0 > generalizedNow } == true
+        if expired { return .success(.withdrawn(reason: "the account has expired or is not valid yet")) }
         let stamp = ["pwdChangedTime", "pwdLastSet", "pwdUpdateTime", "modifyTimestamp"].lazy
             .compactMap { name in entry.first(name).map { "\(name)=\($0)" } }.first
         return .success(.current(stamp: stamp))
+    }
+
+    /// `seconds` since the epoch as LDAP's generalized time to the second, `YYYYMMDDHHMMSS` (UTC): what
+    /// ``generalizedPrefix(_:)`` compares with.
+    static func generalizedTime(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let fields: [(Int32, Int)] = [
+            (parts.tm_year + 1900, 4), (parts.tm_mon + 1, 2), (parts.tm_mday, 2), (parts.tm_hour, 2),
+            (parts.tm_min, 2), (parts.tm_sec, 2),
+        ]
+        return fields.map { value, width in
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }.joined()
+    }
+
+    /// The first fourteen digits of a generalized time in UTC (`20261204153000Z`, with or without a
+    /// fraction), which compare as text; `nil` for any other form (a time zone offset), which is then
+    /// not taken to say anything.
+    static func generalizedPrefix(_ value: String) -> String? {
+        let digits = value.utf8.prefix(14)
+        guard digits.count == 14, digits.allSatisfy({ (0x30...0x39).contains($0) }), value.hasSuffix("Z") else {
+            return nil
+        }
+        return String(decoding: digits, as: UTF8.self)
     }
 
     /// The service account's bind (or an anonymous one), then the search for the user's one entry
     /// (`nil`: there is none), with `attributes` (every user attribute when `nil`).
     func find(on handle: OpaquePointer, _ username: String, attributes: [String]? = nil) -> Result<LDAPEntry?, Failure>
     {
+        switch entries(on: handle, username, attributes: attributes) {
+        case .success(let entries):
+            guard entries.count <= 1 else { return .failure(.refused("the filter matches more than one entry")) }
+            return .success(entries.first)
+        case .failure(let failure): return .failure(failure)
+        }
+    }
+
+    /// The service account's bind, then the entries the filter finds for `username` (at most two).
+    private func entries(on handle: OpaquePointer, _ username: String, attributes: [String]?) -> Result<
+        [LDAPEntry], Failure
+    > {
         let serviceStatus = bind(handle, configuration.bindDN, configuration.bindPassword)
         guard serviceStatus == LDAP_SUCCESS else {
             // Any refusal of this bind is the configuration's (a wrong or locked service account), never
@@ -478,12 +533,7 @@ struct LDAPLogin {
                     ? .refused("the service account's bind was refused") : Self.failure(serviceStatus, "bind"))
         }
         let filter = configuration.filter.replacing("%s", with: LDAPAuthProvider.escapedForFilter(username))
-        switch search(handle, base: configuration.base, filter: filter, limit: 2, attributes: attributes) {
-        case .success(let entries):
-            guard entries.count <= 1 else { return .failure(.refused("the filter matches more than one entry")) }
-            return .success(entries.first)
-        case .failure(let failure): return .failure(failure)
-        }
+        return search(handle, base: configuration.base, filter: filter, limit: 2, attributes: attributes)
     }
 
     /// The login's operations on a connection: service bind, search, user bind, groups.

@@ -21,6 +21,14 @@ public protocol ReachabilityReporting: AuthProvider {
 }
 
 extension ReachabilityReporting {
+    /// The login as ``authenticateOnline(_:)`` answers it, no server reached being `unavailable`.
+    public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        switch try await authenticateOnline(request) {
+        case .answered(let outcome): return outcome
+        case .unreachable(let reason): return .unavailable(reason: reason)
+        }
+    }
+
     /// Cannot tell: a backend that does not implement ``standing(of:)`` keeps its cached entries until
     /// their age or an online answer ends them.
     public func standing(of username: String) async -> AccountStanding { .cannotTell }
@@ -168,7 +176,15 @@ public final class OfflineCachingProvider: AuthProvider {
                     username: username, verifier: verifier.text, savedAt: savedAt, failures: 0,
                     displayName: displayName, groups: groups.sorted(), checkedAt: savedAt, stamp: stamp)
             }
-            if let entry = entry ?? nil { _ = try? update { $0[entry.username] = entry } }
+            // An account whose values make a line longer than a line may be (a display name or groups
+            // of megabytes) is not cached: it would crowd others out of the file.
+            _ = try? update { entries in
+                guard let entry = entry ?? nil, entry.line.utf8.count <= CacheEntry.maxLineBytes else {
+                    entries[username] = nil
+                    return
+                }
+                entries[entry.username] = entry
+            }
         case .notMine, .rejected(.locked, _), .rejected(.expiredAccount, _), .rejected(.refusedByPolicy, _),
             .rejected(.wrongCredentials, _), .rejected(.passwordChangeRequired, _):
             // The directory refused this password, or the account: what was cached for it is no longer
@@ -211,11 +227,14 @@ public final class OfflineCachingProvider: AuthProvider {
     }
 
     /// Asks the backend about cached entries, those checked longest ago first — only those checked more
-    /// than ``refreshInterval`` ago when `dueOnly` — and at most `limit` of them; it stops at the first the
-    /// backend cannot tell about (its servers out of reach: each further question would wait its
-    /// time-out). An entry whose account is withdrawn, or whose stamp changed, is removed; a confirmed one
-    /// is marked checked. Entries saved anew while it asked (another login) are left as that login left
-    /// them.
+    /// than ``refreshInterval`` ago when `dueOnly` — and at most `limit` of them. An entry whose account
+    /// is withdrawn, or whose stamp is not the one it was saved with, is removed; a confirmed one is marked
+    /// checked; one the backend cannot tell about stays as it is, due, and the others are asked all the
+    /// same. Entries saved anew while it asked (another login) are left as that login left them.
+    ///
+    /// An entry saved while the backend could not give a stamp is confirmed only by a check that finds
+    /// none either: a stamp found later may be a reset's. Only entries written before entries had
+    /// stamps adopt the first one found.
     @discardableResult
     public func refresh(dueOnly: Bool = true, limit: Int = .max) async -> RefreshReport {
         await refresh(dueOnly: dueOnly, limit: limit, skipping: nil)
@@ -238,8 +257,7 @@ public final class OfflineCachingProvider: AuthProvider {
         var answers: [(entry: CacheEntry, standing: AccountStanding)] = []
         for entry in due {
             let standing = await inner.standing(of: entry.username)
-            if standing == .cannotTell { break }
-            answers.append((entry, standing))
+            if standing != .cannotTell { answers.append((entry, standing)) }
         }
         report.unchecked = due.count - answers.count
         guard !answers.isEmpty else { return report }
@@ -249,8 +267,9 @@ public final class OfflineCachingProvider: AuthProvider {
                     // Saved anew since it was read: that login's stamp stands.
                     guard let entry = entries[asked.username], entry.verifier == asked.verifier else { continue }
                     switch standing {
-                    case .current(let stamp) where entry.stamp == nil || entry.stamp == stamp:
+                    case .current(let stamp) where entry.adoptsStamp || entry.stamp == stamp:
                         entries[asked.username]?.stamp = stamp
+                        entries[asked.username]?.adoptsStamp = false
                         entries[asked.username]?.checkedAt = max(entry.checkedAt, now)
                         report.confirmed += 1
                     default:
@@ -381,15 +400,22 @@ public final class OfflineCachingProvider: AuthProvider {
         var checkedAt: Int64
         /// The backend's password stamp when the entry was saved (``AccountStanding/current(stamp:)``).
         var stamp: String?
+        /// Whether the entry was written before entries had stamps: its first check adopts the backend's.
+        var adoptsStamp = false
+
+        /// The longest line an entry may have; a longer one is neither written nor read.
+        static let maxLineBytes = 16_384
 
         /// One line of tab-separated fields; fields never hold a tab or line break (validated names, escaped
         /// display names), and each group name and the stamp are kept whole: `%`, `,`, tab and line breaks
-        /// percent-encoded. The stamp is written as `-` when there is none, and `=`-prefixed otherwise.
+        /// percent-encoded. The stamp is written as `-` when there is none, `?` when it is to be adopted,
+        /// and `=`-prefixed otherwise.
         var line: String {
             [username, verifier, String(savedAt), String(failures), displayName ?? ""]
                 .map { $0.replacing("\t", with: " ").replacing("\n", with: " ") }.joined(separator: "\t")
                 + "\t" + groups.map(Self.encode).joined(separator: ",")
-                + "\t" + String(checkedAt) + "\t" + (stamp.map { "=" + Self.encode($0) } ?? "-")
+                + "\t" + String(checkedAt) + "\t"
+                + (adoptsStamp ? "?" : stamp.map { "=" + Self.encode($0) } ?? "-")
         }
 
         /// A group name with the bytes the line gives a meaning to (`%`, `,`, tab, CR, LF) as `%XX`.
@@ -459,10 +485,12 @@ public final class OfflineCachingProvider: AuthProvider {
             }
             var checkedAt = savedAt
             var stamp: String?
+            var adoptsStamp = fields.count == 6
             if fields.count == 8 {
                 guard let time = Int64(fields[6]) else { return nil }
                 checkedAt = time
-                if fields[7] != "-" {
+                adoptsStamp = fields[7] == "?"
+                if fields[7] != "-" && !adoptsStamp {
                     // One encoded value: `decodeGroups` finds no raw comma in it.
                     let encoded = String(fields[7].dropFirst())
                     guard fields[7].hasPrefix("="), let decoded = Self.decodeGroups(encoded), decoded.count <= 1
@@ -473,6 +501,7 @@ public final class OfflineCachingProvider: AuthProvider {
             self.init(
                 username: fields[0], verifier: fields[1], savedAt: savedAt, failures: failures,
                 displayName: fields[4].isEmpty ? nil : fields[4], groups: groups, checkedAt: checkedAt, stamp: stamp)
+            self.adoptsStamp = adoptsStamp
         }
     }
 
@@ -484,8 +513,14 @@ public final class OfflineCachingProvider: AuthProvider {
         defer { close(file) }
         guard let bytes = try? StateDirectory.readAll(file, limit: 16 << 20) else { return [:] }
         var entries: [String: CacheEntry] = [:]
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
-            if let entry = CacheEntry(line: line) { entries[entry.username] = entry }
+        // Whole lines only: a line cut short (the file past the read's limit, or damaged) is no entry, even
+        // where its fields would parse (a group name cut to a shorter one).
+        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        lines.removeLast()
+        for line in lines where line.count <= CacheEntry.maxLineBytes {
+            if let entry = CacheEntry(line: Substring(String(decoding: line, as: UTF8.self))) {
+                entries[entry.username] = entry
+            }
         }
         return entries
     }

@@ -75,8 +75,10 @@ struct LDAPOfflineCacheTests {
         #expect(reason.contains("service account"))
     }
 
-    /// An administrator's reset (alice), lock (bob, ppolicy's pwdAccountLockedTime) and deletion (carol)
-    /// while the directory answers end those cached logins at the next check, before the directory is
+    /// An administrator's reset (alice), lock (bob, ppolicy's pwdAccountLockedTime), deletion (carol) and a
+    /// second entry the filter finds (load0, which the online login refuses as ambiguous; it held up every
+    /// later check when it answered "cannot tell") while the directory answers end those cached logins at
+    /// the next check, before the directory is
     /// down: the old passwords are refused offline (before the check, they were admitted). An account
     /// nothing happened to (kim, whose entry has no pwdChangedTime: its stamp is modifyTimestamp) stays.
     @Test func aResetALockAndADeletionEndCachedLoginsAtTheNextCheck() async throws {
@@ -94,7 +96,10 @@ struct LDAPOfflineCacheTests {
             wrapping: LDAPAuthProvider(
                 .init(uris: ["ldap://127.0.0.1:1"], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
             directory: directory, maxAge: .seconds(86_400))
-        let accounts = [("alice", "wonderland"), ("bob", "builder"), ("carol", "carol-2026"), ("kim", "kim-2026")]
+        let accounts = [
+            ("alice", "wonderland"), ("bob", "builder"), ("carol", "carol-2026"), ("load0", "load-password-0"),
+            ("kim", "kim-2026"),
+        ]
         for (user, password) in accounts {
             let outcome = try await online.authenticate(
                 AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
@@ -106,6 +111,10 @@ struct LDAPOfflineCacheTests {
             "printf 'dn: \(slapd.dn("bob"))\\nchangetype: modify\\nadd: pwdAccountLockedTime\\n"
                 + "pwdAccountLockedTime: 000001010000Z\\n' | ldapmodify -e relax \(admin)",
             "ldapdelete \(admin) \(slapd.dn("carol"))",
+            // A second entry the filter finds for load0: the login is refused as ambiguous, and so is the cache.
+            "printf 'dn: cn=load0-copy,ou=people,\(slapd.base)\\nobjectClass: inetOrgPerson\\nobjectClass: posixAccount\\n"
+                + "cn: load0-copy\\nsn: Copy\\nuid: load0\\nuidNumber: 4000\\ngidNumber: 2000\\nhomeDirectory: /tmp\\n"
+                + "userPassword: chosen-by-whoever\\n' | ldapadd \(admin)",
         ] {
             let (status, output) = try shell(command)
             try #require(status == 0, "\(command): \(output)")
@@ -129,11 +138,11 @@ struct LDAPOfflineCacheTests {
         #expect(unreachable.status == 69, "\(unreachable)")
         #expect(
             unreachable.stdout
-                == "ldap (\(directory)): 0 confirmed, 0 forgotten, 4 not checked (no server could be asked)\n")
+                == "ldap (\(directory)): 0 confirmed, 0 forgotten, 5 not checked (the directory could not say)\n")
         let refreshed = try refresh(slapd.uri)
         #expect(refreshed.status == 0, "\(refreshed)")
-        #expect(refreshed.stdout == "ldap (\(directory)): 1 confirmed, 3 forgotten, 0 not checked\n")
-        for (user, password) in accounts.prefix(3) {
+        #expect(refreshed.stdout == "ldap (\(directory)): 1 confirmed, 4 forgotten, 0 not checked\n")
+        for (user, password) in accounts.prefix(4) {
             guard case .unavailable = try await offlineLogin(user, password) else {
                 Issue.record("\(user)'s withdrawn password was admitted offline after the check")
                 continue

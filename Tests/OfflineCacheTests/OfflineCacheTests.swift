@@ -49,13 +49,6 @@ struct OfflineCacheTests {
                 : .answered(.rejected(.wrongCredentials))
         }
 
-        func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
-            switch try await authenticateOnline(request) {
-            case .answered(let outcome): return outcome
-            case .unreachable(let reason): return .unavailable(reason: reason)
-            }
-        }
-
         var changesPasswords: Bool { true }
 
         /// The current password, then in the update the new one twice.
@@ -426,5 +419,113 @@ struct OfflineCacheTests {
             Issue.record("a login the backend withdrew was cached")
             return
         }
+    }
+
+    /// Several accounts, each with password `pw-NAME` unless changed, its own stamp, and standings the test
+    /// sets: what an attack on the checks needs.
+    final class Accounts: ReachabilityReporting {
+        let name = "accounts"
+        let reachable = Locked(true)
+        let stamps = Locked<[String: String]>([:])
+        /// Accounts whose standing cannot be told; and how many next questions answer "cannot tell".
+        let untellable = Locked<Set<String>>([])
+        let hiccups = Locked(0)
+        let displayNames = Locked<[String: String]>([:])
+        let groups = Locked<[String: Set<String>]>([:])
+        let passwords = Locked<[String: String]>([:])
+
+        func standing(of username: String) async -> AccountStanding {
+            guard reachable.withLock({ $0 }), !untellable.withLock({ $0.contains(username) }) else {
+                return .cannotTell
+            }
+            let hiccup = hiccups.withLock { count in
+                defer { count = max(0, count - 1) }
+                return count > 0
+            }
+            return hiccup ? .cannotTell : .current(stamp: stamps.withLock { $0[username] } ?? "set 1")
+        }
+
+        func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
+            let password = try await request.conversation.askSecret("Password: ")
+            guard reachable.withLock({ $0 }) else { return .unreachable(reason: "the server is down") }
+            let user = request.username
+            let expected = passwords.withLock { $0[user] } ?? "pw-\(user)"
+            guard password == Secret(copying: expected.utf8) else { return .answered(.rejected(.wrongCredentials)) }
+            return .answered(
+                .authenticated(
+                    Identity(
+                        username: user, displayName: displayNames.withLock { $0[user] },
+                        groups: groups.withLock { $0[user] } ?? [], provider: name)))
+        }
+    }
+
+    /// An account the backend cannot tell about — checked longest ago, so first in line — holds up no
+    /// other check: bob's reset is found by other people's logins and by a full refresh (it stopped every
+    /// check after the first "cannot tell", and the old password stayed good offline).
+    @Test func anEntryTheBackendCannotTellAboutHoldsUpNoOther() async throws {
+        let backend = Accounts()
+        let clock = ManualClock()
+        let cache = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(7 * 86_400), refreshInterval: .seconds(900),
+            clock: clock.now)
+        #expect(try await login(cache, as: "mallory", "pw-mallory").pamResult == .success)
+        clock.advance(by: 1)
+        #expect(try await login(cache, as: "bob", "pw-bob").pamResult == .success)
+        backend.untellable.withLock { $0 = ["mallory"] }
+        backend.stamps.withLock { $0["bob"] = "set 2" }
+        clock.advance(by: 3_600)
+        #expect(try await login(cache, as: "carol", "pw-carol").pamResult == .success)
+        backend.reachable.withLock { $0 = false }
+        guard case .unavailable = try await login(cache, as: "bob", "pw-bob") else {
+            Issue.record("bob's reset was not found by another person's login")
+            return
+        }
+        backend.reachable.withLock { $0 = true }
+        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1, removed: 0, unchecked: 1))
+    }
+
+    /// An entry saved when the backend could not give a stamp is not confirmed by a later check that finds
+    /// one: that stamp may be a reset's (the first check adopted it, and the old password stayed good).
+    @Test func anEntrySavedWithoutAStampIsNotConfirmedByALaterOne() async throws {
+        let backend = Accounts()
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(7 * 86_400))
+        backend.hiccups.withLock { $0 = 1 }
+        #expect(try await login(cache, as: "bob", "pw-bob").pamResult == .success)
+        backend.stamps.withLock { $0["bob"] = "set 2" }
+        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 0, removed: 1, unchecked: 0))
+        backend.reachable.withLock { $0 = false }
+        guard case .unavailable = try await login(cache, as: "bob", "pw-bob") else {
+            Issue.record("an old password was admitted offline after a stamp appeared")
+            return
+        }
+    }
+
+    /// An account whose values would make a line of megabytes is not cached, and crowds nobody out; a line
+    /// cut short (the file past the read's limit, or damaged) is no entry, even where its fields would
+    /// parse as the earlier format — a group name cut to a shorter one (`wheel-users` → `wheel`).
+    @Test func oversizedAndCutLinesAreNoEntries() async throws {
+        let backend = Accounts()
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(7 * 86_400))
+        #expect(try await login(cache, as: "alice", "pw-alice").pamResult == .success)
+        backend.displayNames.withLock { $0["mallory"] = String(repeating: "M", count: 17 << 20) }
+        #expect(try await login(cache, as: "mallory", "pw-mallory").pamResult == .success)
+        backend.groups.withLock { $0["carol"] = ["staff", "wheel-users"] }
+        #expect(try await login(cache, as: "carol", "pw-carol").pamResult == .success)
+        let file = directory + "/offline-logins"
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(text.utf8.count < 4_096 && !text.contains("mallory"))
+        // carol's line cut inside her groups, with no line break after it.
+        let carol = try #require(text.split(separator: "\n").first { $0.hasPrefix("carol\t") })
+        let cut = carol.split(separator: "\t", omittingEmptySubsequences: false).prefix(6).joined(separator: "\t")
+        let shortened = String(cut.dropLast("-users".count))
+        try #require(shortened.hasSuffix("wheel"))
+        let others = text.split(separator: "\n").filter { !$0.hasPrefix("carol\t") }.map { $0 + "\n" }.joined()
+        try (others + shortened).write(toFile: file, atomically: true, encoding: .utf8)
+        backend.reachable.withLock { $0 = false }
+        guard case .unavailable = try await login(cache, as: "carol", "pw-carol") else {
+            Issue.record("a cut line was read as an entry")
+            return
+        }
+        #expect(try await login(cache, as: "alice", "pw-alice").pamResult == .success)
     }
 }

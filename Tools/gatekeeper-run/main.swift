@@ -118,7 +118,7 @@ if invocation.refreshesOffline {
         unchecked += report.unchecked
         print(
             "\(cache.name) (\(cache.directoryPath)): \(report.confirmed) confirmed, \(report.removed) forgotten, "
-                + "\(report.unchecked) not checked\(report.unchecked > 0 ? " (no server could be asked)" : "")")
+                + "\(report.unchecked) not checked\(report.unchecked > 0 ? " (the directory could not say)" : "")")
     }
     exit(unchecked > 0 ? ExitStatus.unavailable.code : 0)
 }
