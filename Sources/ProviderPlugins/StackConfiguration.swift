@@ -40,6 +40,12 @@ public struct StackConfiguration: Sendable {
         public var substack: [Entry]
         /// Where each option was written, for an error a provider gives about it.
         public var optionLocations: [String: Location] = [:]
+        /// Written `-name`, as libpam's `-` before a module: a backend that is not installed here (or
+        /// cannot be used: its library missing) does not refuse the file; the entry answers
+        /// `module_unknown` at every login, as libpam's missing module does.
+        public var toleratesMissing = false
+        /// A `-name` entry whose backend is not installed here.
+        public var isMissing = false
 
         public var isSubstack: Bool { control.isSubstack }
     }
@@ -152,9 +158,15 @@ public struct StackConfiguration: Sendable {
                 built.append(.substack(try build(entry.substack, registry: registry), name: entry.provider))
                 continue
             }
+            if entry.isMissing {
+                built.append(.init(entry.control, MissingProvider(name: entry.provider)))
+                continue
+            }
             do throws(ConfigurationError) {
                 built.append(
                     .init(entry.control, try registry.makeProvider(named: entry.provider, options: entry.options)))
+            } catch  where entry.toleratesMissing && error.code == .unusable {
+                built.append(.init(entry.control, MissingProvider(name: entry.provider, reason: error.message)))
             } catch {
                 // An option's error is the option's, where it was written.
                 let at = error.option.flatMap { entry.optionLocations[$0] } ?? entry.location
@@ -252,10 +264,14 @@ public struct StackConfiguration: Sendable {
                 }
                 number += 1
                 let options = entry.options.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-                var line = indent + ([entry.control.description, entry.provider] + options).joined(separator: " ")
+                let name = (entry.toleratesMissing ? "-" : "") + entry.provider
+                var line = indent + ([entry.control.description, name] + options).joined(separator: " ")
                 if annotated {
                     let bracket = ChainControl(actions: entry.control.actions, default: entry.control.defaultAction)
                     line += "  # \(number)" + (entry.control.keyword == nil ? "" : ": \(bracket)")
+                } else if line.hasSuffix("\\") {
+                    // A value ending in `\` at the end of the line would continue it: a comment ends it.
+                    line += " #"
                 }
                 lines.append(line)
             }
@@ -291,15 +307,13 @@ public struct StackConfiguration: Sendable {
             depth: Int,
             including chain: [String]
         ) throws(ConfigurationError) {
-            var lineNumber = 0
-            for rawLine in text.split(separator: 0x0A, omittingEmptySubsequences: false) {
-                lineNumber += 1
-                var line = Array(rawLine)
-                if line.last == 0x0D { line.removeLast() }
-                let words = try Self.words(line, file: file, line: lineNumber)
+            for line in try Self.lines(text, file: file) {
+                let words = try Self.words(line, file: file)
                 guard let first = words.first else { continue }
+                let lineNumber = first.line
                 let at = Location(file: file, line: lineNumber, column: first.column)
-                switch first.text {
+                // libpam reads its own words without regard to case (`Required`, `INCLUDE`).
+                switch first.text.lowercased() {
                 case "include", "substack":
                     guard words.count == 2 else {
                         throw ConfigurationError(
@@ -307,7 +321,7 @@ public struct StackConfiguration: Sendable {
                     }
                     // A relative name is the including file's neighbour, wherever the tool was started.
                     let path = Self.resolved(words[1].text, from: file)
-                    let place = Location(file: file, line: lineNumber, column: words[1].column)
+                    let place = Location(file: file, line: words[1].line, column: words[1].column)
                     guard !chain.contains(path) else {
                         throw ConfigurationError(
                             .include, at: place, word: words[1].text,
@@ -328,12 +342,12 @@ public struct StackConfiguration: Sendable {
                     } catch  where error.location?.line == 0 {
                         throw ConfigurationError(.include, at: place, word: words[1].text, error.message)
                     }
-                    if first.text == "substack" && depth + 1 >= Self.maxSubstackDepth {
+                    if first.text.lowercased() == "substack" && depth + 1 >= Self.maxSubstackDepth {
                         throw ConfigurationError(
                             .include, at: place, word: words[1].text,
                             "substacks nest at most \(Self.maxSubstackDepth - 1) deep (libpam fails a deeper one)")
                     }
-                    guard first.text == "substack" else {
+                    guard first.text.lowercased() == "substack" else {
                         try parse(
                             contents, file: path, into: &configuration, entries: &entries, depth: depth,
                             including: chain + [path])
@@ -357,7 +371,7 @@ public struct StackConfiguration: Sendable {
                         throw ConfigurationError(
                             .syntax, at: at, word: first.text, "settings come before the stack; move this line up")
                     }
-                    try setting(words, at: at, file: file, line: lineNumber, into: &configuration)
+                    try setting(words, at: at, file: file, into: &configuration)
                 default:
                     stackStarted = true
                     entriesRead += 1
@@ -365,7 +379,7 @@ public struct StackConfiguration: Sendable {
                         throw ConfigurationError(
                             .syntax, at: at, word: first.text, "a stack has at most \(Self.maxEntries) entries")
                     }
-                    entries.append(try entry(words, file: file, line: lineNumber, depth: depth))
+                    entries.append(try entry(words, file: file, depth: depth))
                 }
             }
         }
@@ -373,24 +387,95 @@ public struct StackConfiguration: Sendable {
         struct Word {
             var text: String
             var column: Int
+            /// The line of the file the word is on (a continued line spans several).
+            var line: Int = 0
         }
 
-        /// The words of a line: separated by spaces or tabs, `[…]` kept whole, a `#` word ends the line.
-        static func words(_ line: [UInt8], file: String, line number: Int) throws(ConfigurationError) -> [Word] {
+        /// A line as libpam reads it: its bytes, and where in the file each one was.
+        struct Line {
+            var bytes: [UInt8] = []
+            var places: [(line: Int, column: Int)] = []
+        }
+
+        /// libpam reads at most this many bytes of a line, continued lines together (`BUF_SIZE` less the
+        /// terminating byte and the line break).
+        static let maxLineBytes = 1022
+
+        /// The file's lines as libpam's `_pam_assemble_line` reads them: a `#` anywhere begins a comment
+        /// to the end of its line; a line whose text (before any comment) ends in `\`, spaces after it
+        /// allowed, goes on on the next line that holds anything — blank and comment-only lines between
+        /// are skipped — the `\` read as a space. Where libpam would read the file otherwise than as lines
+        /// — one longer than ``maxLineBytes`` (it reads the rest as a line of its own, or stops reading the
+        /// file), a `\` before a carriage return (no continuation for libpam), a file ending in a
+        /// continued line (it drops the line) — the file is refused, saying where. A carriage return
+        /// ending a line is not part of it.
+        static func lines(_ text: [UInt8], file: String) throws(ConfigurationError) -> [Line] {
+            var lines: [Line] = []
+            var current = Line()
+            var continued = false
+            var number = 0
+            func refuse(_ column: Int, _ word: String, _ message: String) -> ConfigurationError {
+                ConfigurationError(.syntax, at: Location(file: file, line: number, column: column), word: word, message)
+            }
+            for physical in text.split(separator: 0x0A, omittingEmptySubsequences: false) {
+                number += 1
+                var bytes = Array(physical)
+                guard current.bytes.count + bytes.count <= maxLineBytes else {
+                    throw refuse(
+                        1, "line",
+                        "longer than libpam reads (\(maxLineBytes) bytes\(continued ? ", continued lines together" : "")); "
+                            + "split the entry or shorten its comment")
+                }
+                let backslashBeforeReturn = bytes.last == 0x0D && bytes.dropLast().last == UInt8(ascii: "\\")
+                if bytes.last == 0x0D { bytes.removeLast() }
+                var comment = false
+                if let hash = bytes.firstIndex(of: UInt8(ascii: "#")) {
+                    bytes.removeSubrange(hash...)
+                    comment = true
+                }
+                let isBlank = bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 }
+                // A line holding nothing goes on the continued line's way, as libpam skips it.
+                if isBlank && continued { continue }
+                var end = bytes.endIndex
+                while end > 0 && (bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09) { end -= 1 }
+                let goesOn = !comment && end > 0 && bytes[end - 1] == UInt8(ascii: "\\")
+                if backslashBeforeReturn && !comment {
+                    throw refuse(
+                        bytes.count, "\\", "a \\ before a carriage return does not continue the line for libpam")
+                }
+                let kept = goesOn ? Array(bytes[..<(end - 1)]) + [0x20] : bytes
+                current.bytes += kept
+                current.places += kept.indices.map { (number, $0 + 1) }
+                continued = goesOn
+                if !goesOn {
+                    lines.append(current)
+                    current = Line()
+                }
+            }
+            if continued {
+                throw refuse(1, "\\", "the file ends in a continued line, which libpam would not read")
+            }
+            return lines
+        }
+
+        /// The words of a line: separated by spaces or tabs, `[…]` kept whole.
+        static func words(_ line: Line, file: String) throws(ConfigurationError) -> [Word] {
             var words: [Word] = []
             var index = 0
+            let (line, places) = (line.bytes, line.places)
+            func location(_ index: Int) -> Location {
+                Location(file: file, line: places[index].line, column: places[index].column)
+            }
             while index < line.count {
                 if line[index] == 0x20 || line[index] == 0x09 {
                     index += 1
                     continue
                 }
-                if line[index] == UInt8(ascii: "#") { break }
                 let start = index
                 if line[index] == UInt8(ascii: "[") {
                     guard let close = line[index...].firstIndex(of: UInt8(ascii: "]")) else {
                         throw ConfigurationError(
-                            .control, at: Location(file: file, line: number, column: start + 1), word: "[",
-                            "the bracket is not closed on this line")
+                            .control, at: location(start), word: "[", "the bracket is not closed on this line")
                     }
                     index = close + 1
                 } else {
@@ -402,11 +487,10 @@ public struct StackConfiguration: Sendable {
                     !text.unicodeScalars.contains(where: TextSafety.isUnsafe)
                 else {
                     throw ConfigurationError(
-                        .syntax, at: Location(file: file, line: number, column: start + 1),
-                        word: TextSafety.escaped(String(decoding: bytes, as: UTF8.self)),
+                        .syntax, at: location(start), word: TextSafety.escaped(String(decoding: bytes, as: UTF8.self)),
                         "holds invalid UTF-8 or a control character")
                 }
-                words.append(Word(text: text, column: start + 1))
+                words.append(Word(text: text, column: places[start].column, line: places[start].line))
             }
             return words
         }
@@ -438,6 +522,7 @@ public struct StackConfiguration: Sendable {
             accepted: [String],
             flags: [String] = [],
             owner: String,
+            acceptsAny: Bool = false,
             unknown: ((String) -> String)? = nil
         ) throws(ConfigurationError) -> Values {
             var result = Values()
@@ -453,7 +538,7 @@ public struct StackConfiguration: Sendable {
                 guard let (name, value) = ConfigurationValue.pair(word.text) else {
                     throw ConfigurationError(.syntax, at: location(word), word: word.text, "expected name=value")
                 }
-                guard accepted.contains(name) else {
+                guard acceptsAny || accepted.contains(name) else {
                     let all = Self.sentence(accepted.map { "\($0)=" } + flags)
                     throw ConfigurationError(
                         .option, at: location(word), word: name, unknown?(name) ?? "\(owner) takes \(all)")
@@ -501,10 +586,9 @@ public struct StackConfiguration: Sendable {
             _ words: [Word],
             at: Location,
             file: String,
-            line: Int,
             into configuration: inout StackConfiguration
         ) throws(ConfigurationError) {
-            func location(_ word: Word) -> Location { Location(file: file, line: line, column: word.column) }
+            func location(_ word: Word) -> Location { Location(file: file, line: word.line, column: word.column) }
             let name = words[0].text
             func once(_ isSet: Bool) throws(ConfigurationError) {
                 guard !isSet else { throw ConfigurationError(.duplicate, at: at, word: name, "\(name) is set twice") }
@@ -631,14 +715,16 @@ public struct StackConfiguration: Sendable {
             }
         }
 
-        private func entry(_ words: [Word], file: String, line: Int, depth: Int) throws(ConfigurationError) -> Entry {
-            func location(_ word: Word) -> Location { Location(file: file, line: line, column: word.column) }
+        private func entry(_ words: [Word], file: String, depth: Int) throws(ConfigurationError) -> Entry {
+            func location(_ word: Word) -> Location { Location(file: file, line: word.line, column: word.column) }
             let control = try Self.control(words[0], at: location(words[0]))
             guard words.count >= 2 else {
                 throw ConfigurationError(
                     .syntax, at: location(words[0]), word: words[0].text, "a provider's name must follow the control")
             }
-            let name = words[1].text
+            var name = words[1].text
+            let toleratesMissing = name.hasPrefix("-") && name.count > 1
+            if toleratesMissing { name.removeFirst() }
             let resolved: ProviderPluginDescriptor?
             do throws(ConfigurationError) {
                 resolved = try registry.resolve(name)
@@ -646,6 +732,17 @@ public struct StackConfiguration: Sendable {
                 throw error.located(at: location(words[1]), word: name)
             }
             guard let plugin = resolved else {
+                if toleratesMissing {
+                    // Not installed here: its options cannot be known, only their form.
+                    let given = try Self.values(
+                        words.dropFirst(2), at: location, accepted: [], owner: name, acceptsAny: true)
+                    var missing = Entry(
+                        control: control, provider: name, options: given.values.mapValues(\.value),
+                        location: location(words[0]), depth: depth, substack: [])
+                    missing.toleratesMissing = true
+                    missing.isMissing = true
+                    return missing
+                }
                 throw ConfigurationError(
                     .provider, at: location(words[1]), word: name,
                     "unknown provider; available: \(registry.names.joined(separator: ", ")), or a plugin's path")
@@ -661,9 +758,11 @@ public struct StackConfiguration: Sendable {
                 guard let value = options[option.name], !value.isEmpty else { continue }
                 options[option.name] = Self.resolved(value, from: file)
             }
-            return Entry(
+            var built = Entry(
                 control: control, provider: name, options: options, location: location(words[0]), depth: depth,
                 substack: [], optionLocations: given.values.mapValues(\.at))
+            built.toleratesMissing = toleratesMissing
+            return built
         }
 
         static let actions: [String: ChainControl.Action] = [
@@ -675,7 +774,7 @@ public struct StackConfiguration: Sendable {
         /// another way — or read as "everything bad" — is refused: a code or `default` given twice, an
         /// unknown word, a jump that is not 1 to 2147483647 in digits.
         static func control(_ word: Word, at location: Location) throws(ConfigurationError) -> ChainControl {
-            switch word.text {
+            switch word.text.lowercased() {
             case "required": return .required
             case "requisite": return .requisite
             case "sufficient": return .sufficient
@@ -731,13 +830,15 @@ public struct StackConfiguration: Sendable {
                     // nobody reading the line would guess, a second one is refused, as a repeated key is.
                     guard defaultAction == nil else {
                         throw ConfigurationError(
-                            .duplicate, at: place(value.column), word: "default", "default is given twice")
+                            .duplicate, at: place(value.column), word: "default",
+                            "default is given twice (libpam would keep the first; keep one)")
                     }
                     defaultAction = parsed
                 } else if let code = PAMResult(rawValue: value.text) {
                     guard actions[code] == nil else {
                         throw ConfigurationError(
-                            .duplicate, at: place(value.column), word: value.text, "\(value.text) is given twice")
+                            .duplicate, at: place(value.column), word: value.text,
+                            "\(value.text) is given twice (libpam would keep the last; keep one)")
                     }
                     actions[code] = parsed
                 } else {
@@ -749,5 +850,16 @@ public struct StackConfiguration: Sendable {
             }
             return ChainControl(actions: actions, default: defaultAction ?? .bad)
         }
+    }
+}
+
+/// The entry of a `-name` whose backend is not installed here, or cannot be used: it answers
+/// `module_unknown` at every login and change, as libpam's entry for a missing module does.
+struct MissingProvider: AuthProvider {
+    let name: String
+    var reason: String?
+
+    func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        .failed(.moduleUnknown, reason: "the backend \(name) is not installed here" + (reason.map { ": \($0)" } ?? ""))
     }
 }

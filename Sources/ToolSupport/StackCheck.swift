@@ -14,7 +14,9 @@ public struct StackCheck: Sendable {
         let entries = configuration.providerEntries
         resolved = configuration.normalizedLines(annotated: true)
         let layout = configuration.layout
-        let checks = entries.map { (try? registry.resolve($0.provider))??.checksCredentials ?? true }
+        let checks = entries.map {
+            !$0.isMissing && (try? registry.resolve($0.provider))??.checksCredentials ?? true
+        }
         let mandatory = entries.map { $0.control.keyword == "required" || $0.control.keyword == "requisite" }
         var canSucceed = false
         var succeedsWithoutRequired: [PAMResult]?
@@ -55,6 +57,11 @@ public struct StackCheck: Sendable {
             }
         }
         var warnings: [String] = []
+        for entry in entries where entry.isMissing {
+            warnings.append(
+                "\(entry.location): -\(entry.provider) is not installed here: the entry answers module_unknown at "
+                    + "every login, as libpam's entry for a missing module does")
+        }
         for (index, jump, following) in ProviderChain.jumpsPastTheEnd(layout) {
             let entry = entries[index]
             warnings.append(

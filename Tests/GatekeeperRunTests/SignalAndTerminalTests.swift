@@ -278,6 +278,15 @@ struct CheckConfigTests {
         #expect(result.stderr.contains("warning: the stack can succeed without any entry that checks a password"))
     }
 
+    /// A `-name` backend not installed here is no error: --check-config says the entry answers
+    /// module_unknown, and prints it with its dash.
+    @Test func aDashedBackendNotInstalledIsNoted() throws {
+        let result = try check("required -nowhere option=1\nrequired mock delay=0\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("required -nowhere option=1  # 1"), "\(result.stdout)")
+        #expect(result.stderr.contains(":1:1: -nowhere is not installed here: the entry answers module_unknown"))
+    }
+
     /// What --check-config prints is the file normalised: checked again, it prints itself.
     @Test func printsAFileThatReadsAsTheSameStack() throws {
         let first = try check(

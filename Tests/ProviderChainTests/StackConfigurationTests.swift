@@ -258,6 +258,19 @@ struct StackConfigurationTests {
             ])
     }
 
+    /// A value ending in `\` in the middle of a line is a value; written back at the end of a line, it is
+    /// followed by a comment, so that the printed file does not continue onto the next line.
+    @Test func aValueEndingInABackslashIsWrittenBackAsItWas() throws {
+        let registry = ProviderRegistry([PathPlugin.self])
+        let text = "required paths other=/x\\ name=a\nrequired paths\n"
+        let first = try StackConfiguration.parse(Array(text.utf8), file: "t.conf", registry: registry)
+        #expect(first.entries.count == 2 && first.entries[0].options["other"] == "/x\\")
+        let printed = first.normalized
+        #expect(printed.contains("other=/x\\ #\n"), "\(printed)")
+        let second = try StackConfiguration.parse(Array(printed.utf8), file: "t.conf", registry: registry)
+        #expect(second.entries.count == 2 && second.entries[0].options == first.entries[0].options, "\(printed)")
+    }
+
     @Test func aTabInsideABracketSeparatesPairs() throws {
         let configuration = try parse("[success=ok\tdefault=die]\tdebug\n")
         #expect(configuration.entries[0].control == ChainControl(actions: [.success: .ok], default: .die))
@@ -385,7 +398,10 @@ struct StackConfigurationTests {
         ("required mock users=/x", "test.conf:1:15: users: mock has no option users; its options: delay"),
         ("required mock delay=1 delay=2", "test.conf:1:23: delay: delay is given twice"),
         // libpam keeps the first of two defaults; the last would admit where libpam refuses.
-        ("[default=die default=ignore] mock", "test.conf:1:14: default: default is given twice"),
+        (
+            "[default=die default=ignore] mock",
+            "test.conf:1:14: default: default is given twice (libpam would keep the first; keep one)"
+        ),
         ("required mock delay", "test.conf:1:15: delay: expected name=value"),
         ("[success=done default=die mock", "test.conf:1:1: [: the bracket is not closed on this line"),
         (
@@ -400,7 +416,10 @@ struct StackConfigurationTests {
             "[success=0] mock",
             "test.conf:1:10: 0: unknown action; expected ignore, bad, die, ok, done, reset or a jump from 1 to 2147483647"
         ),
-        ("[success=2 success = ok] mock", "test.conf:1:12: success: success is given twice"),
+        (
+            "[success=2 success = ok] mock",
+            "test.conf:1:12: success: success is given twice (libpam would keep the last; keep one)"
+        ),
         (
             "[success=+2] mock",
             "test.conf:1:10: +2: unknown action; expected ignore, bad, die, ok, done, reset or a jump from 1 to 2147483647"
@@ -415,7 +434,10 @@ struct StackConfigurationTests {
         ("lockout even_deny_root even_deny_root", "test.conf:1:24: even_deny_root: even_deny_root is given twice"),
         ("substack", "test.conf:1:1: substack: substack takes one file name"),
         ("substack missing.conf", "test.conf:1:10: missing.conf: cannot be read"),
-        ("[success=ok success=bad] mock", "test.conf:1:13: success: success is given twice"),
+        (
+            "[success=ok success=bad] mock",
+            "test.conf:1:13: success: success is given twice (libpam would keep the last; keep one)"
+        ),
         ("required mock\nsession idle=1m", "test.conf:2:1: session: settings come before the stack; move this line up"),
         ("session idle=1m\nsession idle=2m", "test.conf:2:1: session: session is set twice"),
         (
