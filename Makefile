@@ -102,10 +102,25 @@ oidc-demo: build
 # threads (as many as cores: two on CI) for the tool's whole run, fail delay included; run side by side,
 # such tests starve the tests that need the pool to make progress. Each test still runs its own
 # concurrency (a hundred logins at once, cancellation races) as it would anywhere.
+# What a test run makes in /run, /tmp and /var/lib, it removes: the entries there are listed before and
+# after, and a new one fails the run. The tests' own files live in one directory per test process,
+# removed when it exits (Tests/Support); everything else the run makes in a temporary directory —
+# Foundation's atomic writes, libpam's oracle, man-db's trigger when the package is installed — goes to a
+# TMPDIR of the run's own, removed after it. SwiftPM's lock files (/tmp/_PATH_.lock, one per build
+# directory, kept for the next build) and the toolchain's /tmp/swift-generated-sources are not the run's.
+LEFTOVERS = for d in /run /tmp /var/lib; do ls -A "$$d" 2>/dev/null | sed "s|^|$$d/|"; done \
+	| grep -Ev '^/tmp/(_.*\.lock|swift-generated-sources)$$' | LC_ALL=C sort
 test: deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --no-parallel
-	$(MAKE) --no-print-directory bench-smoke fuzz-smoke test-package
+	@mkdir -p .build && $(LEFTOVERS) > .build/leftovers-before.txt
+	set -e; base=/run; [ -w /run ] || base=$${XDG_RUNTIME_DIR:-/tmp}; \
+		scratch=$$(mktemp -d "$$base/gatekeeper-tmpdir.XXXXXX"); chmod 1777 "$$scratch"; \
+		trap 'rm -rf "$$scratch"' EXIT; export TMPDIR="$$scratch"; \
+		$(SWIFT) build --build-tests; \
+		$(SWIFT) test --skip-build --no-parallel; \
+		$(MAKE) --no-print-directory bench-smoke fuzz-smoke test-package
+	@$(LEFTOVERS) > .build/leftovers-after.txt; \
+		left=$$(LC_ALL=C comm -13 .build/leftovers-before.txt .build/leftovers-after.txt); \
+		if [ -n "$$left" ]; then echo "make test left these behind:"; echo "$$left"; exit 1; fi
 
 # The tools as they ship: release mode, the Swift runtime linked statically (each run starts faster and
 # smaller than with the runtime's shared libraries, and needs nothing from the toolchain), no run path.

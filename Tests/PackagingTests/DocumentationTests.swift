@@ -150,19 +150,50 @@ struct DocumentationTests {
 
     static var runnable: [Block] { all.filter { decision($0) == .run } }
 
+    /// Where an example runs when it runs as root: a directory of its own `/run`, in a mount namespace
+    /// where `/run` and `/var/lib` are directories of the test's scratch directory (kept from step to step
+    /// of a page) — so root's own state (the lockout in /var/lib/gatekeeper, remembered logins in
+    /// /run/gatekeeper) is neither read nor written, and nothing is left behind. Without the rights for
+    /// that (not root), the example runs in a scratch directory that is also its home, where an ordinary
+    /// user's state goes.
+    static let isolatedDirectory = "/run/gatekeeper-doc"
+
+    static var isolates: Bool {
+        getuid() == 0 && !root.hasPrefix("/run/") && !root.hasPrefix("/var/lib/")
+            && !builtExecutable("gatekeeper-run").path.hasPrefix("/run/")
+    }
+
+    /// Runs `script` as an example runs: isolated when it may be (see ``isolatedDirectory``).
+    static func runExample(_ script: String, scratch: String) throws -> (status: Int32, output: String) {
+        guard isolates else { return try shell(script) }
+        let file = scratch + "/example.sh"
+        try script.write(toFile: file, atomically: false, encoding: .utf8)
+        for (directory, mode) in [
+            ("/var-lib", 0o755), ("/run", 0o755), ("/run" + isolatedDirectory.dropFirst(4), 0o700),
+        ] {
+            mkdir(scratch + directory, mode_t(mode))
+        }
+        // The script is opened before /run is covered, and read from that descriptor.
+        return try shell(
+            "unshare --mount --propagation private sh -c 'exec 3<\"$1/example.sh\" && "
+                + "mount --bind \"$1/var-lib\" /var/lib && mount --bind \"$1/run\" /run && exec sh /dev/fd/3' "
+                + "sh '\(scratch)'")
+    }
+
     @Test(arguments: runnable.map(\.description))
     func theExampleRunsAsShown(_ place: String) throws {
         let block = try #require(Self.all.first { $0.description == place })
-        let directory = temporaryDirectory("gatekeeper-doc")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = temporaryDirectory("gatekeeper-doc")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let directory = Self.isolates ? Self.isolatedDirectory : scratch
         if block.language == "sh" {
             let script = Self.prologue(in: directory) + "set -e\n" + block.lines.joined(separator: "\n")
-            let (status, output) = try shell(script)
+            let (status, output) = try Self.runExample(script, scratch: scratch)
             #expect(status == 0, "\(block) failed (\(status)):\n\(output)")
             return
         }
         for step in Self.steps(block) {
-            let (_, output) = try shell(Self.prologue(in: directory) + step.command)
+            let (_, output) = try Self.runExample(Self.prologue(in: directory) + step.command, scratch: scratch)
             var lines = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
             if lines.last == "" { lines.removeLast() }
             // `$HOME` in the output shown stands for the scratch directory the example runs in.

@@ -73,8 +73,7 @@ public final class Spawned {
     ) throws {
         // A process that exits before reading all its input must not take the test runner down with SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("gatekeeper-test-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = URL(fileURLWithPath: temporaryDirectory("gatekeeper-test"))
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { throw POSIXError(.EMFILE) }
         input = ends[1]
@@ -384,9 +383,32 @@ private func waitForExit(_ pid: pid_t, deadline: ContinuousClock.Instant) -> Int
     }
 }
 
-/// Where test files go: a directory no one else can write, up to `/` — so configuration files, plugins
-/// and helpers put there pass the tools' directory rule.
-public let trustedBase: String = privateScratchBase
+/// Where test files go: one directory for this test process under a base no one else can write, up to `/`
+/// — so configuration files, plugins and helpers put there pass the tools' directory rule — readable by
+/// others (tests run tools as nobody), and removed with everything in it when the process exits, however
+/// many fixtures, state directories and helpers' files the tests left in it.
+public let trustedBase: String = {
+    var template = Array("\(privateScratchBase)/gatekeeper-tests.XXXXXX".utf8CString)
+    let base = template.withUnsafeMutableBufferPointer { buffer in String(cString: mkdtemp(buffer.baseAddress!)!) }
+    chmod(base, 0o755)
+    runBase.withLock { $0 = base }
+    // Registered before any fixture's own handler (they make their directories here first), so it runs
+    // after them: servers are told to stop before their directories go.
+    atexit {
+        guard let base = runBase.withLock({ $0 }), getpid() == runOwner else { return }
+        for _ in 0..<3 {
+            try? FileManager.default.removeItem(atPath: base)
+            guard FileManager.default.fileExists(atPath: base) else { return }
+            usleep(200_000)  // A server stopping may still write into its directory.
+        }
+    }
+    return base
+}()
+
+/// The per-process base, for the exit handler (which can capture nothing), and the process that made it
+/// (a forked child must not remove it).
+private let runBase = Locked<String?>(nil)
+private let runOwner = getpid()
 
 /// A private directory for a test, removed with everything in it when the value is released (at the end of
 /// the test that made it).
