@@ -2,8 +2,8 @@ public import Authentication
 public import ProviderPlugins
 
 /// What `--check-config` says about a stack: the stack as resolved, and the stacks an admin would not
-/// want, found by running the stack's rules on every combination of answers (up to six entries; more
-/// are sampled); past-the-end jumps are named.
+/// want, found by running the stack's rules on every combination of answers (up to six entries) or, past
+/// that, on every distinct state the walk over the stack can reach; past-the-end jumps are named.
 public struct StackCheck: Sendable {
     /// The configuration normalised (``StackConfiguration/normalizedLines(annotated:)``): a file that
     /// parses as the same stack, each entry with its number and the bracket its keyword stands for.
@@ -51,9 +51,41 @@ public struct StackCheck: Sendable {
             }
             enumerate(0)
         } else {
-            var generator = SystemRandomNumberGenerator()
-            for _ in 0..<200_000 {
-                consider(entries.map { _ in values.randomElement(using: &generator)! })
+            // Too many combinations to try each: every distinct state of the walk instead, which finds
+            // every way the stack can end (a thousand entries in well under a second). The marks: whether
+            // a required or requisite entry ran, whether an entry that checks a credential answered
+            // success. Entries a path never ran answer the first value in the examples printed.
+            struct Mark: Hashable {
+                var ranMandatory = false
+                var checked = false
+            }
+            func example(_ path: [(entry: Int, answer: PAMResult)]) -> [PAMResult] {
+                var answers = [PAMResult](repeating: values[0], count: entries.count)
+                for (entry, answer) in path { answers[entry] = answer }
+                return answers
+            }
+            let complete = ProviderChain.explore(
+                layout, values: values, start: Mark(),
+                step: { mark, entry, answer in
+                    Mark(
+                        ranMandatory: mark.ranMandatory || mandatory[entry],
+                        checked: mark.checked || (checks[entry] && answer == .success))
+                },
+                ended: { result, mark, path in
+                    guard result == .success else { return true }
+                    canSucceed = true
+                    if mandatory.contains(true), succeedsWithoutRequired == nil, !mark.ranMandatory {
+                        succeedsWithoutRequired = example(path())
+                    }
+                    if succeedsUnchecked == nil, !mark.checked { succeedsUnchecked = example(path()) }
+                    return true
+                })
+            if !complete {
+                // A stack whose walk has more states than that (substacks that reset, deep): sampled.
+                var generator = SystemRandomNumberGenerator()
+                for _ in 0..<200_000 {
+                    consider(entries.map { _ in values.randomElement(using: &generator)! })
+                }
             }
         }
         var warnings: [String] = []

@@ -278,6 +278,20 @@ struct CheckConfigTests {
         #expect(result.stderr.contains("warning: the stack can succeed without any entry that checks a password"))
     }
 
+    /// A stack of a thousand entries — the most a file may hold — is analysed whole, not sampled: a
+    /// thousand requisite entries succeed only when every one answers success or ignore, a combination
+    /// random answers never hit (200,000 samples said "every login fails"; the check took 233 s).
+    @Test func aThousandEntriesAreAnalysedWhole() throws {
+        let result = try check(String(repeating: "requisite debug result=success\n", count: 1_000))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!result.stderr.contains("every login fails"), "\(result.stderr)")
+        #expect(result.stderr.contains("can succeed without any entry that checks a password"))
+        // And one whose every path fails is still called so.
+        let failing = try check(
+            String(repeating: "requisite debug result=success\n", count: 999) + "[default=die] debug\n")
+        #expect(failing.stderr.contains("no combination of answers makes this stack succeed"), "\(failing.stderr)")
+    }
+
     /// A `-name` backend not installed here is no error: --check-config says the entry answers
     /// module_unknown, and prints it with its dash.
     @Test func aDashedBackendNotInstalledIsNoted() throws {

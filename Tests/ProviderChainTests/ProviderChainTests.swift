@@ -337,6 +337,71 @@ struct ProviderChainTests {
         #expect(substacks > count / 4 && pastTheEnd > count / 20, "\(substacks) substacks, \(pastTheEnd) bad jumps")
     }
 
+    /// The walk over distinct states (`explore`, what --check-config uses past six entries) finds exactly
+    /// the ends that trying every combination of answers finds: the same set of (result, entries that
+    /// ran), on random stacks of up to five entries with brackets, jumps, resets and substacks.
+    @Test func exploringStatesFindsWhatEveryCombinationFinds() {
+        var generator = SeededGenerator(for: "exploringStatesFindsWhatEveryCombinationFinds", fixedSeed: 20_261_204)
+        let values: [PAMResult] = [
+            .success, .ignore, .authenticationError, .userUnknown, .newAuthenticationTokenRequired,
+        ]
+        func layout(_ count: Int, depth: Int) -> [ProviderChain.Layout] {
+            (0..<count).map { position in
+                if depth < 2, Int.random(in: 0..<5, using: &generator) == 0 {
+                    return .substack(layout(Int.random(in: 1...2, using: &generator), depth: depth + 1))
+                }
+                return .entry(Self.randomControl(remaining: count - position - 1, using: &generator))
+            }
+        }
+        func entries(_ layout: [ProviderChain.Layout]) -> Int {
+            layout.reduce(0) { count, element in
+                if case .substack(let inner) = element { count + entries(inner) } else { count + 1 }
+            }
+        }
+        struct End: Hashable {
+            var result: PAMResult
+            var ran: [Int]
+        }
+        var disagreements: [String] = []
+        for round in 0..<400 {
+            let stack = layout(Int.random(in: 1...4, using: &generator), depth: 0)
+            let count = entries(stack)
+            guard count <= 5 else { continue }
+            var tried: Set<End> = []
+            var answers = [PAMResult](repeating: .success, count: count)
+            func enumerate(_ position: Int) {
+                guard position < count else {
+                    let (result, ran) = ProviderChain.dispatch(stack, answers: answers)
+                    tried.insert(End(result: result, ran: ran))
+                    return
+                }
+                for value in values {
+                    answers[position] = value
+                    enumerate(position + 1)
+                }
+            }
+            enumerate(0)
+            var explored: Set<End> = []
+            let complete = ProviderChain.explore(
+                stack, values: values, start: [Int](), step: { ran, entry, _ in ran + [entry] },
+                ended: { result, ran, path in
+                    explored.insert(End(result: result, ran: ran))
+                    // The answers given lead to that end.
+                    var replay = [PAMResult](repeating: .success, count: count)
+                    for (entry, answer) in path() { replay[entry] = answer }
+                    if ProviderChain.dispatch(stack, answers: replay) != (result, ran) {
+                        disagreements.append("round \(round): the answers given do not lead to \(result)")
+                    }
+                    return true
+                })
+            if !complete || tried != explored {
+                disagreements.append("round \(round): \(stack)\ntried \(tried)\nexplored \(explored)")
+                if disagreements.count >= 3 { break }
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
+    }
+
     static func randomControl(remaining: Int, using generator: inout SeededGenerator) -> ChainControl {
         let keywords: [ChainControl] = [.required, .requisite, .sufficient, .optional]
         if Bool.random(using: &generator) { return keywords.randomElement(using: &generator)! }

@@ -400,6 +400,58 @@ extension ProviderChain {
         return (dispatch.result, ran)
     }
 
+    /// Every way `layout` can end when its entries may answer any of `values`, found by walking each
+    /// distinct state of the dispatch once — not each combination of answers — so a stack of a thousand
+    /// entries is explored whole, in time that grows with its entries and the states they lead to. The
+    /// walk keeps `Mark`s of the caller's own (what ran, say), moved on by `step` at each answer; `ended`
+    /// hears each distinct end — the stack's result, the marks, and the answers that led there (entry
+    /// index, answer) — and stops the walk by returning `false`.
+    /// - Returns: `false` when the walk stopped at `limit` distinct states before it had seen every end.
+    package static func explore<Mark: Hashable>(
+        _ layout: [Layout],
+        values: [PAMResult],
+        start: Mark,
+        limit: Int = 1_000_000,
+        step: (Mark, _ entry: Int, _ answer: PAMResult) -> Mark,
+        ended: (PAMResult, Mark, _ answers: () -> [(entry: Int, answer: PAMResult)]) -> Bool
+    ) -> Bool {
+        typealias State = ExploredState<Mark>
+        var first = Dispatch(Dispatch.flattened(layout))
+        var parent: [State: (from: State, entry: Int, answer: PAMResult)?] = [:]
+        var pending: [State] = []
+        func answers(to state: State) -> [(entry: Int, answer: PAMResult)] {
+            var path: [(entry: Int, answer: PAMResult)] = []
+            var current = state
+            while let link = parent[current] ?? nil {
+                path.append((link.entry, link.answer))
+                current = link.from
+            }
+            return path.reversed()
+        }
+        _ = first.next()
+        let start = State(dispatch: first, mark: start)
+        parent[start] = .some(nil)
+        pending.append(start)
+        while let state = pending.popLast() {
+            var dispatch = state.dispatch
+            guard let index = dispatch.next() else {
+                if !ended(dispatch.result, state.mark, { answers(to: state) }) { return true }
+                continue
+            }
+            for value in values {
+                var next = dispatch
+                _ = next.apply(value)
+                _ = next.next()
+                let successor = State(dispatch: next, mark: step(state.mark, index, value))
+                guard parent[successor] == nil else { continue }
+                guard parent.count < limit else { return false }
+                parent[successor] = .some((state, index, value))
+                pending.append(successor)
+            }
+        }
+        return true
+    }
+
     /// The jumps of `layout` that go past the end of their stack or substack, by entry (in order, from 0)
     /// and the number of entries that follow it there. libpam loads such a stack and fails the login
     /// ("bad jump in stack") when the jump is taken; so does a chain.
@@ -429,8 +481,34 @@ extension ProviderChain {
 /// a status, saved where each substack begins; `done` and `die` skip to the end of the current
 /// (sub)stack, a jump skips entries of its own level (a substack counts as one), and one that cannot
 /// be made fails the stack.
-struct Dispatch {
+/// A state of ``ProviderChain/explore(_:values:start:limit:step:ended:)``'s walk: where the dispatch
+/// stands, and the caller's marks.
+struct ExploredState<Mark: Hashable>: Hashable {
+    var dispatch: Dispatch
+    var mark: Mark
+}
+
+struct Dispatch: Hashable {
     enum Impression { case undecided, positive, negative }
+
+    /// Two walks of one stack are alike when they stand at the same place with the same impression,
+    /// status and saved states (the steps are the stack's, the same for both).
+    static func == (a: Dispatch, b: Dispatch) -> Bool {
+        a.position == b.position && a.previousLevel == b.previousLevel && a.impression == b.impression
+            && a.status == b.status && a.incomplete == b.incomplete && a.saved.elementsEqual(b.saved, by: ==)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(position)
+        hasher.combine(previousLevel)
+        hasher.combine(impression)
+        hasher.combine(status)
+        hasher.combine(incomplete)
+        for (impression, status) in saved {
+            hasher.combine(impression)
+            hasher.combine(status)
+        }
+    }
 
     /// One line of the flattened stack: an entry (with its index among the entries), or where a
     /// substack begins (`control` nil).
