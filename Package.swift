@@ -33,8 +33,9 @@ let package = Package(
     targets: [
         // The core: AuthProvider, Conversation, Secret, Identity, AuthError, Gatekeeper, RequiresAuthentication.
         .target(name: "Authentication", dependencies: ["GatekeeperSupport"]),
-        // What several modules share without making it public API (`package` access): the bounded pool of
-        // threads for blocking C work. In no product of its own.
+        // What several modules share without making it public API (`package` access): locked state, private
+        // files and state directories, child processes and signal threads, SHA-256, random bytes. In no
+        // product of its own. (The bounded pool of threads for blocking C work is Authentication's.)
         .target(name: "GatekeeperSupport", dependencies: ["CProcessSpawn"]),
         // Provider plugins: a backend by name, built from key=value options. The extension point that
         // command lines, configuration files and run-time loading use; neither the core's inner API nor a
@@ -42,8 +43,8 @@ let package = Package(
         .target(name: "ProviderPlugins", dependencies: ["Authentication", "GatekeeperSupport"]),
         // Test doubles and the provider conformance suite, for host tools and for this package's tests.
         .target(name: "AuthenticationTesting", dependencies: ["Authentication", "GatekeeperSupport"]),
-        // A Conversation on the controlling terminal (echo off, Ctrl-C / Ctrl-D cancel) and the shared
-        // command-line handling of provider options, used by the example executables.
+        // A Conversation on the controlling terminal (echo off, Ctrl-C / Ctrl-D cancel), its line editor and
+        // the terminal's restoration. (The command line's provider options are ToolSupport's.)
         .target(name: "TerminalLogin", dependencies: ["Authentication", "GatekeeperSupport"]),
         // What a host tool needs around every login: failed logins counted in pam_faillock's files, logins
         // remembered for a terminal session, and audit sinks (syslog, a hash-chained JSON log).

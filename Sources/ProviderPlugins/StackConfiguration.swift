@@ -286,7 +286,8 @@ public struct StackConfiguration: Sendable {
         var stackStarted = false
         var includesRead = 0
         var entriesRead = 0
-        /// libpam's own bound on nested includes and substacks is 16.
+        /// This reader's bound on nested includes and substacks (libpam 1.5.2 follows 120 nested includes;
+        /// a deeper nesting here is a mistake, or an attack on the reader).
         static let maxIncludeDepth = 16
         /// libpam fails a login through a 16th nested substack (`PAM_SUBSTACK_MAX_LEVEL`).
         static let maxSubstackDepth = 16

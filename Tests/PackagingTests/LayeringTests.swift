@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Modules depend only downward (DESIGN.md): each module's imports name modules of a lower layer, never a
+/// Modules depend only downward (docs/layout.md): each module's imports name modules of a lower layer, never a
 /// peer's or one above. Read from the sources' own `import` lines, so an import added without a thought
 /// to where its module sits fails here.
 struct LayeringTests {
