@@ -108,6 +108,8 @@ oidc-demo: build
 # Foundation's atomic writes, libpam's oracle, man-db's trigger when the package is installed — goes to a
 # TMPDIR of the run's own, removed after it. SwiftPM's lock files (/tmp/_PATH_.lock, one per build
 # directory, kept for the next build) and the toolchain's /tmp/swift-generated-sources are not the run's.
+# A compiler warning in the package's own sources fails the run too (a fresh clone builds every file, so
+# CI sees them all; a local build shows only the files it compiles again).
 LEFTOVERS = for d in /run /tmp /var/lib; do ls -A "$$d" 2>/dev/null | sed "s|^|$$d/|"; done \
 	| grep -Ev '^/tmp/(_.*\.lock|swift-generated-sources)$$' | LC_ALL=C sort
 test: deps
@@ -115,7 +117,9 @@ test: deps
 	set -e; base=/run; [ -w /run ] || base=$${XDG_RUNTIME_DIR:-/tmp}; \
 		scratch=$$(mktemp -d "$$base/gatekeeper-tmpdir.XXXXXX"); chmod 1777 "$$scratch"; \
 		trap 'rm -rf "$$scratch"' EXIT; export TMPDIR="$$scratch"; \
-		$(SWIFT) build --build-tests; \
+		$(SWIFT) build --build-tests 2>&1 | tee .build/build-tests.log; test $${PIPESTATUS[0]} -eq 0; \
+		if grep -E '^$(CURDIR)/[^:]+:[0-9]+:[0-9]+: warning:' .build/build-tests.log; then \
+			echo "make test: the build warns (above); a warning fails the run"; exit 1; fi; \
 		$(SWIFT) test --skip-build --no-parallel; \
 		$(MAKE) --no-print-directory bench-smoke fuzz-smoke test-package
 	@$(LEFTOVERS) > .build/leftovers-after.txt; \

@@ -1,4 +1,4 @@
-public import Authentication
+import Authentication
 public import PasswordHashing
 
 extension UsersFile.Password {

@@ -1,4 +1,4 @@
-public import Authentication
+import Authentication
 import GatekeeperSupport
 
 /// Where a ``LedgerScenario``'s choices come from: a seeded generator (a test's thousands of sequences),

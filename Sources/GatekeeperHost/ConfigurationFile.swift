@@ -1,4 +1,4 @@
-public import Authentication
+import Authentication
 import GatekeeperSupport
 public import ProviderPlugins
 

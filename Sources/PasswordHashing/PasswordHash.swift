@@ -1,7 +1,7 @@
 public import Authentication
 import CAPRUtilLoader
 import CCryptLoader
-package import GatekeeperSupport
+import GatekeeperSupport
 
 #if canImport(Glibc)
     import Glibc

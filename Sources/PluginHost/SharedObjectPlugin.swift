@@ -1,4 +1,4 @@
-public import Authentication
+import Authentication
 import CGatekeeperPlugin
 import GatekeeperSupport
 public import ProviderPlugins

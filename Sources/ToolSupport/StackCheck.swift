@@ -1,4 +1,4 @@
-public import Authentication
+import Authentication
 public import ProviderPlugins
 
 /// What `--check-config` says about a stack: the stack as resolved, and the stacks an admin would not

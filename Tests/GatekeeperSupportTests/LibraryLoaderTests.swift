@@ -51,7 +51,7 @@ struct LibraryLoaderTests {
         }
         #expect(status == -1)
         #expect(slot == nil)
-        let message = String(cString: failure)
+        let message = String(decoding: failure.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         #expect(message.hasPrefix("libgatekeeper-none.so.9, a library nobody has, cannot be loaded: "), "\(message)")
     }
 
@@ -69,7 +69,9 @@ struct LibraryLoaderTests {
         }
         #expect(status == -1)
         #expect(slots[0] != nil, "the functions before the missing one were found")
-        #expect(String(cString: failure) == "libc.so.6, the C library, has no gk_no_such")
+        #expect(
+            String(decoding: failure.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                == "libc.so.6, the C library, has no gk_no_such")
     }
 
     @Test func theFoldLoadsItsLibraryOnFirstUse() {

@@ -46,7 +46,7 @@ struct AttemptLedgerModelTests {
                 let handle =
                     FileHandle(forWritingAtPath: report)
                     ?? {
-                        FileManager.default.createFile(atPath: report, contents: nil)
+                        _ = FileManager.default.createFile(atPath: report, contents: nil)
                         return FileHandle(forWritingAtPath: report)!
                     }()
                 handle.seekToEndOfFile()

@@ -641,7 +641,7 @@ struct OIDCProviderTests {
                     var text = [CChar](repeating: 0, count: 32)
                     var copy = ipv4
                     inet_ntop(AF_INET, &copy, &text, 32)
-                    external = String(cString: text)
+                    external = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 }
             }
             cursor = entry.pointee.ifa_next
