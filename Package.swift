@@ -99,6 +99,16 @@ let package = Package(
             dependencies: ["Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins"]
         ),
 
+        // The backends the host tools offer by name: the one list of them (docs/layout.md, "Adding a
+        // backend").
+        .target(
+            name: "GatekeeperBackends",
+            dependencies: [
+                "ProviderPlugins", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "HelperPrograms",
+                "OTPProvider", "LDAPProvider", "OIDCProvider", "PluginHost",
+            ]
+        ),
+
         // Provider plugins: each depends on the core only, never on another provider.
         .target(
             name: "MockProvider", dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins"],
@@ -179,8 +189,7 @@ let package = Package(
             name: "gatekeeper-run",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
-                "ToolSupport", "GatekeeperHost", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
-                "PluginHost", "OTPProvider", "LDAPProvider", "OIDCProvider", "HelperPrograms", "OfflineCache",
+                "ToolSupport", "GatekeeperHost", "GatekeeperBackends", "OfflineCache",
             ],
             path: "Tools/gatekeeper-run"
         ),
@@ -188,8 +197,7 @@ let package = Package(
             name: "gatekeeper-repl",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
-                "ToolSupport", "GatekeeperHost", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider",
-                "PluginHost", "OTPProvider", "LDAPProvider", "OIDCProvider", "HelperPrograms",
+                "ToolSupport", "GatekeeperHost", "GatekeeperBackends",
             ],
             path: "Tools/gatekeeper-repl"
         ),
@@ -356,8 +364,7 @@ let package = Package(
             name: "PackagingTests",
             dependencies: [
                 "gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl", "TestSupport", "ProviderPlugins",
-                "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "HelperPrograms", "OTPProvider",
-                "LDAPProvider", "OIDCProvider",
+                "GatekeeperBackends",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,12 +1,5 @@
-import DebugProvider
-import FileProvider
 import Foundation
-import HelperPrograms
-import LDAPProvider
-import MockProvider
-import OIDCProvider
-import OTPProvider
-import PAMProvider
+import GatekeeperBackends
 import ProviderPlugins
 import TestSupport
 import Testing
@@ -206,11 +199,7 @@ struct DocumentationTests {
     }
 
     /// The backends gatekeeper-run offers by name, as it offers them.
-    static let registry = ProviderRegistry([
-        MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
-        CheckpasswordPlugin.self, ConversationHelperPlugin.self, OTPProviderPlugin.self, LDAPProviderPlugin.self,
-        OIDCProviderPlugin.self,
-    ])
+    static let registry = ProviderRegistry(BuiltInBackends.plugins)
 
     /// A configuration example parses as gatekeeper-run reads one: its grammar, controls, backends, their
     /// options and values. (The files it names are a real host's, so no backend is built: `--check-config`

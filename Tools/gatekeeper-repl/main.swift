@@ -1,17 +1,9 @@
 // gatekeeper-repl: a tabbed terminal app showing protected actions, cancellable logins, fallback to the
 // previous tab, and swappable backends.
 import Authentication
-import DebugProvider
-import FileProvider
+import GatekeeperBackends
 import GatekeeperHost
 import GatekeeperSupport
-import HelperPrograms
-import LDAPProvider
-import MockProvider
-import OIDCProvider
-import OTPProvider
-import PAMProvider
-import PluginHost
 import ProviderPlugins
 import TerminalLogin
 import ToolSupport
@@ -22,13 +14,8 @@ import ToolSupport
     import Musl
 #endif
 
-let registry = ProviderRegistry([
-    MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
-    CheckpasswordPlugin.self, ConversationHelperPlugin.self, OTPProviderPlugin.self, LDAPProviderPlugin.self,
-    OIDCProviderPlugin.self,
-])
-// A configuration may also name a shared-object plugin, by absolute path or by short name.
-.resolving(with: SharedObjectPlugins.resolver())
+// The built-in backends, and a shared-object plugin by absolute path or by short name.
+let registry = BuiltInBackends.registry
 var selection = ProviderSelection(registry: registry)
 
 let usage = "usage: gatekeeper-repl [--provider NAME [provider options] | --config FILE] [--state-dir DIR]"
@@ -96,7 +83,7 @@ do throws(AuthError) {
         provider: provider, stack: stack, selection: (selection.name, selection.options), settings: host,
         context: .init(
             tool: "gatekeeper-repl", terminal: ControllingTerminal.name(), remembersLogins: false,
-            countsInMemory: stack == nil && stateDirectory == nil && provider.name == MockProviderPlugin.name),
+            countsInMemory: stack == nil && stateDirectory == nil && provider.name == BuiltInBackends.demo),
         report: warnings)
 } catch {
     writeStandardError("gatekeeper-repl: \(error.reason ?? error.description)\n")
@@ -115,7 +102,7 @@ let interrupts = InterruptMonitor {
 }
 
 screen.say(screen.styled("gatekeeper-repl", .heading) + " — protected tabs, cancellable logins, swappable backends.")
-if provider.name == MockProviderPlugin.name {
+if provider.name == BuiltInBackends.demo {
     screen.say(
         "Provider: mock. Demo accounts: alice / wonderland (admin), bob / builder; "
             + "carol needs activation, dave is locked, erin (erin-2026) must change her password."

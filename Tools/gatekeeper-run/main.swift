@@ -1,18 +1,10 @@
 // gatekeeper-run: runs a command only after the person signs in (and, with --group, belongs to a group).
 import Authentication
-import DebugProvider
-import FileProvider
+import GatekeeperBackends
 import GatekeeperHost
 import GatekeeperSupport
-import HelperPrograms
 import HostProtection
-import LDAPProvider
-import MockProvider
-import OIDCProvider
-import OTPProvider
 import OfflineCache
-import PAMProvider
-import PluginHost
 import ProviderPlugins
 import TerminalLogin
 import ToolSupport
@@ -26,13 +18,8 @@ import ToolSupport
 // Before anything changes them: what the command will get back before exec.
 LaunchSignals.record()
 
-let registry = ProviderRegistry([
-    MockProviderPlugin.self, PAMProviderPlugin.self, FileProviderPlugin.self, DebugProviderPlugin.self,
-    CheckpasswordPlugin.self, ConversationHelperPlugin.self, OTPProviderPlugin.self, LDAPProviderPlugin.self,
-    OIDCProviderPlugin.self,
-])
-// A configuration may also name a shared-object plugin, by absolute path or by short name.
-.resolving(with: SharedObjectPlugins.resolver())
+// The built-in backends, and a shared-object plugin by absolute path or by short name.
+let registry = BuiltInBackends.registry
 let arguments = CommandLine.arguments.dropFirst()
 
 let invocation: Invocation
