@@ -116,9 +116,9 @@ struct PasswordChangeAtLoginTests {
             try await gatekeeper.signIn(try credentials("erin", "erin-2026"))
         }
         // Counted: the next attempt finds the name locked out.
-        await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+        await #expect {
             try await gatekeeper.signIn(try credentials("erin", "erin-2026"))
-        }
+        } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
     }
 
     /// A wrong password is a failed guess when another entry of the stack is down and its
@@ -138,9 +138,9 @@ struct PasswordChangeAtLoginTests {
             }
             #expect(gatekeeper.latestTrace?.refusedCredential == true)
             // Counted: the next attempt, the right password included, finds the name locked out.
-            await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+            await #expect {
                 try await gatekeeper.signIn(try credentials("alice", "wonderland"))
-            }
+            } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
         }
     }
 
@@ -230,10 +230,10 @@ struct PasswordChangeAtLoginTests {
         #expect(
             gatekeeper.latestTrace?.description
                 == "1. optional debug: ignore -> ignore\n2. required mock: success -> ok\nresult: success")
-        await #expect(throws: AuthError.passwordNotChanged(reason: "")) {
+        await #expect {
             try await gatekeeper.changePassword(
                 conversation: ScriptedConversation(.secret("guess"), .secret("x-y-z-1"), .secret("x-y-z-1")))
-        }
+        } throws: { ($0 as? AuthError)?.code == .passwordNotChanged }
         #expect(gatekeeper.latestTrace?.steps.last?.result == .authenticationError)
     }
 
@@ -243,11 +243,11 @@ struct PasswordChangeAtLoginTests {
         let provider = provider()
         let gatekeeper = gatekeeper(provider)
         try await gatekeeper.signIn(try credentials("alice", "wonderland"))
-        await #expect(throws: AuthError.invalidPassword(.nulByte)) {
+        await #expect {
             try await gatekeeper.changePassword(
                 conversation: ScriptedConversation(
                     .bytes(Array("wonderland".utf8) + [0, 0x78]), .secret("looking-glass"), .secret("looking-glass")))
-        }
+        } throws: { ($0 as? AuthError)?.code == .invalidPassword && ($0 as? AuthError)?.inputProblem == .nulByte }
         #expect(try await self.gatekeeper(provider).signIn(try credentials("alice", "wonderland")).username == "alice")
     }
 
@@ -264,15 +264,15 @@ struct PasswordChangeAtLoginTests {
                 conversation: ScriptedConversation(.secret(old), .secret(new), .secret(new)))
         }
         for _ in 0..<2 {
-            await #expect(throws: AuthError.passwordNotChanged(reason: "")) {
+            await #expect {
                 try await gatekeeper.changePassword(
                     conversation: ScriptedConversation(.secret("guess"), .secret("x-y-z-1"), .secret("x-y-z-1")))
-            }
+            } throws: { ($0 as? AuthError)?.code == .passwordNotChanged }
         }
-        await #expect(throws: AuthError.tooManyAttempts(retryAfter: nil)) {
+        await #expect {
             try await gatekeeper.changePassword(
                 conversation: ScriptedConversation(.secret("builder-three"), .secret("x-y-z-1"), .secret("x-y-z-1")))
-        }
+        } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
         #expect(audit.events.contains { $0.kind == .lockedOut })
         #expect(try await self.gatekeeper(provider).signIn(try credentials("bob", "builder-three")).username == "bob")
     }
@@ -333,11 +333,11 @@ struct PasswordChangeAtLoginTests {
         let audit = RecordingAuditSink()
         let gatekeeper = gatekeeper(provider, audit: audit)
         try await gatekeeper.signIn(try credentials("alice", "wonderland"))
-        await #expect(throws: AuthError.passwordNotChanged(reason: "")) {
+        await #expect {
             try await gatekeeper.changePassword(
                 conversation: ScriptedConversation(
                     .secret("not-it"), .secret("looking-glass"), .secret("looking-glass")))
-        }
+        } throws: { ($0 as? AuthError)?.code == .passwordNotChanged }
         try await gatekeeper.changePassword(
             conversation: ScriptedConversation(
                 .secret("wonderland"), .secret("looking-glass"), .secret("looking-glass")))
