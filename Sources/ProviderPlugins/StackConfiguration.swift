@@ -313,8 +313,10 @@ public struct StackConfiguration: Sendable {
                 guard let first = words.first else { continue }
                 let lineNumber = first.line
                 let at = Location(file: file, line: lineNumber, column: first.column)
-                // libpam reads its own words without regard to case (`Required`, `INCLUDE`).
-                switch first.text.lowercased() {
+                // libpam reads its own words without regard to case (`INCLUDE`, and the controls); the
+                // settings are this file's own, and read as written.
+                let lowered = first.text.lowercased()
+                switch lowered == "include" || lowered == "substack" ? lowered : first.text {
                 case "include", "substack":
                     guard words.count == 2 else {
                         throw ConfigurationError(

@@ -108,6 +108,13 @@ struct LibpamReaderTests {
             #expect(libpam == chain && chain == .authenticationError, "\(keyword): \(libpam) \(chain)")
         }
         #expect(throws: ConfigurationError.self) { try parse("[SUCCESS=ok default=bad] debug result=success\n") }
+        // The settings are this file's own words, not libpam's: read as written (`Session` was read as a
+        // lockout line when the keywords were folded).
+        for text in ["Session idle=5m\nrequired debug\n", "LOCKOUT deny=3\nrequired debug\n"] {
+            #expect {
+                try parse(text)
+            } throws: { "\($0)".contains("unknown control") }
+        }
     }
 
     /// `-name`: libpam's `-` before a module that is missing keeps the entry, which answers
