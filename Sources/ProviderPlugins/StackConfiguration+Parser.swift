@@ -1,4 +1,4 @@
-public import Authentication
+import Authentication
 
 /// Reading a configuration file: its settings and its stack, as libpam reads a service file's lines
 /// (the line reader is StackConfiguration+Lines.swift).

@@ -1,4 +1,4 @@
-public import Authentication
+import Authentication
 
 /// The configuration written back: one file, one way.
 extension StackConfiguration {
