@@ -367,7 +367,7 @@ struct OfflineCacheTests {
     }
 
     /// A check that confirms the account moves its check time on and keeps the entry; one made while the
-    /// backend is unreachable changes nothing and asks about no further entry.
+    /// backend is unreachable changes nothing (the entry counted as not checked, and still due).
     @Test func aConfirmedEntryStaysAndAnUnreachableCheckChangesNothing() async throws {
         let backend = Switchable()
         let clock = ManualClock()
