@@ -31,7 +31,8 @@ public final class OTPAuthProvider: AuthProvider {
     /// Checks run on this thread, one at a time: liboath 2.6.7 reads the file before it takes its lock,
     /// and gives up at once when another holds it, so concurrent checks in one process could both accept
     /// a code or fail for nothing. (Across processes the same holds for pam_oath; see the README.)
-    static let threads = BlockingPool(name: "gatekeeper.otp", maxThreads: 1, maxIdle: 1)
+    /// (``ProcessPools/Role/oneTimeCodes``).
+    static var threads: BlockingPool { ProcessPools.pool(.oneTimeCodes) }
 
     public init(usersFile: String, window: Int = 3, digits: Int? = nil) {
         self.usersFile = usersFile

@@ -55,8 +55,8 @@ final class PAMTransaction: Sendable {
     /// kept for the next transaction, as starting one costs about as much as a `pam_matrix` login. Its
     /// threads run no other pool's jobs: a transaction may change its thread (credentials, a session
     /// keyring, a security context) and a helper started from it would inherit that.
-    static let threads = BlockingPool(
-        name: "gatekeeper.pam", maxThreads: 64, maxIdle: 4, sharesThreads: false)
+    /// (``ProcessPools/Role/pam``, where a host sizes it).
+    static var threads: BlockingPool { ProcessPools.pool(.pam) }
 
     /// Whether the caller stopped waiting or the person cancelled a question: no further phase starts.
     private var isCancelled: Bool { bridge.isCancelled || conversationState.withLock { $0.cancelled } }

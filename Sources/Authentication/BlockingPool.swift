@@ -29,9 +29,10 @@ import GatekeeperSupport
 public final class BlockingPool: Sendable {
     /// How many jobs may run at once.
     public let maxThreads: Int
-    fileprivate let maxIdle: Int
+    /// How many idle threads may be kept when one of this pool's jobs finishes.
+    public let maxIdle: Int
     /// Whether the threads this pool finishes with may run other pools' jobs.
-    private let sharesThreads: Bool
+    public let sharesThreads: Bool
     /// What the pool is for, in messages.
     public let name: String
     private let state = Locked(State())
@@ -83,8 +84,8 @@ public final class BlockingPool: Sendable {
     /// starve this one: PAM transactions (a prompt, a session held until sign-out), helper programs and
     /// shared-object plugins (their conversations), a plugin's answers to its host (a host that calls
     /// back into it from a thread of this pool would otherwise wait on itself), and password hashing,
-    /// one check per processor (`PasswordHash.checks`).
-    public static let shared = BlockingPool(name: "gatekeeper.blocking", maxThreads: 64, maxIdle: 4)
+    /// one check per processor: each its own pool (``ProcessPools``, where a host sizes or replaces them).
+    public static var shared: BlockingPool { ProcessPools.pool(.shared) }
 
     /// The number of online processors, at least 1.
     package static var processorCount: Int {

@@ -68,8 +68,8 @@ public struct HelperSettings: Sendable {
     ]
 }
 
-/// Helpers run on these threads, at most 64 at once.
-let helperThreads = BlockingPool(name: "gatekeeper.helper", maxThreads: 64, maxIdle: 2)
+/// Helpers run on these threads (``ProcessPools/Role/helpers``).
+var helperThreads: BlockingPool { ProcessPools.pool(.helpers) }
 
 /// The checkpassword interface (qmail's, which Dovecot and others use): the user name, the password and an
 /// empty timestamp, each NUL-terminated, on descriptor 3; exit 0 accepts, 1 rejects, 111 is a temporary

@@ -70,8 +70,8 @@ public struct PasswordHash: Hashable, Sendable, CustomStringConvertible {
     /// Where every password check and new hash of this process runs (a users file's, the offline cache's):
     /// one thread per processor, so concurrent logins cannot make the process hash with more memory or
     /// threads than that; more wait in line.
-    package static let checks = BlockingPool(
-        name: "gatekeeper.hash", maxThreads: BlockingPool.processorCount, maxIdle: BlockingPool.processorCount)
+    /// (``ProcessPools/Role/passwordHashing``).
+    package static var checks: BlockingPool { ProcessPools.pool(.passwordHashing) }
 
     /// The most sha-crypt rounds accepted (the default is 5,000): more would let a crafted file make one
     /// login take seconds.

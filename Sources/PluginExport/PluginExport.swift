@@ -62,8 +62,8 @@ public enum PluginExport {
     /// Questions go to the host from these threads, never from the cooperative pool: the host answers
     /// them with tasks of its own, which blocked cooperative threads would starve. The host's code runs on
     /// them, so they run no other pool's jobs.
-    static let threads = BlockingPool(
-        name: "gatekeeper.plugin-export", maxThreads: 64, maxIdle: 2, sharesThreads: false)
+    /// (``ProcessPools/Role/pluginExport``).
+    static var threads: BlockingPool { ProcessPools.pool(.pluginExport) }
 }
 
 private let exported = Locked<ExportedPlugin?>(nil)

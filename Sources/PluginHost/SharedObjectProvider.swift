@@ -17,10 +17,9 @@ public final class SharedObjectProvider: AuthProvider {
     public let plugin: SharedObjectPlugin
     let instance: PluginInstance
 
-    /// Plugins' logins: at most 64 at once, the rest in line; their threads, which ran foreign code, run
-    /// no other pool's jobs.
-    static let threads = BlockingPool(
-        name: "gatekeeper.plugin", maxThreads: 64, maxIdle: 4, sharesThreads: false)
+    /// Plugins' logins (``ProcessPools/Role/plugins``): their threads, which ran foreign code, run no other
+    /// pool's jobs.
+    static var threads: BlockingPool { ProcessPools.pool(.plugins) }
 
     init(plugin: SharedObjectPlugin, instance: PluginInstance) {
         self.plugin = plugin
