@@ -109,6 +109,18 @@ let package = Package(
             ]
         ),
 
+        // The tools' commands: each command line read into an action value, and what each action does
+        // (`perform`), above everything a host assembles; each tool's main calls one of them.
+        .target(
+            name: "GatekeeperCommands",
+            dependencies: [
+                "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
+                "ToolSupport",
+                "GatekeeperHost", "GatekeeperBackends", "OfflineCache", "FileProvider", "OTPProvider",
+                "PasswordHashing",
+            ]
+        ),
+
         // Provider plugins: each depends on the core only, never on another provider.
         .target(
             name: "MockProvider", dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins"],
@@ -185,30 +197,10 @@ let package = Package(
             dependencies: ["Authentication", "PAMProvider", "PluginHost", "HelperPrograms"],
             path: "Tools/gatekeeper-pam-helper"
         ),
+        .executableTarget(name: "gatekeeper-run", dependencies: ["GatekeeperCommands"], path: "Tools/gatekeeper-run"),
+        .executableTarget(name: "gatekeeper-repl", dependencies: ["GatekeeperCommands"], path: "Tools/gatekeeper-repl"),
         .executableTarget(
-            name: "gatekeeper-run",
-            dependencies: [
-                "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
-                "ToolSupport", "GatekeeperHost", "GatekeeperBackends", "OfflineCache",
-            ],
-            path: "Tools/gatekeeper-run"
-        ),
-        .executableTarget(
-            name: "gatekeeper-repl",
-            dependencies: [
-                "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
-                "ToolSupport", "GatekeeperHost", "GatekeeperBackends",
-            ],
-            path: "Tools/gatekeeper-repl"
-        ),
-        .executableTarget(
-            name: "gatekeeper-passwd",
-            dependencies: [
-                "Authentication", "GatekeeperSupport", "TerminalLogin", "ToolSupport", "FileProvider", "OTPProvider",
-                "PasswordHashing",
-            ],
-            path: "Tools/gatekeeper-passwd"
-        ),
+            name: "gatekeeper-passwd", dependencies: ["GatekeeperCommands"], path: "Tools/gatekeeper-passwd"),
         .executableTarget(
             name: "gatekeeper-bench",
             dependencies: [

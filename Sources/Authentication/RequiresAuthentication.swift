@@ -50,18 +50,28 @@ public struct RequiresAuthentication<Output: Sendable>: Sendable {
     /// existential box around it; a login boxes it.
     @inlinable
     public func run(through gatekeeper: Gatekeeper, conversation: some Conversation) async throws -> Access<Output> {
+        try await runWithTrace(through: gatekeeper, conversation: conversation).outcome
+    }
+
+    /// ``run(through:conversation:)``, answered with how the stack decided the login it took (the trace of
+    /// ``Gatekeeper/authorizeWithTrace(_:conversation:)``): `nil` when a session let the content run at
+    /// once, or when no stack answered.
+    @inlinable
+    public func runWithTrace(through gatekeeper: Gatekeeper, conversation: some Conversation) async throws
+        -> Traced<Access<Output>>
+    {
         // The signed-in fast path is a synchronous call; only a login needs the asynchronous one.
         if let identity = gatekeeper.identityIfAdmitted(requirement) {
-            return .completed(try await content(identity))
+            return Traced(.completed(try await content(identity)))
         }
-        let identity: Identity
-        do {
-            identity = try await gatekeeper.loginUntilAdmitted(requirement, conversation: conversation)
-        } catch {
+        let login = await gatekeeper.loginUntilAdmitted(requirement, conversation: conversation)
+        switch login.outcome {
+        case .success(let identity):
+            return Traced(.completed(try await content(identity)), trace: login.trace)
+        case .failure(let error):
             await onAuthenticationDismissed(error)
-            return .dismissed(error)
+            return Traced(.dismissed(error), trace: login.trace)
         }
-        return .completed(try await content(identity))
     }
 }
 

@@ -141,7 +141,7 @@ struct ProtectedActionTests {
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
         // The first action now joins a login: it gets the session, and nobody is asked anything.
         let silent = ScriptedConversation()
-        let identity = try await gatekeeper.login(conversation: silent, attempts: 3, joinExisting: true)
+        let identity = try await gatekeeper.login(conversation: silent, attempts: 3, joinExisting: true).outcome.get()
         #expect(identity.username == "alice")
         #expect(silent.questionCount == 0)
         #expect(provider.authenticationCount == 1)

@@ -37,13 +37,13 @@ struct SingleFlightTests {
                 state.withLock { if case .waiting = $0.waiters[second.waiter]?.state { true } else { false } }
             })
         let effects = state.withLock { state in
-            _ = state.land(first.started!, with: .success(alice))
+            _ = state.land(first.started!, with: Traced(.success(alice)))
             return state.takeEffects()
         }
         #expect(effects.resumes.count == 1)  // The suspended one; the other finds its result on arrival.
         effects.deliver()
-        #expect(try await suspended.value.get() == alice)
-        #expect(try await result(of: first.waiter, in: state).get() == alice)
+        #expect(try await suspended.value.outcome.get() == alice)
+        #expect(try await result(of: first.waiter, in: state).outcome.get() == alice)
         #expect(state.withLock { $0.waiters.isEmpty && !$0.isInFlight })
     }
 
@@ -70,7 +70,7 @@ struct SingleFlightTests {
         afterSecond.deliver()
         #expect(login.isCancelled)
         // A late result of the abandoned login goes to nobody.
-        #expect(!state.withLock { $0.land(first.started!, with: .success(alice)) })
+        #expect(!state.withLock { $0.land(first.started!, with: Traced(.success(alice))) })
     }
 
     @Test func aLoginAbandonedBeforeItsTaskIsKnownRefusesTheTask() {

@@ -132,11 +132,11 @@ struct PasswordChangeAtLoginTests {
                 provider: ProviderChain(order ? [entry, down] : [down, entry]),
                 configuration: .init(maxAttempts: 1, lockout: .init(deny: 2), failDelay: .zero))
             for _ in 0..<2 {
-                await #expect(throws: AuthError.self) {
-                    try await gatekeeper.signIn(try credentials("alice", "guess"))
-                }
+                let login = await gatekeeper.signInWithTrace(
+                    conversation: ScriptedConversation(.text("alice"), .secret("guess")))
+                if case .success = login.outcome { Issue.record("a wrong password was admitted") }
+                #expect(login.trace?.refusedCredential == true)
             }
-            #expect(gatekeeper.latestTrace?.refusedCredential == true)
             // Counted: the next attempt, the right password included, finds the name locked out.
             await #expect {
                 try await gatekeeper.signIn(try credentials("alice", "wonderland"))
@@ -155,13 +155,12 @@ struct PasswordChangeAtLoginTests {
             configuration: .init(maxAttempts: 1, lockout: .init(deny: 2), failDelay: .zero))
         try await gatekeeper.signIn(try credentials("alice", "wonderland"))
         for _ in 0..<2 {
-            await #expect(throws: AuthError.self) {
-                try await gatekeeper.changePassword(
-                    conversation: ScriptedConversation(
-                        .secret("not-it"), .secret("looking-glass"), .secret("looking-glass")))
-            }
+            let change = await gatekeeper.changePasswordWithTrace(
+                conversation: ScriptedConversation(
+                    .secret("not-it"), .secret("looking-glass"), .secret("looking-glass")))
+            if case .success = change.outcome { Issue.record("a wrong current password changed the password") }
+            #expect(change.trace?.refusedCredential == true)
         }
-        #expect(gatekeeper.latestTrace?.refusedCredential == true)
         #expect(try gatekeeper.lockout.status(of: LockoutAccount("alice"), policy: .init(deny: 2)).isLocked)
     }
 
@@ -214,8 +213,8 @@ struct PasswordChangeAtLoginTests {
         }
     }
 
-    /// A change through a stack leaves its trace as the gatekeeper's latest, as a login does: the update
-    /// pass when the preliminary check passed, the preliminary check when it refused.
+    /// A change through a stack answers with its trace, as a login does: the update pass when the
+    /// preliminary check passed, the preliminary check when it refused.
     @Test func aChangeLeavesItsTrace() async throws {
         let gatekeeper = Gatekeeper(
             provider: ProviderChain([
@@ -223,18 +222,23 @@ struct PasswordChangeAtLoginTests {
                 .init(.required, provider()),
             ]),
             configuration: .init(maxAttempts: 1, failDelay: .zero))
-        try await gatekeeper.signIn(try credentials("bob", "builder"))
-        #expect(gatekeeper.latestTrace?.identityEntry == "2:mock")
-        try await gatekeeper.changePassword(
+        let login = await gatekeeper.signInWithTrace(
+            conversation: ScriptedConversation(.text("bob"), .secret("builder")))
+        #expect(login.trace?.identityEntry == "2:mock")
+        let changed = await gatekeeper.changePasswordWithTrace(
             conversation: ScriptedConversation(.secret("builder"), .secret("builder-two"), .secret("builder-two")))
+        if case .failure(let error) = changed.outcome { Issue.record("the change was refused: \(error)") }
         #expect(
-            gatekeeper.latestTrace?.description
+            changed.trace?.description
                 == "1. optional debug: ignore -> ignore\n2. required mock: success -> ok\nresult: success")
-        await #expect {
-            try await gatekeeper.changePassword(
-                conversation: ScriptedConversation(.secret("guess"), .secret("x-y-z-1"), .secret("x-y-z-1")))
-        } throws: { ($0 as? AuthError)?.code == .passwordNotChanged }
-        #expect(gatekeeper.latestTrace?.steps.last?.result == .authenticationError)
+        let refused = await gatekeeper.changePasswordWithTrace(
+            conversation: ScriptedConversation(.secret("guess"), .secret("x-y-z-1"), .secret("x-y-z-1")))
+        guard case .failure(let error) = refused.outcome else {
+            Issue.record("a wrong current password changed the password")
+            return
+        }
+        #expect(error.code == .passwordNotChanged)
+        #expect(refused.trace?.steps.last?.result == .authenticationError)
     }
 
     /// The answers of a change are checked as a login's are: a password holding a NUL byte (which C would

@@ -21,7 +21,13 @@ struct LayeringTests {
         "ToolSupport": 5, "GatekeeperHost": 5,
         // The one list of the backends the tools offer: it assembles them, as the tools do.
         "GatekeeperBackends": 6,
+        // The tools' commands, which the tools' mains call: they assemble everything, gatekeeper-passwd's
+        // users files (FileProvider's, OTPProvider's) included.
+        "GatekeeperCommands": 7,
     ]
+
+    /// The modules that may import a backend: the list of them, and the commands that manage their files.
+    static let assemblers: Set<String> = ["GatekeeperBackends", "GatekeeperCommands"]
 
     /// Kinds of login: a module never imports one of these (the tools, which assemble them, are not checked).
     static let backends: Set<String> = [
@@ -57,7 +63,7 @@ struct LayeringTests {
         let found = try #require(directory, "no directory for \(module)")
         let layer = try #require(Self.layers[module])
         for imported in try Self.imports(of: found) where imported != module {
-            if Self.backends.contains(imported) && module != "GatekeeperBackends" {
+            if Self.backends.contains(imported) && !Self.assemblers.contains(module) {
                 Issue.record("\(module) imports \(imported), a backend of its own")
             } else if let other = Self.layers[imported], other >= layer {
                 Issue.record("\(module) (layer \(layer)) imports \(imported) (layer \(other)), not below it")

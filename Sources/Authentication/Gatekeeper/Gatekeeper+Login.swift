@@ -43,9 +43,10 @@ extension Gatekeeper {
 
     /// Signs in through `conversation`, or joins the login already in progress when `joinExisting` is set.
     /// An explicit sign-in (`joinExisting == false`) waits for a login in progress to end, then starts its own.
-    func login(conversation: any Conversation, attempts: Int, joinExisting: Bool) async throws(AuthError) -> Identity {
+    /// The answer carries the trace of the login's last attempt through a stack.
+    func login(conversation: any Conversation, attempts: Int, joinExisting: Bool) async -> SingleFlight.Result {
         while true {
-            if Task.isCancelled { throw .cancelled }
+            if Task.isCancelled { return SingleFlight.cancelled }
             let now = clock.now()
             let (step, effects) = core.withLock { core in
                 core.transition(at: now, clock: clock) { core -> LoginStep in
@@ -61,7 +62,7 @@ extension Gatekeeper {
             effects.deliver()
             let (waiterID, startedFlight, queued): (UInt64, UInt64?, Bool)
             switch step {
-            case .signedInMeanwhile(let identity): return identity
+            case .signedInMeanwhile(let identity): return Traced(.success(identity))
             case .wait(let waiter, let flight, let behind): (waiterID, startedFlight, queued) = (waiter, flight, behind)
             }
             if let flightID = startedFlight {
@@ -69,10 +70,10 @@ extension Gatekeeper {
             }
             let result = await wait(waiterID)
             if queued {
-                if Task.isCancelled { throw .cancelled }
+                if Task.isCancelled { return SingleFlight.cancelled }
                 continue
             }
-            return try result.get()
+            return result
         }
     }
 
@@ -85,13 +86,14 @@ extension Gatekeeper {
 
     private func start(_ flightID: UInt64, conversation: any Conversation, attempts: Int) {
         let task = Task(executorPreference: configuration.taskExecutor) { [self] in
+            var trace: ProviderChain.Trace?
             let result: Result<Identity, AuthError>
             do throws(AuthError) {
-                result = .success(try await performLogin(conversation: conversation, attempts: attempts))
+                result = .success(try await performLogin(conversation: conversation, attempts: attempts, trace: &trace))
             } catch {
                 result = .failure(error)
             }
-            await finish(flightID, with: result)
+            await finish(flightID, with: Traced(result, trace: trace))
         }
         // The login may have been abandoned before its task was known; then cancel the task here.
         let attached = core.withLock { $0.login.attach(task, to: flightID) }
@@ -100,7 +102,7 @@ extension Gatekeeper {
 
     /// Waits for the result of a login. Returns `cancelled` at once when this task is cancelled, even if
     /// the login itself is still blocked in the provider.
-    private func wait(_ waiterID: UInt64) async -> Result<Identity, AuthError> {
+    private func wait(_ waiterID: UInt64) async -> SingleFlight.Result {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let ready = core.withLock { $0.login.receive(waiterID, orSuspend: continuation) }
@@ -122,7 +124,8 @@ extension Gatekeeper {
     }
 
     /// A login's task ended. Its result counts only if the login is still the current one.
-    private func finish(_ flightID: UInt64, with admitted: Result<Identity, AuthError>) async {
+    private func finish(_ flightID: UInt64, with answer: SingleFlight.Result) async {
+        let admitted = answer.outcome
         var result = admitted
         // A gatekeeper that requires its audit trail writes the success before the session opens — for a
         // login nobody waits for any more too — and refuses one that no destination kept.
@@ -139,7 +142,7 @@ extension Gatekeeper {
         let now = clock.now()
         let (outcome, effects) = core.withLock { core in
             core.transition(at: now, clock: clock) { core -> (current: Bool, replaced: Identity?) in
-                guard core.login.land(flightID, with: result) else { return (false, nil) }
+                guard core.login.land(flightID, with: Traced(result, trace: answer.trace)) else { return (false, nil) }
                 var replaced: Identity?
                 if case .success(let identity) = result {
                     replaced = core.session?.identity
@@ -169,8 +172,11 @@ extension Gatekeeper {
 
     /// The interactive login: user name, then the provider's questions, up to `attempts` times, each
     /// attempt its own in the ledger (a re-asked prompt presents nothing until it is answered). An empty
-    /// user name means the person changed their mind: ``AuthError/cancelled``.
-    private func performLogin(conversation: any Conversation, attempts: Int) async throws(AuthError) -> Identity {
+    /// user name means the person changed their mind: ``AuthError/cancelled``. `trace` is the stack's answer
+    /// to the latest attempt it answered (or the change of an expired password that followed it).
+    private func performLogin(conversation: any Conversation, attempts: Int, trace: inout ProviderChain.Trace?)
+        async throws(AuthError) -> Identity
+    {
         let attempts = max(attempts, 1)
         for attempt in 1...attempts {
             if Task.isCancelled { throw .cancelled }
@@ -178,7 +184,7 @@ extension Gatekeeper {
             if answer.isEmpty { throw .cancelled }
             var askedNothing = false
             do throws(AuthError) {
-                return try await check(answer, conversation: conversation, askedNothing: &askedNothing)
+                return try await check(answer, conversation: conversation, askedNothing: &askedNothing, trace: &trace)
             } catch {
                 if error.code != .cancelled { try await waitAfterFailure() }
                 switch error.code {
@@ -215,10 +221,11 @@ extension Gatekeeper {
     /// in this place, if the backend and the lockout still agree; otherwise the stack, with the attempt in
     /// the ledger (``AttemptLedger``: counted when the person's answer reaches the backend, settled by the
     /// stack's answer); the audit, written from the outcome and its trace in one place.
-    /// `askedNothing` is set when the stack answered without asking the person anything.
-    private func check(_ answer: String, conversation: any Conversation, askedNothing: inout Bool)
-        async throws(AuthError) -> Identity
-    {
+    /// `askedNothing` is set when the stack answered without asking the person anything; `trace` to the
+    /// stack's answer, when a stack answered.
+    private func check(
+        _ answer: String, conversation: any Conversation, askedNothing: inout Bool, trace: inout ProviderChain.Trace?
+    ) async throws(AuthError) -> Identity {
         let username = try Username.validate(answer)
         record(.attempt, unverified: username)
         let account = LockoutAccount(username, lookup: await provider.lookUpAccount(username))
@@ -236,7 +243,6 @@ extension Gatekeeper {
             mayChangeExpiredPassword: true,
             readsGroups: configuration.readsGroups
         )
-        let number = traces.begin()
         let answer: Result<Traced<AuthOutcome>, AuthError>
         do throws(AuthError) {
             answer = .success(try await provider.authenticateWithTrace(request))
@@ -254,7 +260,7 @@ extension Gatekeeper {
         }
         askedNothing = !attempt.asked
         let verdict = LoginVerdict(answer, account: account, revealsUnknownUsers: configuration.revealsUnknownUsers)
-        if case .success(let traced) = answer { traces.land(traced.trace, number: number) }
+        if case .success(let traced) = answer, let answered = traced.trace { trace = answered }
         let lockedOut = ledger.settle(attempt, verdict.ledgerAnswer)
         audit(verdict, presented: attempt.presented, lockedOut: lockedOut)
         if let lockedOut {
@@ -272,7 +278,7 @@ extension Gatekeeper {
             await provider.signOut(identity)
             throw .passwordChangeRequired
         }
-        return try await changeExpiredPassword(of: identity, conversation: conversation)
+        return try await changeExpiredPassword(of: identity, conversation: conversation, trace: &trace)
     }
 
     /// The audit records of one attempt, from its verdict alone: the stack's decision, then the failure (or
@@ -318,7 +324,34 @@ extension Gatekeeper {
     ///   (the old password stays), ``AuthError/tooManyAttempts(retryAfter:)``,
     ///   ``AuthError/providerUnavailable(reason:)``, or a login error.
     public func changePassword(conversation: any Conversation) async throws(AuthError) {
-        let identity = try await authorize(.signedIn, conversation: conversation)
+        try await changePasswordWithTrace(conversation: conversation).outcome.get()
+    }
+
+    /// ``changePassword(conversation:)``, answered with how the stack decided it: the trace of the change, or
+    /// of the login before it when the change never began (`nil` when no stack answered).
+    public func changePasswordWithTrace(conversation: any Conversation) async -> Traced<Result<Void, AuthError>> {
+        let login = await authorizeWithTrace(.signedIn, conversation: conversation)
+        let identity: Identity
+        switch login.outcome {
+        case .success(let admitted): identity = admitted
+        case .failure(let error): return Traced(.failure(error), trace: login.trace)
+        }
+        var trace = login.trace
+        do throws(AuthError) {
+            try await changePassword(of: identity, conversation: conversation, trace: &trace)
+            return Traced(.success(()), trace: trace)
+        } catch {
+            return Traced(.failure(error), trace: trace)
+        }
+    }
+
+    /// The change of ``changePasswordWithTrace(conversation:)`` once `identity` is signed in; `trace` to the
+    /// stack's answer, when a stack answered.
+    private func changePassword(
+        of identity: Identity, conversation: any Conversation, trace: inout ProviderChain.Trace?
+    )
+        async throws(AuthError)
+    {
         let attempt: LedgerAttempt
         do throws(AuthError) {
             attempt = try ledger.open(LockoutAccount(identity.username))
@@ -327,18 +360,19 @@ extension Gatekeeper {
             throw error
         }
         let outcome: PasswordChangeOutcome
-        let trace: ProviderChain.Trace?
+        let changeTrace: ProviderChain.Trace?
         let preliminaryPassed: Bool
         do throws(AuthError) {
             // Every answer checked as a login's are, so providers may rely on it here too; the first one handed
             // over (the current password) is presented to the ledger.
-            let number = traces.begin()
             let passes = try await provider.changePasswordInTwoPasses(
                 of: identity.username, conversation: ValidatingConversation(conversation, attempt: attempt),
                 terminal: configuration.terminal, remoteHost: configuration.remoteHost,
                 requestingUser: configuration.requestingUser)
-            traces.land(passes.answer.trace, number: number)
-            (outcome, trace, preliminaryPassed) = (passes.answer.outcome, passes.answer.trace, passes.preliminaryPassed)
+            (outcome, changeTrace, preliminaryPassed) = (
+                passes.answer.outcome, passes.answer.trace, passes.preliminaryPassed
+            )
+            if let changeTrace { trace = changeTrace }
         } catch {
             // Cancelled, killed, or the conversation failed: once the current password was handed over the count
             // stands (the backend may have checked it, and the clock may tell), before it nothing was counted.
@@ -357,7 +391,7 @@ extension Gatekeeper {
         // which it does only once every entry's preliminary check accepted the current password. A wrong
         // current password is a guess — the stack's answer, or an entry's whose refusal another entry's answer
         // decided over — and so is any other end once it was handed over (unavailable, failed, a policy).
-        let guessed = outcome == .rejected(.wrongCurrentPassword) || trace?.refusedCredential == true
+        let guessed = outcome == .rejected(.wrongCurrentPassword) || changeTrace?.refusedCredential == true
         _ = ledger.settle(attempt, LedgerAnswer(preliminaryPassed && !guessed ? .rightCredential : .refused))
         if let error = outcome.error {
             record(.passwordChangeFailed, identity.username, error)
@@ -372,21 +406,22 @@ extension Gatekeeper {
     /// through the stack, each entry changing only a password of its own that has expired
     /// (`expiredOnly`). Refused or cancelled, the login is not admitted and whatever the backend holds
     /// for the identity is let go. The password was just found right, so nothing here is a guess but a
-    /// current password an entry asks again and refuses, which the ledger counts.
-    private func changeExpiredPassword(of identity: Identity, conversation: any Conversation) async throws(AuthError)
-        -> Identity
-    {
+    /// current password an entry asks again and refuses, which the ledger counts. `trace` becomes the
+    /// change's, when a stack answered it.
+    private func changeExpiredPassword(
+        of identity: Identity, conversation: any Conversation, trace loginTrace: inout ProviderChain.Trace?
+    ) async throws(AuthError) -> Identity {
         await conversation.show(PasswordPrompt.expiredNotice, as: .info)
         await conversation.show("Changing password for \(identity.username).", as: .info)
         let outcome: PasswordChangeOutcome
         let trace: ProviderChain.Trace?
         do throws(AuthError) {
-            (outcome, trace) = try await tracing { () async throws(AuthError) in
-                try await provider.changePasswordWithTrace(
-                    of: identity.username, conversation: ValidatingConversation(conversation), expiredOnly: true,
-                    terminal: configuration.terminal, remoteHost: configuration.remoteHost,
-                    requestingUser: configuration.requestingUser)
-            }
+            let answer = try await provider.changePasswordWithTrace(
+                of: identity.username, conversation: ValidatingConversation(conversation), expiredOnly: true,
+                terminal: configuration.terminal, remoteHost: configuration.remoteHost,
+                requestingUser: configuration.requestingUser)
+            (outcome, trace) = (answer.outcome, answer.trace)
+            if let trace { loginTrace = trace }
         } catch {
             record(.passwordChangeFailed, identity.username, error)
             await provider.signOut(identity)
@@ -405,16 +440,6 @@ extension Gatekeeper {
         admitted.mustChangePassword = false
         remember(admitted)
         return admitted
-    }
-
-    /// Runs a password change, keeping its trace as the latest (``latestTrace``).
-    private func tracing(
-        _ change: () async throws(AuthError) -> Traced<PasswordChangeOutcome>
-    ) async throws(AuthError) -> (PasswordChangeOutcome, ProviderChain.Trace?) {
-        let number = traces.begin()
-        let answer = try await change()
-        traces.land(answer.trace, number: number)
-        return (answer.outcome, answer.trace)
     }
 
     /// The ledger every attempt of this gatekeeper goes through, with the lockout policy in force.

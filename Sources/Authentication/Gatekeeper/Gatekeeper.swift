@@ -31,7 +31,6 @@ public final class Gatekeeper: Sendable {
     let timeouts: Timeouts
     /// Everything that changes, behind one lock.
     let core = Locked(LockedState())
-    let traces = LatestTrace()
 
     /// Creates a gatekeeper.
     /// - Parameters:
@@ -86,13 +85,6 @@ public final class Gatekeeper: Sendable {
         }
     }
 
-    /// How the stack decided the latest login attempt or password change this gatekeeper began, of those
-    /// it answered (a cancelled one answers nothing): which entry answered what, which one gave the
-    /// identity, and the result, without secrets. `nil` before any, and when the provider is no stack
-    /// (``AuthProvider/authenticateWithTrace(_:)``). A backend answering an abandoned login after a later
-    /// login began does not replace the later one's trace.
-    public var latestTrace: ProviderChain.Trace? { traces.trace }
-
     /// Returns an identity that meets `requirement`, signing in through `conversation` if there is no valid
     /// session. This is the check every protected action makes before it starts.
     ///
@@ -110,7 +102,21 @@ public final class Gatekeeper: Sendable {
         -> Identity
     {
         if let identity = identityIfAdmitted(requirement) { return identity }
-        return try await loginUntilAdmitted(requirement, conversation: conversation)
+        return try await loginUntilAdmitted(requirement, conversation: conversation).outcome.get()
+    }
+
+    /// ``authorize(_:conversation:)``, answered with how the stack decided the login it took: which entry
+    /// answered what, which one gave the identity, and the result, without secrets — the trace of the
+    /// login's last attempt a stack answered (or of the expired password's change that followed it). The
+    /// trace is `nil` when no login was needed, when the login was cancelled before a stack answered, and
+    /// when the provider is no stack (``AuthProvider/authenticateWithTrace(_:)``). Each caller gets the
+    /// trace of the login it waited for, whatever other logins of the gatekeeper answer meanwhile.
+    @inlinable
+    public func authorizeWithTrace(_ requirement: Requirement, conversation: some Conversation) async
+        -> Traced<Result<Identity, AuthError>>
+    {
+        if let identity = identityIfAdmitted(requirement) { return Traced(.success(identity)) }
+        return await loginUntilAdmitted(requirement, conversation: conversation)
     }
 
     /// The signed-in fast path: the identity of a valid session that meets `requirement`, counting as use,
@@ -121,19 +127,21 @@ public final class Gatekeeper: Sendable {
         return nil
     }
 
+    /// Signs in until an identity meets `requirement`, answering with the trace of the last login taken.
     @usableFromInline
-    func loginUntilAdmitted(_ requirement: Requirement, conversation: any Conversation) async throws(AuthError)
-        -> Identity
+    func loginUntilAdmitted(_ requirement: Requirement, conversation: any Conversation) async
+        -> Traced<Result<Identity, AuthError>>
     {
         // Bounded: each round either admits, refuses, or waits for a login that consumed attempts.
         var rounds = 0
+        var trace: ProviderChain.Trace?
         while true {
             switch admission(requirement) {
             case .admitted(let identity):
-                return identity
+                return Traced(.success(identity), trace: trace)
             case .refused(let identity):
                 record(.accessDenied, identity.username, .notAuthorized(requirement: requirement.description))
-                throw .notAuthorized(requirement: requirement.description)
+                return Traced(.failure(.notAuthorized(requirement: requirement.description)), trace: trace)
             case .expired(let now):
                 endExpiredSession(at: now)
                 continue
@@ -141,8 +149,13 @@ public final class Gatekeeper: Sendable {
                 rounds += 1
                 // A login that succeeded but whose session ended before this task could use it (signed out
                 // at once by another task) is retried, up to the attempt limit.
-                guard rounds <= max(configuration.maxAttempts, 1) else { throw .cancelled }
-                _ = try await login(conversation: conversation, attempts: configuration.maxAttempts, joinExisting: true)
+                guard rounds <= max(configuration.maxAttempts, 1) else {
+                    return Traced(.failure(.cancelled), trace: trace)
+                }
+                let answer = await login(
+                    conversation: conversation, attempts: configuration.maxAttempts, joinExisting: true)
+                trace = answer.trace
+                if case .failure = answer.outcome { return answer }
             }
         }
     }
@@ -151,7 +164,8 @@ public final class Gatekeeper: Sendable {
     /// - Throws: the login error, such as ``AuthError/invalidCredentials``, or ``AuthError/cancelled``.
     @discardableResult
     public func signIn(_ credentials: Credentials) async throws(AuthError) -> Identity {
-        try await login(conversation: CredentialsConversation(credentials), attempts: 1, joinExisting: false)
+        try await login(conversation: CredentialsConversation(credentials), attempts: 1, joinExisting: false).outcome
+            .get()
     }
 
     /// Signs in through a conversation (asking for the user name, then whatever the provider asks), with
@@ -159,7 +173,13 @@ public final class Gatekeeper: Sendable {
     /// - Throws: the last login error, or ``AuthError/cancelled``.
     @discardableResult
     public func signIn(conversation: any Conversation) async throws(AuthError) -> Identity {
-        try await login(conversation: conversation, attempts: configuration.maxAttempts, joinExisting: false)
+        try await signInWithTrace(conversation: conversation).outcome.get()
+    }
+
+    /// ``signIn(conversation:)``, answered with how the stack decided it (as
+    /// ``authorizeWithTrace(_:conversation:)`` answers).
+    public func signInWithTrace(conversation: any Conversation) async -> Traced<Result<Identity, AuthError>> {
+        await login(conversation: conversation, attempts: configuration.maxAttempts, joinExisting: false)
     }
 
     /// Ends the session and cancels any login in progress. Always succeeds locally; the provider is told

@@ -9,7 +9,11 @@
 /// abandoned and its task cancelled. Waiters queued behind someone else's login are not interested in
 /// it: they only want to know when it ends, to start their own.
 struct SingleFlight: ~Copyable {
-    typealias Result = Swift.Result<Identity, AuthError>
+    /// A login's answer, with the trace of the stack's answer to its last attempt.
+    typealias Result = Traced<Swift.Result<Identity, AuthError>>
+
+    /// The answer of a login nobody waits for any more.
+    static let cancelled = Result(.failure(.cancelled))
 
     /// The login in progress.
     struct Flight {
@@ -89,7 +93,7 @@ struct SingleFlight: ~Copyable {
     /// The result for a waiter about to suspend, if it is already there (then the waiter is gone);
     /// otherwise keeps `continuation` to resume later and returns `nil`.
     mutating func receive(_ waiterID: UInt64, orSuspend continuation: CheckedContinuation<Result, Never>) -> Result? {
-        guard let waiter = waiters[waiterID] else { return .failure(.cancelled) }
+        guard let waiter = waiters[waiterID] else { return Self.cancelled }
         switch waiter.state {
         case .finished(let result):
             waiters[waiterID] = nil
@@ -109,9 +113,9 @@ struct SingleFlight: ~Copyable {
         switch waiter.state {
         case .waiting(let continuation):
             waiters[waiterID] = nil
-            pending.resumes.append((continuation, .failure(.cancelled)))
+            pending.resumes.append((continuation, Self.cancelled))
         case .pending:
-            waiters[waiterID]?.state = .finished(.failure(.cancelled))
+            waiters[waiterID]?.state = .finished(Self.cancelled)
         case .finished:
             return
         }
@@ -134,7 +138,7 @@ struct SingleFlight: ~Copyable {
     mutating func abandon() {
         guard let flight else { return }
         self.flight = nil
-        settle(flight.id, with: .failure(.cancelled))
+        settle(flight.id, with: Self.cancelled)
         if let task = flight.task { pending.cancellations.append(task) }
         pending.abandoned = true
     }

@@ -16,6 +16,8 @@ final class REPL: Sendable {
     /// Where the last login was cancelled, when it was (`why` says so before the last trace, which is
     /// then the trace of the login before it); `nil` once a login ends otherwise.
     private let lastCancellation = Locked<String?>(nil)
+    /// How the stack decided the latest login or password change a stack answered (`why`).
+    private let lastTrace = Locked<ProviderChain.Trace?>(nil)
 
     /// Logins remembered for this terminal session by host tools (`gatekeeper-run`), shown by `status`.
     let cache: LoginCache?
@@ -77,7 +79,7 @@ final class REPL: Sendable {
         case "whoami":
             screen.say(gatekeeper.identity.map { shown("\($0.username) (\($0.displayName))") } ?? "Not signed in.")
         case "why":
-            let trace = gatekeeper.latestTrace.map { shown($0.description) }
+            let trace = lastTrace.withLock { $0 }.map { shown($0.description) }
             if trace == nil && !(gatekeeper.provider is ProviderChain) {
                 screen.say("The provider is not a stack; start with --config FILE to stack providers.")
                 break
@@ -128,8 +130,8 @@ final class REPL: Sendable {
             return tab.content(for: identity)
         }
         // The content cannot throw, so `try?` loses nothing.
-        let access = await loggingIn { [gatekeeper, conversation] in
-            try? await protected.run(through: gatekeeper, conversation: conversation)
+        let access = await loggingIn { [self] in
+            (try? await protected.runWithTrace(through: gatekeeper, conversation: conversation)).map(keepingTrace)
         } cancelled: { access in
             if case .dismissed(let reason)? = access { return reason == .cancelled }
             return false
@@ -139,13 +141,10 @@ final class REPL: Sendable {
 
     /// Changes the signed-in person's password (signing in first when nobody is); the session goes on.
     private func changePassword() async {
-        let result = await loggingIn { [gatekeeper, conversation] () async -> AuthError? in
-            do throws(AuthError) {
-                try await gatekeeper.changePassword(conversation: conversation)
-                return nil
-            } catch {
-                return error
-            }
+        let result = await loggingIn { [self] () async -> AuthError? in
+            let change = keepingTrace(await gatekeeper.changePasswordWithTrace(conversation: conversation))
+            if case .failure(let error) = change { return error }
+            return nil
         } cancelled: {
             $0 == .cancelled
         }
@@ -160,12 +159,8 @@ final class REPL: Sendable {
     }
 
     private func login() async {
-        let result = await loggingIn { [gatekeeper, conversation] () async -> Result<Identity, AuthError> in
-            do throws(AuthError) {
-                return .success(try await gatekeeper.signIn(conversation: conversation))
-            } catch {
-                return .failure(error)
-            }
+        let result = await loggingIn { [self] () async -> Result<Identity, AuthError> in
+            keepingTrace(await gatekeeper.signInWithTrace(conversation: conversation))
         } cancelled: {
             $0 == .failure(.cancelled)
         }
@@ -272,6 +267,12 @@ final class REPL: Sendable {
         let tab = screen.styled(currentTab.rawValue, .tab)
         guard let user = gatekeeper.identity.map({ shown($0.username) }) else { return "[\(tab)]› " }
         return "[\(tab) · \(screen.styled(user, .user))]› "
+    }
+
+    /// The outcome of `answer`, its trace kept for `why` when a stack answered.
+    private func keepingTrace<T>(_ answer: Traced<T>) -> T {
+        if let trace = answer.trace { lastTrace.withLock { $0 = trace } }
+        return answer.outcome
     }
 
     /// Runs `body`, a command that may log in, as ``interruptibly(_:)`` does, and remembers where its login

@@ -1,36 +1,59 @@
 import Authentication
-import ProviderPlugins
+public import ProviderPlugins
 import TerminalLogin
-import ToolSupport
+public import ToolSupport
 
-/// What the command line asked for.
-struct Invocation {
-    var selection: ProviderSelection
-    var user: String?
-    var passwordFromStdin = false
-    var group: String?
+/// What gatekeeper-run's command line asks for: one ``Action``, and the backend, the person and the
+/// state directory it concerns.
+public struct RunInvocation: Sendable {
+    /// What gatekeeper-run does; ``RunCommand/perform(_:output:)`` does it.
+    public enum Action: Hashable, Sendable {
+        /// Print the help (`-h`, `--help`).
+        case help
+        /// Check a configuration file and print its stack (`--check-config`); run nothing.
+        case checkConfig(String)
+        /// Verify a JSON audit log's hash chain (`--verify-audit`); run nothing.
+        case verifyAudit(String)
+        /// Ask the directory about every offline-cached login (`--refresh-offline`); run nothing.
+        case refreshOffline
+        /// Forget an account's failed logins (`--unlock USER`); run nothing.
+        case unlock(String)
+        /// Only forget remembered logins (`-k`, `-K` without a command; ``forgetting`` says which).
+        case forget
+        /// Sign in, then change the password through the stack (`--change-password`); run nothing.
+        case changePassword
+        /// Sign in, then run the command (after forgetting remembered logins when ``forgetting`` says so).
+        case run([String])
+    }
+
+    /// Which remembered logins `-k` and `-K` forget.
+    public enum Forgetting: Hashable, Sendable {
+        /// This terminal session's (`-k`).
+        case session
+        /// Every one, or with `--user` that user's (`-K`).
+        case all
+    }
+
+    public var action: Action
+    /// The backend named on the command line (`--provider` and its options), when no `--config` names it.
+    public var selection: ProviderSelection
     /// A stack configuration file (`--config`), instead of `--provider`.
-    var configuration: String?
-    /// Print the trace of the login on standard error (`--explain`).
-    var explains = false
-    /// Only check this configuration file (`--check-config`), and run nothing.
-    var checksConfiguration: String?
+    public var configuration: String?
     /// Where failed logins and remembered logins are kept, where the configuration does not say.
-    var stateDirectory: String?
-    /// Unlock this account (`--unlock`), and run nothing.
-    var unlocks: String?
-    /// Forget this session's remembered logins (`-k`), or all of them (`-K`).
-    var forgetsSession = false
-    var forgetsAll = false
-    /// Only verify this audit log's chain (`--verify-audit`), and run nothing.
-    var verifiesAudit: String?
-    /// Check every offline-cached login with the directory (`--refresh-offline`), and run nothing.
-    var refreshesOffline = false
-    var command: [String] = []
-    /// Change the signed-in person's password (`--change-password`) instead of running a command.
-    var changesPassword = false
+    public var stateDirectory: String?
+    public var user: String?
+    public var passwordFromStdin = false
+    public var group: String?
+    /// Print the trace of the login on standard error (`--explain`).
+    public var explains = false
+    public var forgetting: Forgetting?
 
-    static let shortUsage =
+    public init(_ action: Action, selection: ProviderSelection) {
+        self.action = action
+        self.selection = selection
+    }
+
+    public static let shortUsage =
         "usage: gatekeeper-run (--provider NAME [options] | --config FILE) [--user U] [--password-stdin] [--group G]\n"
         + "                      [--explain] [--state-dir DIR] [-k | -K] -- COMMAND [ARGS...]\n"
         + "       gatekeeper-run (--provider NAME [options] | --config FILE) [--user U] --change-password\n"
@@ -38,7 +61,7 @@ struct Invocation {
         + "       gatekeeper-run (--provider NAME [options] | --config FILE) --refresh-offline\n"
         + "       gatekeeper-run (--check-config FILE | --verify-audit FILE)"
 
-    static func usage(registry: ProviderRegistry) -> String {
+    public static func usage(registry: ProviderRegistry) -> String {
         """
         \(shortUsage)
 
@@ -89,8 +112,10 @@ struct Invocation {
         """
     }
 
-    /// Parses the arguments; `nil` means help was asked for.
-    static func parse(_ arguments: ArraySlice<String>, registry: ProviderRegistry) throws(UsageError) -> Invocation? {
+    /// Reads the arguments (without the program's name).
+    public static func parse(_ arguments: ArraySlice<String>, registry: ProviderRegistry) throws(UsageError)
+        -> RunInvocation
+    {
         var selection = ProviderSelection(registry: registry)
         let syntax = CommandLineSyntax(
             flags: [
@@ -100,17 +125,11 @@ struct Invocation {
             commandFollows: true
         ).selectingProviders(from: selection)
         let parsed = try syntax.parse(arguments)
-        if parsed.has("-h", "--help") { return nil }
         selection.take(from: parsed)
-        var invocation = Invocation(selection: selection)
-        if let path = parsed.values["check-config"] {
-            invocation.checksConfiguration = path
-            return invocation
-        }
-        if let path = parsed.values["verify-audit"] {
-            invocation.verifiesAudit = path
-            return invocation
-        }
+        if parsed.has("-h", "--help") { return RunInvocation(.help, selection: selection) }
+        if let path = parsed.values["check-config"] { return RunInvocation(.checkConfig(path), selection: selection) }
+        if let path = parsed.values["verify-audit"] { return RunInvocation(.verifyAudit(path), selection: selection) }
+        var invocation = RunInvocation(.forget, selection: selection)
         invocation.stateDirectory = parsed.values["state-dir"]
         if let directory = invocation.stateDirectory, !directory.hasPrefix("/") {
             throw UsageError("--state-dir needs an absolute path.")
@@ -129,25 +148,26 @@ struct Invocation {
             guard (invocation.configuration != nil) != (selection.name != nil) else {
                 throw UsageError("--refresh-offline needs --config FILE or --provider NAME (one of them).")
             }
-            invocation.refreshesOffline = true
+            invocation.action = .refreshOffline
             return invocation
         }
-        invocation.unlocks = parsed.values["unlock"]
-        invocation.forgetsSession = parsed.has("-k")
-        invocation.forgetsAll = parsed.has("-K")
-        invocation.configuration = parsed.values["config"]
         invocation.user = parsed.values["user"]
-        if invocation.forgetsSession && invocation.forgetsAll { throw UsageError("Give -k or -K, not both.") }
-        let administers = invocation.unlocks != nil || invocation.forgetsSession || invocation.forgetsAll
-        if invocation.unlocks != nil || (administers && parsed.trailing.isEmpty) { return invocation }
-        invocation.changesPassword = parsed.has("--change-password")
-        if invocation.changesPassword {
+        if parsed.has("-k") && parsed.has("-K") { throw UsageError("Give -k or -K, not both.") }
+        invocation.forgetting = parsed.has("-k") ? .session : parsed.has("-K") ? .all : nil
+        if let name = parsed.values["unlock"] {
+            invocation.action = .unlock(name)
+            return invocation
+        }
+        if invocation.forgetting != nil && parsed.trailing.isEmpty { return invocation }
+        if parsed.has("--change-password") {
             guard parsed.trailing.isEmpty else { throw UsageError("--change-password runs no command.") }
             guard !parsed.has("--password-stdin") else {
                 throw UsageError("--change-password asks the new password twice; it cannot come from standard input.")
             }
+            invocation.action = .changePassword
         } else {
             guard !parsed.trailing.isEmpty else { throw UsageError("No command given.") }
+            invocation.action = .run(parsed.trailing)
         }
         invocation.group = parsed.values["group"]
         invocation.passwordFromStdin = parsed.has("--password-stdin")
@@ -155,7 +175,6 @@ struct Invocation {
         if invocation.configuration != nil && (selection.name != nil || !selection.options.isEmpty) {
             throw UsageError("--config names the providers; give it without --provider or provider options.")
         }
-        invocation.command = parsed.trailing
         return invocation
     }
 }
