@@ -349,14 +349,20 @@ let package = Package(
                 "ProviderPlugins", "TestSupport", "gatekeeper-run",
             ]
         ),
-        .testTarget(name: "GatekeeperRunTests", dependencies: ["gatekeeper-run", "gatekeeper-passwd", "TestSupport"]),
+        .testTarget(
+            name: "GatekeeperRunTests",
+            dependencies: [
+                "gatekeeper-run", "gatekeeper-passwd", "TestSupport", "GatekeeperCommands", "GatekeeperBackends",
+                "Authentication", "GatekeeperSupport", "ToolSupport", "ProviderPlugins", "HostProtection",
+            ]
+        ),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),
         // The manual pages and the bash completion, against the tools as built.
         .testTarget(
             name: "PackagingTests",
             dependencies: [
                 "gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl", "TestSupport", "ProviderPlugins",
-                "GatekeeperBackends",
+                "GatekeeperBackends", "GatekeeperCommands",
             ]),
     ],
     swiftLanguageModes: [.v6]

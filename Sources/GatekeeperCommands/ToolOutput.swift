@@ -18,29 +18,43 @@ public struct ToolOutput: Sendable {
     public var error: @Sendable (String) -> Void
     /// The first line of standard input as a password (`--password-stdin`); `nil` when cancelled.
     public var passwordFromStandardInput: @Sendable () -> Secret?
+    /// What is done before a command that ends early says why: for a tool, every helper a login started
+    /// (and whatever they started) stopped and the terminal restored, so that the message is the last
+    /// thing the terminal shows; nothing for a host that goes on.
+    public var beforeLastWords: @Sendable () -> Void
 
     public init(
         print: @escaping @Sendable (String) -> Void,
         error: @escaping @Sendable (String) -> Void,
-        passwordFromStandardInput: @escaping @Sendable () -> Secret?
+        passwordFromStandardInput: @escaping @Sendable () -> Secret?,
+        beforeLastWords: @escaping @Sendable () -> Void = {}
     ) {
         self.print = print
         self.error = error
         self.passwordFromStandardInput = passwordFromStandardInput
+        self.beforeLastWords = beforeLastWords
     }
 
-    /// Standard output, standard error (escaped: ``writeStandardError(_:)``) and standard input.
+    /// Standard output, standard error (escaped: ``writeStandardError(_:)``) and standard input, for a tool.
     public static let standard = ToolOutput(
         print: { Swift.print($0) },
         error: { writeStandardError($0 + "\n") },
-        passwordFromStandardInput: { TerminalConversation.passwordFromStandardInput() })
+        passwordFromStandardInput: { TerminalConversation.passwordFromStandardInput() },
+        beforeLastWords: {
+            ChildProcesses.stopAll()
+            TerminalRestoration.restoreBeforeExit()
+        })
 }
 
 /// What ends a command before its end: the status the tool exits with, and the message it says on standard
 /// error (after its name), if any. Most are failures; gatekeeper-passwd ends some successes so too.
-public struct ToolExit: Error, Sendable {
+public struct ToolExit: CodedError {
     public let status: ExitStatus
     public let message: String?
+
+    /// The status is the code: what a caller acts on.
+    public var code: ExitStatus { status }
+    public var description: String { message ?? "exit status \(status.code)" }
 
     public init(_ status: ExitStatus, _ message: String? = nil) {
         self.status = status
@@ -56,12 +70,22 @@ public func exitTool(_ status: ExitStatus) -> Never {
     exit(status.code)
 }
 
+/// The process's command line as `parse` reads it, or — refused — the tool ended with why and `usage` (64).
+func readCommandLine<Invocation>(
+    of tool: String, usage: String, _ parse: (ArraySlice<String>) throws(UsageError) -> Invocation
+) -> Invocation {
+    do throws(UsageError) {
+        return try parse(CommandLine.arguments.dropFirst())
+    } catch {
+        writeStandardError("\(tool): \(error)\n\(usage)\n")
+        exitTool(.usage)
+    }
+}
+
 /// The status of a command that ended early, its message said on `output`'s standard error after the
-/// tool's name — once the helpers are stopped and the terminal restored, so the message is the last
-/// thing the terminal shows.
+/// tool's name (once `output` made ready for its last words).
 func ended(_ failure: ToolExit, tool: String, output: ToolOutput) -> ExitStatus {
-    ChildProcesses.stopAll()
-    TerminalRestoration.restoreBeforeExit()
+    output.beforeLastWords()
     if let message = failure.message { output.error("\(tool): \(message)") }
     return failure.status
 }

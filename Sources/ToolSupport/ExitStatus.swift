@@ -3,8 +3,10 @@ import ProviderPlugins
 
 /// The exit statuses of the tools that guard a login, from `sysexits.h` and the shell's conventions:
 /// one mapping from what went wrong to a status, for every tool.
-public struct ExitStatus: Hashable, Sendable {
+public struct ExitStatus: Hashable, Sendable, CustomStringConvertible {
     public let code: Int32
+
+    public var description: String { "\(code)" }
 
     /// Done: the command ran and ended well, or the change was made.
     public static let success = ExitStatus(code: 0)

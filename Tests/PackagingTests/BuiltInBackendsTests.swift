@@ -5,8 +5,9 @@ import TestSupport
 import Testing
 
 /// The one list of backends reaches every place a user meets one (docs/layout.md, "Adding a backend"):
-/// both tools' `--help` (which their completion reads), gatekeeper-run(1)'s PROVIDERS (ManualPageTests)
-/// and gatekeeper-repl(1); a backend added to the list and left out of any of them fails here.
+/// both tools' `--help`, their completion (CompletionTests, from the same list), gatekeeper-run(1)'s
+/// PROVIDERS (ManualPageTests), gatekeeper-repl(1) and the pages of docs/; a backend added to the list and
+/// left out of any of them fails here.
 struct BuiltInBackendsTests {
     static let names = BuiltInBackends.plugins.map { $0.name }
 
@@ -31,6 +32,24 @@ struct BuiltInBackendsTests {
             .flatMap { $0.split(whereSeparator: { $0 == " " || $0 == "\"" }) }
         let missing = Self.names.filter { !bold.contains(Substring($0)) }
         #expect(missing.isEmpty, "gatekeeper-repl.1 does not name \(missing)")
+    }
+
+    /// Each backend is shown in a page the README links to: run (`--provider NAME`), stacked (`required NAME
+    /// …`, a line of a configuration) or written with its options (`` `NAME option=…` ``).
+    @Test func everyBackendIsShownInTheDocs() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
+            .standardized.path
+        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+        let pages = try FileManager.default.contentsOfDirectory(atPath: root + "/docs")
+            .filter { $0.hasSuffix(".md") && readme.contains("(docs/\($0))") }
+        let text = try pages.map { try String(contentsOfFile: root + "/docs/" + $0, encoding: .utf8) }.joined()
+        let missing = Self.names.filter { name in
+            let shown = try! Regex(
+                "--provider +\(name) |(^|\n) *(required|requisite|sufficient|optional|\\[[^\\]\n]*\\]) +-?\(name)( |\n)|`\(name) [a-z_]+="
+            )
+            return text.firstMatch(of: shown) == nil
+        }
+        #expect(missing.isEmpty, "no page linked from the README shows \(missing)")
     }
 
     @Test func theListHasNoDuplicateAndStartsWithTheDemo() {

@@ -67,12 +67,8 @@ public enum ReplCommand {
     /// The tool: reads the process's command line, runs the session on the terminal, and exits.
     public static func main() async -> Never {
         let registry = BuiltInBackends.registry
-        let invocation: ReplInvocation
-        do throws(UsageError) {
-            invocation = try ReplInvocation.parse(CommandLine.arguments.dropFirst(), registry: registry)
-        } catch {
-            writeStandardError("\(tool): \(error)\n\(ReplInvocation.usage)\n")
-            exitTool(.usage)
+        let invocation = readCommandLine(of: tool, usage: ReplInvocation.usage) { arguments throws(UsageError) in
+            try ReplInvocation.parse(arguments, registry: registry)
         }
         if invocation.showsHelp {
             print(ReplInvocation.help(registry: registry))

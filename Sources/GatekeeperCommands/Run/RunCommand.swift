@@ -24,12 +24,8 @@ public struct RunCommand {
         // Before anything changes them: what the command will get back before exec.
         LaunchSignals.record()
         let registry = BuiltInBackends.registry
-        let invocation: RunInvocation
-        do throws(UsageError) {
-            invocation = try RunInvocation.parse(CommandLine.arguments.dropFirst(), registry: registry)
-        } catch {
-            writeStandardError("\(tool): \(error)\n\(RunInvocation.shortUsage)\n")
-            exitTool(.usage)
+        let invocation = readCommandLine(of: tool, usage: RunInvocation.shortUsage) { arguments throws(UsageError) in
+            try RunInvocation.parse(arguments, registry: registry)
         }
         exitTool(perform(invocation, registry: registry))
     }
