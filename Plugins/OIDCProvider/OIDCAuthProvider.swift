@@ -129,6 +129,7 @@ public final class OIDCAuthProvider: AuthProvider {
     public init(_ configuration: Configuration) throws(OIDCConfigurationProblem) {
         guard Self.isAllowed(configuration.issuer, plainHTTP: configuration.allowsPlainHTTP) else {
             throw OIDCConfigurationProblem(
+                .insecureIssuer,
                 configuration.allowsPlainHTTP
                     ? "the issuer must be https://, or http:// on a loopback address (127.0.0.1, [::1], localhost)"
                     : "the issuer must be https:// (http:// only for a loopback address, with allow_http=yes)")
@@ -141,7 +142,7 @@ public final class OIDCAuthProvider: AuthProvider {
             do throws(StateFileError) {
                 tokens = try TokenStore(directory)
             } catch {
-                throw OIDCConfigurationProblem("token directory \(error.description)")
+                throw OIDCConfigurationProblem(.tokenDirectory, "token directory \(error.description)")
             }
         } else {
             tokens = nil
@@ -755,10 +756,25 @@ public final class OIDCAuthProvider: AuthProvider {
     }
 }
 
-/// Why an `oidc` provider cannot be made.
-public struct OIDCConfigurationProblem: Error, Sendable, CustomStringConvertible {
+/// Why an `oidc` provider cannot be made. Equal when the codes are.
+public struct OIDCConfigurationProblem: CodedError {
+    /// What is wrong. Codes may be added; a `switch` needs a `default`.
+    public typealias Code = ErrorCode<OIDCConfigurationProblem>
+
+    public let code: Code
     public let description: String
-    init(_ description: String) { self.description = description }
+
+    init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
+}
+
+extension ErrorCode where Domain == OIDCConfigurationProblem {
+    /// The issuer is not `https://` (or `http://` on a loopback address, when allowed).
+    public static var insecureIssuer: Self { Self("insecureIssuer") }
+    /// The directory that keeps refresh tokens cannot be used safely.
+    public static var tokenDirectory: Self { Self("tokenDirectory") }
 }
 
 /// The grants the token endpoint is asked for.

@@ -80,8 +80,8 @@ public struct OATHUsersFileStore: Sendable {
         }
         guard !username.unicodeScalars.contains(where: \.properties.isWhitespace), !username.hasPrefix("#") else {
             throw OATHFileError(
-                "\(TextSafety.escaped(username).debugDescription): a name in the one-time code file has no blanks and does not start with #"
-            )
+                "\(TextSafety.escaped(username).debugDescription): a name in the one-time code file has no blanks and does not start with #",
+                refusal: true)
         }
     }
 
@@ -259,13 +259,34 @@ public struct OATHUsersFileStore: Sendable {
     }
 }
 
-/// The users file cannot be changed as asked: the file's fault, or a refusal (``isRefusal``) of a change
-/// that does not fit it — the user there already or not there, an entry pam_oath cannot read.
-public struct OATHFileError: Error, CustomStringConvertible, Sendable {
+/// The users file cannot be changed as asked: the file's fault (``Code/unusable``), or a refusal
+/// (``Code/refused``) of a change that does not fit it — the user there already or not there, a name or
+/// an entry pam_oath cannot read. Equal when the codes are.
+public struct OATHFileError: CodedError {
+    /// What went wrong. Codes may be added; a `switch` needs a `default`.
+    public typealias Code = ErrorCode<OATHFileError>
+
+    public let code: Code
     public let description: String
-    public let isRefusal: Bool
-    public init(_ description: String, refusal: Bool = false) {
+
+    /// Whether the change was refused, the file being usable.
+    public var isRefusal: Bool { code == .refused }
+
+    public init(_ code: Code, _ description: String) {
+        self.code = code
         self.description = description
-        isRefusal = refusal
     }
+
+    /// The file's fault, or with `refusal` a change refused.
+    public init(_ description: String, refusal: Bool = false) {
+        self.init(refusal ? .refused : .unusable, description)
+    }
+}
+
+extension ErrorCode where Domain == OATHFileError {
+    /// The file cannot be read, locked or written, or is refused as unsafe.
+    public static var unusable: Self { Self("unusable") }
+    /// The change does not fit the file: the user there already or not there, a name or an entry pam_oath
+    /// cannot read.
+    public static var refused: Self { Self("refused") }
 }

@@ -69,13 +69,25 @@ public enum ProcessPools {
         }
     }
 
-    /// Why a pool was not configured.
-    public enum Refusal: Error, Equatable, Sendable {
-        /// The role's pool is in use already: a host configures pools before the first login.
-        case alreadyInUse
-        /// The pool given would let the role's threads run other pools' jobs, or run more at once than
-        /// the role allows.
-        case unsuitable
+    /// Why a pool was not configured. Equal when the codes are.
+    public struct Refusal: CodedError {
+        /// Why. Codes may be added; a `switch` needs a `default`.
+        public typealias Code = ErrorCode<Refusal>
+
+        public let code: Code
+        public let role: Role
+
+        public var description: String {
+            switch code {
+            case .alreadyInUse: "the \(role.rawValue) pool is in use already; configure pools before the first login"
+            default: "that pool cannot serve \(role.rawValue): it shares its threads, or runs more at once than allowed"
+            }
+        }
+
+        /// The role's pool is in use already.
+        public static let alreadyInUse = Refusal(code: .alreadyInUse, role: .shared)
+        /// The pool cannot serve the role.
+        public static let unsuitable = Refusal(code: .unsuitable, role: .shared)
     }
 
     private static let pools = Pools()
@@ -111,16 +123,28 @@ public enum ProcessPools {
         }
 
         package func configure(_ role: Role, maxThreads: Int, maxIdle: Int?) throws(Refusal) {
-            guard maxThreads >= 1, maxThreads <= role.limit, (maxIdle ?? 0) >= 0 else { throw .unsuitable }
+            guard maxThreads >= 1, maxThreads <= role.limit, (maxIdle ?? 0) >= 0 else {
+                throw Refusal(code: .unsuitable, role: role)
+            }
             try replace(role, with: role.pool(maxThreads: maxThreads, maxIdle: maxIdle ?? role.makeDefault().maxIdle))
         }
 
         package func replace(_ role: Role, with pool: BlockingPool) throws(Refusal) {
-            guard pool.maxThreads <= role.limit, role.sharesThreads || !pool.sharesThreads else { throw .unsuitable }
+            guard pool.maxThreads <= role.limit, role.sharesThreads || !pool.sharesThreads else {
+                throw Refusal(code: .unsuitable, role: role)
+            }
             try pools.withLock { pools throws(Refusal) in
-                guard pools[role] == nil else { throw .alreadyInUse }
+                guard pools[role] == nil else { throw Refusal(code: .alreadyInUse, role: role) }
                 pools[role] = pool
             }
         }
     }
+}
+
+extension ErrorCode where Domain == ProcessPools.Refusal {
+    /// The role's pool is in use already: a host configures pools before the first login.
+    public static var alreadyInUse: Self { Self("alreadyInUse") }
+    /// The pool given would let the role's threads run other pools' jobs, or run more at once than the
+    /// role allows.
+    public static var unsuitable: Self { Self("unsuitable") }
 }

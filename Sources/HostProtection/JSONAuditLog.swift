@@ -52,7 +52,7 @@ public final class JSONAuditLog: AuditSink {
         path: String, onFailure: @escaping @Sendable (String) -> Void = { _ in }, fallback: (any AuditSink)? = nil
     ) throws(AuditLogError) {
         guard let slash = path.lastIndex(of: "/"), path.hasPrefix("/"), path.index(after: slash) < path.endIndex else {
-            throw AuditLogError("\(path): the audit log needs an absolute file path")
+            throw AuditLogError(.misnamed, "\(path): the audit log needs an absolute file path")
         }
         self.path = path
         name = String(path[path.index(after: slash)...])
@@ -69,7 +69,7 @@ public final class JSONAuditLog: AuditSink {
             guard key.count == 32 else { throw StateFileError("\(path).key: is damaged") }
             digester = AuditDigest(key: key)
         } catch {
-            throw AuditLogError(error.description)
+            throw AuditLogError(.unusable, error.description)
         }
         self.onFailure = onFailure
         self.fallback = fallback
@@ -222,7 +222,8 @@ extension JSONAuditLog {
         let bytes: [UInt8]
         switch readPrivateFile(path, maxBytes: 1 << 30) {
         case .success(let read): bytes = read
-        case .failure(.inaccessible(let why)), .failure(.unsafe(let why)): throw AuditLogError("\(path): \(why)")
+        case .failure(.inaccessible(let why)), .failure(.unsafe(let why)):
+            throw AuditLogError(.unusable, "\(path): \(why)")
         }
         var previous: Link?
         var verified = 0
@@ -262,8 +263,24 @@ extension JSONAuditLog {
     }
 }
 
-/// An audit log that cannot be opened, written or read.
-public struct AuditLogError: Error, Hashable, Sendable, CustomStringConvertible {
+/// An audit log that cannot be used: named wrongly (``Code/misnamed``), or its directory, key or file
+/// unusable (``Code/unusable``). Equal when the codes are.
+public struct AuditLogError: CodedError {
+    /// What went wrong. Codes may be added; a `switch` needs a `default`.
+    public typealias Code = ErrorCode<AuditLogError>
+
+    public let code: Code
     public let description: String
-    public init(_ description: String) { self.description = description }
+
+    public init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
+}
+
+extension ErrorCode where Domain == AuditLogError {
+    /// The log is not named by an absolute file path.
+    public static var misnamed: Self { Self("misnamed") }
+    /// The log's directory, key or file cannot be opened, read or written safely.
+    public static var unusable: Self { Self("unusable") }
 }

@@ -1,4 +1,4 @@
-import Authentication
+public import Authentication
 import CGatekeeperPlugin
 import GatekeeperSupport
 public import ProviderPlugins
@@ -33,23 +33,24 @@ public final class SharedObjectPlugin: Sendable {
         let entry = table.pointer.pointee
         guard entry.abi_version == Self.abiVersion else {
             throw PluginLoadError(
-                path,
+                .incompatible, path,
                 "speaks plugin ABI version \(entry.abi_version); this host speaks version \(Self.abiVersion)")
         }
         guard entry.size >= MemoryLayout<gk_plugin>.size else {
-            throw PluginLoadError(path, "its plugin table is \(entry.size) bytes, shorter than version 1's")
+            throw PluginLoadError(
+                .incompatible, path, "its plugin table is \(entry.size) bytes, shorter than version 1's")
         }
         guard let name = Self.text(entry.name), !name.isEmpty, name.utf8.count <= 64,
             name.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0 != "/" && $0 != "=" }),
             entry.create != nil, entry.authenticate != nil, entry.option_count <= 64
         else {
-            throw PluginLoadError(path, "its plugin table lacks a usable name, create or authenticate")
+            throw PluginLoadError(.incompatible, path, "its plugin table lacks a usable name, create or authenticate")
         }
         var options: [ProviderOption] = []
         for index in 0..<entry.option_count {
             guard let option = entry.options?[index], let optionName = Self.text(option.name), !optionName.isEmpty,
                 optionName.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0 != "=" })
-            else { throw PluginLoadError(path, "option \(index + 1) of its table has no usable name") }
+            else { throw PluginLoadError(.incompatible, path, "option \(index + 1) of its table has no usable name") }
             options.append(
                 ProviderOption(
                     optionName, valueName: Self.text(option.value_name) ?? "VALUE", help: Self.text(option.help) ?? ""))
@@ -82,42 +83,48 @@ public final class SharedObjectPlugin: Sendable {
     /// - Throws: ``PluginLoadError`` naming the path and what is wrong.
     public static func load(_ path: String) throws(PluginLoadError) -> SharedObjectPlugin {
         guard path.hasPrefix("/") else {
-            throw PluginLoadError(path, "is not an absolute path; plugins are named by absolute path or short name")
+            throw PluginLoadError(
+                .notFound, path, "is not an absolute path; plugins are named by absolute path or short name")
         }
         guard let resolvedPointer = realpath(path, nil) else {
-            throw PluginLoadError(path, "cannot be found: \(errorDescription())")
+            throw PluginLoadError(.notFound, path, "cannot be found: \(errorDescription())")
         }
         let resolved = String(cString: resolvedPointer)
         free(resolvedPointer)
-        if let problem = untrustedDirectory(above: resolved) { throw PluginLoadError(path, problem) }
+        if let problem = untrustedDirectory(above: resolved) { throw PluginLoadError(.untrusted, path, problem) }
         let file = open(resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard file >= 0 else { throw PluginLoadError(path, "cannot be opened: \(errorDescription())") }
+        guard file >= 0 else { throw PluginLoadError(.notFound, path, "cannot be opened: \(errorDescription())") }
         var loading = false
         // Once given to dlopen, the descriptor stays open for the life of the process: the loader knows
         // objects by name, and a reused /proc/self/fd/N would be taken for the object loaded before.
         defer { if !loading { close(file) } }
         var info = stat()
-        guard fstat(file, &info) == 0 else { throw PluginLoadError(path, "cannot be examined") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw PluginLoadError(path, "is not a regular file") }
+        guard fstat(file, &info) == 0 else { throw PluginLoadError(.untrusted, path, "cannot be examined") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw PluginLoadError(.untrusted, path, "is not a regular file") }
         guard info.st_uid == 0 || info.st_uid == geteuid() else {
             throw PluginLoadError(
-                path, "is owned by uid \(info.st_uid), neither root nor the user running this program")
+                .untrusted, path, "is owned by uid \(info.st_uid), neither root nor the user running this program")
         }
         guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
-            throw PluginLoadError(path, "may be written by group or others; make it private with chmod go-w")
+            throw PluginLoadError(
+                .untrusted, path, "may be written by group or others; make it private with chmod go-w")
         }
         let identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         if let plugin = loaded.withLock({ $0[identity] }) { return plugin }
         // The checked file itself, through its descriptor: a rename in between cannot swap it.
         loading = true
         guard let handle = dlopen("/proc/self/fd/\(file)", RTLD_NOW | RTLD_LOCAL) else {
-            throw PluginLoadError(path, "cannot be loaded: \(dlerror().map { String(cString: $0) } ?? "unknown error")")
+            throw PluginLoadError(
+                .incompatible, path, "cannot be loaded: \(dlerror().map { String(cString: $0) } ?? "unknown error")")
         }
         guard let symbol = dlsym(handle, GK_PLUGIN_ENTRY) else {
-            throw PluginLoadError(path, "has no entry point \(GK_PLUGIN_ENTRY); it is not a gatekeeper plugin")
+            throw PluginLoadError(
+                .incompatible, path, "has no entry point \(GK_PLUGIN_ENTRY); it is not a gatekeeper plugin")
         }
         let entry = unsafeBitCast(symbol, to: gk_plugin_entry_fn.self)
-        guard let table = entry() else { throw PluginLoadError(path, "its entry point returned no plugin table") }
+        guard let table = entry() else {
+            throw PluginLoadError(.incompatible, path, "its entry point returned no plugin table")
+        }
         let plugin = try SharedObjectPlugin(path: resolved, table: PluginTable(pointer: table))
         return loaded.withLock { loaded in
             if let earlier = loaded[identity] { return earlier }
@@ -182,15 +189,32 @@ final class PluginInstance: @unchecked Sendable {
     deinit { table.pointer.pointee.destroy?(pointer) }
 }
 
-/// A plugin that could not be loaded: the path, and what is wrong.
-public struct PluginLoadError: Error, Hashable, Sendable, CustomStringConvertible {
+/// A plugin that could not be loaded: a ``code`` to act on, the path, and what is wrong. Equal when the
+/// codes are.
+public struct PluginLoadError: CodedError {
+    /// What is wrong. Codes may be added; a `switch` needs a `default`.
+    public typealias Code = ErrorCode<PluginLoadError>
+
+    public let code: Code
     public let path: String
     public let reason: String
 
-    public init(_ path: String, _ reason: String) {
+    public init(_ code: Code, _ path: String, _ reason: String) {
+        self.code = code
         self.path = TextSafety.escaped(path)
         self.reason = reason
     }
 
     public var description: String { "\(path): \(reason)" }
+}
+
+extension ErrorCode where Domain == PluginLoadError {
+    /// No file is there to load (or the name is not an absolute path).
+    public static var notFound: Self { Self("notFound") }
+    /// The file is refused as unsafe: not a regular file, owned by someone else, writable by others, or in
+    /// a directory others may write.
+    public static var untrusted: Self { Self("untrusted") }
+    /// The file is no plugin this host can use: it does not load, has no entry point, or its table is of
+    /// another ABI version or unusable.
+    public static var incompatible: Self { Self("incompatible") }
 }

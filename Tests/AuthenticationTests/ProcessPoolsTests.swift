@@ -52,6 +52,13 @@ struct ProcessPoolsTests {
         // Refused, nothing changed: the defaults come when first asked for.
         #expect(!pools.pool(.pam).sharesThreads)
         #expect(pools.pool(.oneTimeCodes).maxThreads == 1)
+        // The refusal names the role, for the host's message.
+        do {
+            try pools.replace(.plugins, with: sharing)
+            Issue.record("a sharing pool was taken for plugins")
+        } catch {
+            #expect(error.role == .plugins && error.description.contains("cannot serve plugins"))
+        }
         // The process's pools: one in use is refused too.
         _ = ProcessPools.pool(.shared)
         #expect(throws: ProcessPools.Refusal.alreadyInUse) { try ProcessPools.configure(.shared, maxThreads: 8) }

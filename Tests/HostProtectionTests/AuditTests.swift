@@ -56,6 +56,11 @@ struct AuditLogTests {
         #expect(mode == 0o600)
     }
 
+    /// A log named relatively is refused as misnamed, before anything is made.
+    @Test func aRelativelyNamedLogIsRefused() {
+        #expect { try JSONAuditLog(path: "audit.json") } throws: { ($0 as? AuditLogError)?.code == .misnamed }
+    }
+
     @Test func anIntactChainVerifiesAcrossRunsAndProcesses() throws {
         try writeFive()
         // Another run appends to the same chain.

@@ -492,6 +492,11 @@ struct OIDCProviderTests {
             #expect(OIDCAuthProvider.isAllowed(url, plainHTTP: true), "\(url)")
         }
         #expect(!OIDCAuthProvider.isAllowed("http://127.0.0.1/", plainHTTP: false))
+        // A provider is not made for such an issuer, and the refusal's code says why.
+        let plain = OIDCAuthProvider.Configuration(
+            issuer: "http://id.example.com", clientID: "c", clientSecret: nil, timeout: .seconds(5), flow: .password,
+            allowsPlainHTTP: false)
+        #expect { try OIDCAuthProvider(plain) } throws: { ($0 as? OIDCConfigurationProblem)?.code == .insecureIssuer }
     }
 
     @Test func jsonIsParsedStrictlyAndInLinearTime() {

@@ -14,11 +14,15 @@ struct PluginLoadingTests {
     init() throws { directory = try pluginDirectory() }
 
     func refusal(_ path: String) -> String? {
+        refused(path)?.reason
+    }
+
+    func refused(_ path: String) -> PluginLoadError? {
         do {
             _ = try SharedObjectPlugin.load(path)
             return nil
         } catch {
-            return error.reason
+            return error
         }
     }
 
@@ -40,6 +44,11 @@ struct PluginLoadingTests {
         try FileManager.default.createDirectory(atPath: directory + "/dir.so", withIntermediateDirectories: false)
         #expect(refusal(directory + "/dir.so")?.contains("not a regular file") == true)
         #expect(refusal(directory + "/missing.so")?.contains("cannot be found") == true)
+        // Each refusal's code says what to do about it: name a file that is there, or make it safe.
+        #expect(refused(directory + "/missing.so")?.code == .notFound)
+        #expect(refused("c-example.so")?.code == .notFound)
+        #expect(refused(shared + "/copy.so")?.code == .untrusted)
+        #expect(refused(directory + "/dir.so")?.code == .untrusted)
     }
 
     @Test func aShortNameIsLookedForInThePluginDirectory() throws {
@@ -62,6 +71,7 @@ struct PluginLoadingTests {
         let noEntry = try ExamplePlugins.compile(
             "int something_else(void) { return 0; }\n", into: directory, named: "no-entry.so")
         #expect(refusal(noEntry)?.contains("has no entry point gatekeeper_plugin_entry") == true)
+        #expect(refused(noEntry)?.code == .incompatible)
         // A table of version 99, whose create would leave a mark if anything called it.
         let future = try ExamplePlugins.compile(
             """
