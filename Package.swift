@@ -226,7 +226,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "ProviderPlugins", "MockProvider", "DebugProvider", "FileProvider", "PAMProvider",
                 "HostProtection", "PluginHost", "LDAPProvider", "OIDCProvider", "HelperPrograms",
-                "AuthenticationTesting",
+                "AuthenticationTesting", "GatekeeperHost",
             ],
             path: "Fuzz/gatekeeper-fuzz"
         ),
@@ -278,6 +278,7 @@ let package = Package(
             name: "ProviderChainTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "DebugProvider", "MockProvider", "CPAM", "TestSupport",
+                "GatekeeperHost",
             ],
             linkerSettings: [.linkedLibrary("pam")]
         ),
@@ -362,7 +363,7 @@ let package = Package(
             name: "PackagingTests",
             dependencies: [
                 "gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl", "TestSupport", "ProviderPlugins",
-                "GatekeeperBackends", "GatekeeperCommands",
+                "GatekeeperBackends", "GatekeeperCommands", "GatekeeperHost",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,6 +4,7 @@ import Authentication
 import AuthenticationTesting
 import DebugProvider
 import Foundation
+import GatekeeperHost
 import MockProvider
 import PAMProvider
 import ProviderPlugins
@@ -134,29 +135,34 @@ enum FuzzConfiguration {
             }
             return text
         }
-        let parsed: StackConfiguration
+        let (parsed, settings): (StackConfiguration, StackSettings)
         do {
-            parsed = try StackConfiguration.parse(parts[0], file: "/fuzz/0.conf", registry: registry, read: read)
+            (parsed, settings) = try ConfigurationFile.parse(
+                parts[0], file: "/fuzz/0.conf", registry: registry, read: read)
         } catch {
             require(!error.description.isEmpty, "a configuration error without a message")
             require(!error.withoutContents.isEmpty, "a configuration error without a summary")
             return
         }
-        _ = parsed.gatekeeperConfiguration()
+        _ = settings.gatekeeperConfiguration()
         _ = try? parsed.makeChain(registry: registry)
         let layout = parsed.layout
         let entries = parsed.providerEntries.count
         _ = ProviderChain.dispatch(layout, answers: Array(repeating: .success, count: entries))
         _ = ProviderChain.jumpsPastTheEnd(layout)
         // The round trip.
-        let printed = parsed.normalized
+        let printed = parsed.normalized(settings: settings.lines)
         do {
-            let again = try StackConfiguration.parse(
+            let (again, settingsAgain) = try ConfigurationFile.parse(
                 Array(printed.utf8), file: "/fuzz/0.conf", registry: registry, read: read)
-            require(again.normalized == printed, "the normalised text prints differently when parsed again")
+            require(settingsAgain.lines == settings.lines, "the normalised text parses as other settings")
+            require(
+                again.normalized(settings: settingsAgain.lines) == printed,
+                "the normalised text prints differently when parsed again")
             require(again.layout == layout, "the normalised text parses as another stack")
             require(
-                again.normalizedLines(annotated: true) == parsed.normalizedLines(annotated: true),
+                again.normalizedLines(annotated: true, settings: settingsAgain.lines)
+                    == parsed.normalizedLines(annotated: true, settings: settings.lines),
                 "the normalised text parses as another configuration")
         } catch {
             require(false, "the normalised text does not parse: \(error)")

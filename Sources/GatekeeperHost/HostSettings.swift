@@ -29,17 +29,17 @@ public struct HostSettings: Sendable {
     public var cacheDirectory: String
     public var cacheTimeout: Duration
     /// Where audit events go.
-    public var audit: [StackConfiguration.AuditDestination]
+    public var audit: [StackSettings.AuditDestination]
 
-    /// The settings of `stack` (or the defaults, without one), with `stateDirectory` for the directories
-    /// the file does not name.
-    public init(_ stack: StackConfiguration?, stateDirectory: String? = nil) {
-        gatekeeper = stack?.gatekeeperConfiguration() ?? Gatekeeper.Configuration()
+    /// The configuration's `settings` (the defaults, without one), with `stateDirectory` for the
+    /// directories the file does not name.
+    public init(_ settings: StackSettings?, stateDirectory: String? = nil) {
+        gatekeeper = settings?.gatekeeperConfiguration() ?? Gatekeeper.Configuration()
         let (lockout, cache) = stateDirectory.map { ($0 + "/faillock", $0 + "/cache") } ?? Self.defaultDirectories()
-        lockoutDirectory = stack?.lockoutDirectory ?? lockout
-        cacheDirectory = stack?.cacheDirectory ?? cache
-        cacheTimeout = stack?.cacheTimeout ?? .seconds(5 * 60)
-        audit = stack?.audit ?? []
+        lockoutDirectory = settings?.lockoutDirectory ?? lockout
+        cacheDirectory = settings?.cacheDirectory ?? cache
+        cacheTimeout = settings?.cacheTimeout ?? .seconds(5 * 60)
+        audit = settings?.audit ?? []
     }
 
     /// Why an invoker may not name a state directory for a configuration owned by `configurationOwner`,

@@ -2,11 +2,11 @@ import Authentication
 
 /// How libpam reads a service file's lines, and the words of a line.
 extension StackConfiguration.Parser {
-    struct Word {
-        var text: String
-        var column: Int
+    package struct Word: Sendable, Hashable {
+        package var text: String
+        package var column: Int
         /// The line of the file the word is on (a continued line spans several).
-        var line: Int = 0
+        package var line: Int = 0
     }
 
     /// A line as libpam reads it: its bytes, and where in the file each one was.

@@ -7,6 +7,8 @@ extension StackConfiguration {
     /// - Parameters:
     ///   - registry: The providers that may be named, and their options.
     ///   - read: Reads an included file (the tool reads it as safely as the first one).
+    ///   - setting: Reads each setting line as it comes (the host's meaning of it: GatekeeperHost's
+    ///     `StackSettings`), so that the first problem of the file is the one reported, wherever it is.
     /// - Throws: ``ConfigurationError`` for the first problem; nothing of a broken file is used.
     public static func parse(
         _ text: [UInt8],
@@ -14,23 +16,21 @@ extension StackConfiguration {
         registry: ProviderRegistry,
         read: @escaping (String) throws(ConfigurationError) -> [UInt8] = { path throws(ConfigurationError) in
             throw ConfigurationError(.include, at: .init(file: path, line: 0, column: 0), word: path, "cannot be read")
-        }
+        },
+        setting: @escaping (Setting) throws(ConfigurationError) -> Void = { _ throws(ConfigurationError) in }
     ) throws(ConfigurationError) -> StackConfiguration {
         var configuration = StackConfiguration()
-        var parser = Parser(registry: registry, read: read)
+        var parser = Parser(registry: registry, read: read, setting: setting)
         var entries: [Entry] = []
         try parser.parse(text, file: file, into: &configuration, entries: &entries, depth: 0, including: [file])
-        if let at = configuration.auditRequiredAt, configuration.audit.isEmpty {
-            throw ConfigurationError(
-                .value, at: at, word: "required", "audit required needs an audit json or audit syslog line")
-        }
         configuration.entries = entries
         return configuration
     }
 
-    struct Parser {
+    package struct Parser {
         let registry: ProviderRegistry
         let read: (String) throws(ConfigurationError) -> [UInt8]
+        let setting: (Setting) throws(ConfigurationError) -> Void
         var stackStarted = false
         var includesRead = 0
         var entriesRead = 0
@@ -64,7 +64,8 @@ extension StackConfiguration {
                 // libpam reads its own words without regard to case (`INCLUDE`, and the controls); the
                 // settings are this file's own, and read as written.
                 let lowered = first.text.lowercased()
-                switch lowered == "include" || lowered == "substack" ? lowered : first.text {
+                let word = lowered == "include" || lowered == "substack" ? lowered : first.text
+                switch StackConfiguration.settingNames.contains(word) ? "setting" : word {
                 case "include", "substack":
                     guard words.count == 2 else {
                         throw ConfigurationError(
@@ -113,7 +114,7 @@ extension StackConfiguration {
                         Entry(
                             control: .substack, provider: path, options: [:], location: at, depth: depth,
                             substack: inner))
-                case "session", "attempts", "lockout", "delay", "cache", "audit":
+                case "setting":
                     guard depth == 0 else {
                         throw ConfigurationError(
                             .syntax, at: at, word: first.text, "a substack holds entries only, not settings")
@@ -122,7 +123,9 @@ extension StackConfiguration {
                         throw ConfigurationError(
                             .syntax, at: at, word: first.text, "settings come before the stack; move this line up")
                     }
-                    try setting(words, at: at, file: file, into: &configuration)
+                    let line = Setting(name: first.text, location: at, words: words)
+                    try setting(line)
+                    configuration.settings.append(line)
                 default:
                     stackStarted = true
                     entriesRead += 1
@@ -137,12 +140,12 @@ extension StackConfiguration {
 
         /// A line's `name=value` words, each split once, with the bare words `flags` may name: a name not
         /// in `accepted`, a word that is neither, or a name given twice is refused.
-        struct Values {
-            var values: [String: (value: String, at: Location)] = [:]
-            var flags: Set<String> = []
+        package struct Values {
+            package var values: [String: (value: String, at: Location)] = [:]
+            package var flags: Set<String> = []
 
             /// `name`'s value read with `parse`, an ``ConfigurationError/invalid(expected:)`` one refused naming it.
-            func value<T>(
+            package func value<T>(
                 _ name: String,
                 _ parse: (String) throws(ConfigurationError) -> T
             ) throws(ConfigurationError) -> T? {
@@ -156,7 +159,7 @@ extension StackConfiguration {
             }
         }
 
-        static func values(
+        package static func values(
             _ words: ArraySlice<Word>,
             at location: (Word) -> Location,
             accepted: [String],
@@ -194,166 +197,11 @@ extension StackConfiguration {
         }
 
         /// `a`, `a and b`, `a, b and c`.
-        static func sentence(_ items: [String]) -> String {
+        package static func sentence(_ items: [String]) -> String {
             items.count <= 1 ? items.joined() : items.dropLast().joined(separator: ", ") + " and " + items.last!
         }
 
-        static let month = Duration.seconds(30 * 86_400)
-
-        /// A duration of at most 30 days, or `none`.
-        static func limit(_ text: String) throws(ConfigurationError) -> Limit {
-            if text == "none" { return .never }
-            do throws(ConfigurationError) {
-                return .after(try ConfigurationValue.duration(text, in: .zero...month))
-            } catch {
-                throw ConfigurationError.invalid(expected: (error.expected ?? error.message) + ", or none")
-            }
-        }
-
-        /// An unlock time: a duration of at most 30 days, or `never` (or `0`) for only when an administrator
-        /// unlocks.
-        static func unlockTime(_ text: String) throws(ConfigurationError) -> Duration? {
-            if text == "never" { return nil }
-            do throws(ConfigurationError) {
-                let duration = try ConfigurationValue.duration(text, in: .zero...month)
-                return duration == .zero ? nil : duration
-            } catch {
-                throw ConfigurationError.invalid(expected: (error.expected ?? error.message) + ", or never")
-            }
-        }
-
-        private func setting(
-            _ words: [Word],
-            at: Location,
-            file: String,
-            into configuration: inout StackConfiguration
-        ) throws(ConfigurationError) {
-            func location(_ word: Word) -> Location { Location(file: file, line: word.line, column: word.column) }
-            let name = words[0].text
-            func once(_ isSet: Bool) throws(ConfigurationError) {
-                guard !isSet else { throw ConfigurationError(.duplicate, at: at, word: name, "\(name) is set twice") }
-            }
-            func values(_ accepted: [String], flags: [String] = []) throws(ConfigurationError) -> Values {
-                try Self.values(words.dropFirst(), at: location, accepted: accepted, flags: flags, owner: name)
-            }
-            /// The line's one value, read with `parse`.
-            func single<T>(
-                _ parse: (String) throws(ConfigurationError) -> T,
-                example: String
-            ) throws(ConfigurationError) -> T {
-                guard words.count == 2 else {
-                    throw ConfigurationError(
-                        .syntax, at: at, word: name, "\(name) takes one value, such as \(example)")
-                }
-                do throws(ConfigurationError) {
-                    return try parse(words[1].text)
-                } catch {
-                    throw ConfigurationError(
-                        .value, at: location(words[1]), word: words[1].text,
-                        "\(name) takes \(error.expected ?? error.message)")
-                }
-            }
-            switch name {
-            case "session":
-                try once(configuration.idleTimeout != nil || configuration.absoluteTimeout != nil)
-                let given = try values(["idle", "absolute"])
-                configuration.idleTimeout = try given.value("idle", Self.limit)
-                configuration.absoluteTimeout = try given.value("absolute", Self.limit)
-            case "attempts":
-                try once(configuration.attempts != nil)
-                configuration.attempts = try single(
-                    { text throws(ConfigurationError) in
-                        try ConfigurationValue.count(text, in: 1...10)
-                    }, example: "3")
-            case "delay":
-                try once(configuration.failDelay != nil)
-                configuration.failDelay = try single(
-                    { text throws(ConfigurationError) in
-                        try ConfigurationValue.duration(text, in: .zero ... .seconds(60))
-                    }, example: "2s or 0")
-            case "cache":
-                try once(configuration.cacheTimeout != nil || configuration.cacheDirectory != nil)
-                let given = try values(["timeout", "dir"])
-                configuration.cacheTimeout = try given.value("timeout") { text throws(ConfigurationError) in
-                    try ConfigurationValue.duration(text, in: .zero...Self.month)
-                }
-                configuration.cacheDirectory = try given.value("dir", ConfigurationValue.absolutePath)
-            case "audit" where words.count >= 2 && words[1].text == "required":
-                try once(configuration.auditRequired)
-                if let extra = words.dropFirst(2).first {
-                    throw ConfigurationError(
-                        .syntax, at: location(extra), word: extra.text, "audit required takes nothing more")
-                }
-                configuration.auditRequiredAt = location(words[1])
-            case "audit":
-                guard words.count >= 2, words[1].text == "syslog" || words[1].text == "json" else {
-                    let word = words.count >= 2 ? words[1] : words[0]
-                    throw ConfigurationError(
-                        .value, at: location(word), word: word.text,
-                        "audit takes syslog [socket=PATH], json path=PATH, or required")
-                }
-                let syslog = words[1].text == "syslog"
-                let given = try Self.values(
-                    words.dropFirst(2), at: location, accepted: [syslog ? "socket" : "path"],
-                    owner: "audit \(words[1].text)")
-                let path = try given.value(syslog ? "socket" : "path", ConfigurationValue.absolutePath)
-                let destination: AuditDestination
-                if syslog {
-                    destination = .syslog(socket: path ?? "/dev/log")
-                } else {
-                    guard let path else {
-                        throw ConfigurationError(
-                            .syntax, at: location(words[1]), word: "json", "audit json needs path=PATH")
-                    }
-                    destination = .json(path: path)
-                }
-                guard !configuration.audit.contains(destination) else {
-                    throw ConfigurationError(
-                        .duplicate, at: at, word: words[1].text, "this audit destination is set twice")
-                }
-                configuration.audit.append(destination)
-            default:  // lockout
-                try once(configuration.lockout != nil || configuration.lockoutDirectory != nil)
-                // `threshold` and `duration` are older names of `deny` and `unlock`.
-                var given = try values(
-                    ["deny", "interval", "unlock", "root_unlock", "dir", "threshold", "duration"],
-                    flags: ["even_deny_root"])
-                for (old, new) in [("threshold", "deny"), ("duration", "unlock")] {
-                    guard let value = given.values.removeValue(forKey: old) else { continue }
-                    guard given.values[new] == nil else {
-                        throw ConfigurationError(
-                            .duplicate, at: value.at, word: old, "\(old) is another name of \(new), given too")
-                    }
-                    given.values[new] = value
-                }
-                var policy = LockoutPolicy()
-                if let deny = try given.value(
-                    "deny",
-                    { text throws(ConfigurationError) in
-                        do throws(ConfigurationError) {
-                            return try ConfigurationValue.count(text, in: 0...1000)
-                        } catch {
-                            throw ConfigurationError.invalid(expected: "a number from 0 (off) to 1000")
-                        }
-                    })
-                {
-                    policy.deny = deny
-                }
-                if let interval = try given.value(
-                    "interval",
-                    { text throws(ConfigurationError) in
-                        try ConfigurationValue.duration(text, in: .milliseconds(1)...Self.month)
-                    })
-                {
-                    policy.interval = interval
-                }
-                if let unlock = try given.value("unlock", Self.unlockTime) { policy.unlockAfter = unlock }
-                policy.rootUnlockAfter = try given.value("root_unlock", Self.unlockTime) ?? policy.unlockAfter
-                policy.evenDenyRoot = given.flags.contains("even_deny_root")
-                configuration.lockoutDirectory = try given.value("dir", ConfigurationValue.absolutePath)
-                configuration.lockout = policy.deny == 0 ? .off : .on(policy)
-            }
-        }
+        package static let month = Duration.seconds(30 * 86_400)
 
         private func entry(_ words: [Word], file: String, depth: Int) throws(ConfigurationError) -> Entry {
             func location(_ word: Word) -> Location { Location(file: file, line: word.line, column: word.column) }

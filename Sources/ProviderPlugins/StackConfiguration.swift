@@ -1,6 +1,6 @@
 public import Authentication
 
-/// A stack of providers and the gatekeeper's settings, as written in a configuration file:
+/// A stack of providers and the host's settings, as written in a configuration file:
 ///
 /// ```
 /// # /etc/gatekeeper/admin-tools.conf
@@ -19,14 +19,15 @@ public import Authentication
 ///
 /// One directive a line, read as libpam reads a service file's lines (StackConfiguration+Lines.swift):
 /// `#` anywhere starts a comment, a line ending in `\` goes on on the next. Settings (`session`, `attempts`, `lockout`, `delay`,
-/// `cache`, and any number of `audit` lines) come first, each at most once; then the stack, one entry a
+/// `cache`, and any number of `audit` lines) come first, each at most once (their meaning is the host's:
+/// GatekeeperHost's `StackSettings`); then the stack, one entry a
 /// line: a control (a keyword or PAM's bracket form, with all 32 of PAM's return codes), a provider's
 /// name, and its options as `name=value` — the same names as its command-line options, so any plugin a
 /// tool registers is configurable. `include FILE` reads another file in its place; `substack FILE` runs
 /// another file's entries as libpam runs a substack (``ChainControl/substack``); a relative name is
 /// beside the file naming it, and loops are refused. Values follow one grammar
 /// (``ConfigurationValue``). The text is read as bytes; errors name the file, line, column and word at
-/// fault. ``normalized`` prints a configuration so that parsing the text again gives the same one
+/// fault. ``normalized(settings:)`` prints a configuration so that parsing the text again gives the same one
 /// (StackConfiguration+Printer.swift); the parser is StackConfiguration+Parser.swift.
 public struct StackConfiguration: Sendable {
     /// One entry of the stack, where it was written: a provider with its options, or a substack.
@@ -66,56 +67,26 @@ public struct StackConfiguration: Sendable {
         }
     }
 
-    /// A time limit a file sets: none, or a duration.
-    public enum Limit: Sendable, Hashable {
-        case never
-        case after(Duration)
+    /// A setting line as written (`lockout deny=3`, `audit json path=…`): its name, where it is, and its
+    /// words. The grammar knows which lines are settings (``settingNames``) and where they may stand —
+    /// before the stack, never in a substack; what they mean, and which values they take, is the host's
+    /// (GatekeeperHost's `StackSettings`, which reads them as the file is parsed).
+    public struct Setting: Sendable, Hashable {
+        public let name: String
+        public let location: Location
+        /// Every word of the line, the name first.
+        package let words: [Parser.Word]
 
-        /// The limit as ``Gatekeeper/Configuration`` holds it: `nil` for none.
-        public var duration: Duration? {
-            if case .after(let duration) = self { duration } else { nil }
-        }
+        /// The line as written, its words one space apart.
+        public var text: String { words.map(\.text).joined(separator: " ") }
     }
 
-    /// What a `lockout` line sets: off (`deny=0`), or a policy.
-    public enum Lockout: Sendable, Hashable {
-        case off
-        case on(LockoutPolicy)
+    /// The first words of setting lines; any other first word starts an entry (or is libpam's `include`
+    /// or `substack`).
+    public static let settingNames: Set<String> = ["session", "attempts", "lockout", "delay", "cache", "audit"]
 
-        public var policy: LockoutPolicy? {
-            if case .on(let policy) = self { policy } else { nil }
-        }
-    }
-
-    /// Where an `audit` line sends events.
-    public enum AuditDestination: Sendable, Hashable {
-        /// `audit syslog [socket=PATH]`: to syslog with the authpriv facility, through `/dev/log` unless
-        /// another socket is named.
-        case syslog(socket: String)
-        /// `audit json path=PATH`: JSON lines appended to PATH, each chained to the one before.
-        case json(path: String)
-    }
-
-    /// `session idle=…`; `nil` when the file does not say.
-    public internal(set) var idleTimeout: Limit?
-    /// `session absolute=…`.
-    public internal(set) var absoluteTimeout: Limit?
-    public internal(set) var attempts: Int?
-    public internal(set) var lockout: Lockout?
-    /// `lockout dir=…`: where failed logins are kept, in pam_faillock's format, across processes.
-    public internal(set) var lockoutDirectory: String?
-    /// `delay …`: the fail delay.
-    public internal(set) var failDelay: Duration?
-    /// `cache timeout=…`: how long a login is remembered for the terminal session; zero for never.
-    public internal(set) var cacheTimeout: Duration?
-    /// `cache dir=…`: where remembered logins are kept.
-    public internal(set) var cacheDirectory: String?
-    /// `audit …` lines, in order.
-    public internal(set) var audit: [AuditDestination] = []
-    /// `audit required`: a login whose success no audit destination can record is refused.
-    public var auditRequired: Bool { auditRequiredAt != nil }
-    /// Where `audit required` was written.
-    var auditRequiredAt: Location?
+    /// The setting lines, in the order they were read.
+    public internal(set) var settings: [Setting] = []
     /// The stack's entries; a substack's are inside it.
     public internal(set) var entries: [Entry] = []
 
@@ -131,18 +102,6 @@ public struct StackConfiguration: Sendable {
 
     private static func layout(of entries: [Entry]) -> [ProviderChain.Layout] {
         entries.map { $0.isSubstack ? .substack(layout(of: $0.substack)) : .entry($0.control) }
-    }
-
-    /// The gatekeeper configuration these settings make, from `base` for what the file does not set.
-    public func gatekeeperConfiguration(_ base: Gatekeeper.Configuration = .init()) -> Gatekeeper.Configuration {
-        var configuration = base
-        if let idleTimeout { configuration.idleTimeout = idleTimeout.duration }
-        if let absoluteTimeout { configuration.absoluteTimeout = absoluteTimeout.duration }
-        if let attempts { configuration.maxAttempts = attempts }
-        if let lockout { configuration.lockout = lockout.policy }
-        if let failDelay { configuration.failDelay = failDelay }
-        if auditRequired { configuration.requiresAudit = true }
-        return configuration
     }
 
     /// Builds the stack's providers through `registry`.

@@ -5,14 +5,16 @@ public import ProviderPlugins
 /// want, found by running the stack's rules on every combination of answers (up to six entries) or, past
 /// that, on every distinct state the walk over the stack can reach; past-the-end jumps are named.
 public struct StackCheck: Sendable {
-    /// The configuration normalised (``StackConfiguration/normalizedLines(annotated:)``): a file that
-    /// parses as the same stack, each entry with its number and the bracket its keyword stands for.
+    /// The configuration normalised (``StackConfiguration/normalizedLines(annotated:settings:)``): a file
+    /// that parses as the same stack, each entry with its number and the bracket its keyword stands for.
     public let resolved: [String]
     public let warnings: [String]
 
-    public init(_ configuration: StackConfiguration, registry: ProviderRegistry) {
+    /// - Parameter settings: The setting lines as the host normalises them (GatekeeperHost's
+    ///   `StackSettings.lines`); without them, as written.
+    public init(_ configuration: StackConfiguration, settings: [String]? = nil, registry: ProviderRegistry) {
         let entries = configuration.providerEntries
-        resolved = configuration.normalizedLines(annotated: true)
+        resolved = configuration.normalizedLines(annotated: true, settings: settings)
         let layout = configuration.layout
         let checks = entries.map {
             !$0.isMissing && (try? registry.resolve($0.provider))??.checksCredentials ?? true

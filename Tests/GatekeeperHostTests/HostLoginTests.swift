@@ -61,7 +61,7 @@ struct HostLoginTests {
         let login = try HostLogin(
             provider: try loaded.stack.makeChain(registry: registry), stack: loaded.stack,
             // (The tour's tool keeps its remembered logins in the default place; a test keeps them in its own.)
-            settings: HostSettings(loaded.stack, stateDirectory: state),
+            settings: HostSettings(loaded.settings, stateDirectory: state),
             context: .init(tool: "my-tool", place: LoginPlace(Self.session, input: "stdin-pipe-1")),
             report: { _ in })
         let action = RequiresAuthentication(.signedIn) { identity in identity.username }

@@ -1,5 +1,6 @@
 import Foundation
 import GatekeeperBackends
+import GatekeeperHost
 import ProviderPlugins
 import TestSupport
 import Testing
@@ -202,14 +203,14 @@ struct DocumentationTests {
     static let registry = ProviderRegistry(BuiltInBackends.plugins)
 
     /// A configuration example parses as gatekeeper-run reads one: its grammar, controls, backends, their
-    /// options and values. (The files it names are a real host's, so no backend is built: `--check-config`
+    /// options and values, its settings. (The files it names are a real host's, so no backend is built: `--check-config`
     /// does that on the host.)
     @Test(arguments: all.filter { $0.language == "conf" && decision($0) == .none }.map(\.description))
     func theConfigurationParses(_ place: String) throws {
         let block = try #require(Self.all.first { $0.description == place })
         let text = Array(block.lines.joined(separator: "\n").appending("\n").utf8)
         do throws(ConfigurationError) {
-            let configuration = try StackConfiguration.parse(text, file: place, registry: Self.registry)
+            let configuration = try ConfigurationFile.parse(text, file: place, registry: Self.registry).stack
             #expect(!configuration.entries.isEmpty, "\(block) has no entry")
         } catch {
             Issue.record("\(block) is refused: \(error)")

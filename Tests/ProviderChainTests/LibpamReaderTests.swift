@@ -148,7 +148,7 @@ struct LibpamReaderTests {
         // Without the dash an unknown backend still refuses the file, and the dash is written back.
         #expect(throws: ConfigurationError.self) { try parse("required nowhere\n") }
         let dashed = try parse("optional -nowhere\nrequired -debug result=success\n")
-        #expect(dashed.normalized.contains("optional -nowhere\nrequired -debug result=success\n"))
+        #expect(dashed.normalized().contains("optional -nowhere\nrequired -debug result=success\n"))
     }
 
     /// Where libpam would read a file otherwise than as its lines, the file is refused at that line: a

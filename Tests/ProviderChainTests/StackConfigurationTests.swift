@@ -2,6 +2,7 @@ import Authentication
 import AuthenticationTesting
 import DebugProvider
 import Foundation
+import GatekeeperHost
 import MockProvider
 import ProviderPlugins
 import TestSupport
@@ -13,10 +14,18 @@ import Testing
 struct StackConfigurationTests {
     let registry = ProviderRegistry([MockProviderPlugin.self, DebugProviderPlugin.self])
 
+    /// The file's stack, its settings read as a host reads them (``ConfigurationFile/parse(_:file:registry:read:)``),
+    /// so that a setting's refusal is the file's.
     private func parse(
         _ text: String, includes: [String: String] = [:], registry: ProviderRegistry? = nil
     ) throws -> StackConfiguration {
-        try StackConfiguration.parse(Array(text.utf8), file: "test.conf", registry: registry ?? self.registry) {
+        try parsed(text, includes: includes, registry: registry).stack
+    }
+
+    private func parsed(
+        _ text: String, includes: [String: String] = [:], registry: ProviderRegistry? = nil
+    ) throws -> (stack: StackConfiguration, settings: StackSettings) {
+        try ConfigurationFile.parse(Array(text.utf8), file: "test.conf", registry: registry ?? self.registry) {
             path throws(ConfigurationError) in
             guard let text = includes[path] else {
                 throw ConfigurationError(.file, at: .init(file: path, line: 0, column: 0), word: path, "cannot be read")
@@ -25,8 +34,13 @@ struct StackConfigurationTests {
         }
     }
 
+    /// The file as printed: its settings as the host normalises them, then its stack.
+    private func printed(_ file: (stack: StackConfiguration, settings: StackSettings)) -> String {
+        file.stack.normalized(settings: file.settings.lines)
+    }
+
     @Test func readsSettingsAndTheStack() throws {
-        let configuration = try parse(
+        let (configuration, settings) = try parsed(
             """
             # admin tools
             session idle=15m absolute=8h
@@ -41,17 +55,22 @@ struct StackConfigurationTests {
             [success=done user_unknown=ignore authinfo_unavail=ignore default=die]  debug result=authinfo_unavail
             required    mock delay=0
             """)
-        let gatekeeper = configuration.gatekeeperConfiguration()
+        let gatekeeper = settings.gatekeeperConfiguration()
         #expect(gatekeeper.idleTimeout == .seconds(15 * 60) && gatekeeper.absoluteTimeout == .seconds(8 * 3600))
         #expect(gatekeeper.maxAttempts == 2)
         #expect(
             gatekeeper.lockout
                 == LockoutPolicy(deny: 4, interval: .seconds(300), unlockAfter: .seconds(90), evenDenyRoot: true))
         #expect(gatekeeper.failDelay == .milliseconds(500))
-        #expect(configuration.lockoutDirectory == "/var/lib/gatekeeper/faillock")
-        #expect(configuration.cacheTimeout == .seconds(120))
+        #expect(settings.lockoutDirectory == "/var/lib/gatekeeper/faillock")
+        #expect(settings.cacheTimeout == .seconds(120))
+        #expect(settings.audit == [.syslog(socket: "/dev/log"), .json(path: "/var/log/gatekeeper/audit.jsonl")])
+        // The grammar keeps the lines as written, in order; their meaning is the host's.
         #expect(
-            configuration.audit == [.syslog(socket: "/dev/log"), .json(path: "/var/log/gatekeeper/audit.jsonl")])
+            configuration.settings.map(\.name) == [
+                "session", "attempts", "lockout", "delay", "cache", "audit", "audit",
+            ])
+        #expect(configuration.settings[3].text == "delay 500ms" && configuration.settings[3].location.line == 5)
         #expect(configuration.entries.map(\.provider) == ["debug", "debug", "mock"])
         #expect(configuration.entries[1].control.action(for: .success) == .done)
         #expect(configuration.entries[1].control.action(for: .authenticationError) == .die)
@@ -152,16 +171,19 @@ struct StackConfigurationTests {
         for round in 0..<2000 {
             var includes: [String: String] = [:]
             let text = Self.randomFile(depth: 0, settings: true, includes: &includes, using: &generator)
-            let first = try parse(text, includes: includes)
-            let printed = first.normalized
-            let second = try parse(printed, includes: includes)
-            #expect(second.normalizedLines(annotated: true) == first.normalizedLines(annotated: true), "round \(round)")
-            #expect(second.layout == first.layout, "round \(round)")
-            let (a, b) = (first.gatekeeperConfiguration(), second.gatekeeperConfiguration())
+            let first = try parsed(text, includes: includes)
+            let printed = printed(first)
+            let second = try parsed(printed, includes: includes)
+            #expect(
+                second.stack.normalizedLines(annotated: true, settings: second.settings.lines)
+                    == first.stack.normalizedLines(annotated: true, settings: first.settings.lines), "round \(round)")
+            #expect(second.stack.layout == first.stack.layout, "round \(round)")
+            let (a, b) = (first.settings.gatekeeperConfiguration(), second.settings.gatekeeperConfiguration())
             #expect(a.idleTimeout == b.idleTimeout && a.absoluteTimeout == b.absoluteTimeout, "round \(round)")
             #expect(a.lockout == b.lockout && a.failDelay == b.failDelay && a.maxAttempts == b.maxAttempts)
-            #expect(second.cacheTimeout == first.cacheTimeout && second.audit == first.audit)
-            #expect(second.normalized == printed, "round \(round):\n\(text)\n---\n\(printed)")
+            #expect(second.settings.cacheTimeout == first.settings.cacheTimeout)
+            #expect(second.settings.audit == first.settings.audit)
+            #expect(self.printed(second) == printed, "round \(round):\n\(text)\n---\n\(printed)")
         }
     }
 
@@ -265,7 +287,7 @@ struct StackConfigurationTests {
         let text = "required paths other=/x\\ name=a\nrequired paths\n"
         let first = try StackConfiguration.parse(Array(text.utf8), file: "t.conf", registry: registry)
         #expect(first.entries.count == 2 && first.entries[0].options["other"] == "/x\\")
-        let printed = first.normalized
+        let printed = first.normalized()
         #expect(printed.contains("other=/x\\ #\n"), "\(printed)")
         let second = try StackConfiguration.parse(Array(printed.utf8), file: "t.conf", registry: registry)
         #expect(second.entries.count == 2 && second.entries[0].options == first.entries[0].options, "\(printed)")
@@ -334,15 +356,16 @@ struct StackConfigurationTests {
 
     /// `audit required` asks the gatekeeper to refuse logins it cannot audit, and is written back as it was.
     @Test func auditRequiredReachesTheGatekeeper() throws {
-        let stack = try parse("audit required\naudit syslog\nrequired mock\n")
-        #expect(stack.auditRequired && stack.gatekeeperConfiguration().requiresAudit)
-        #expect(stack.normalized.contains("audit syslog socket=/dev/log\naudit required\n"))
-        #expect(try !parse("audit syslog\nrequired mock\n").gatekeeperConfiguration().requiresAudit)
+        let file = try parsed("audit required\naudit syslog\nrequired mock\n")
+        #expect(file.settings.auditRequired && file.settings.gatekeeperConfiguration().requiresAudit)
+        #expect(printed(file).contains("audit syslog socket=/dev/log\naudit required\n"))
+        #expect(try !parsed("audit syslog\nrequired mock\n").settings.gatekeeperConfiguration().requiresAudit)
     }
 
     /// Two spellings of one file are one destination.
     @Test func pathsHaveOneSpelling() throws {
-        #expect(try parse("audit json path=//var/log/./gk.jsonl/\n").audit == [.json(path: "/var/log/gk.jsonl")])
+        #expect(
+            try parsed("audit json path=//var/log/./gk.jsonl/\n").settings.audit == [.json(path: "/var/log/gk.jsonl")])
         #expect {
             try parse("audit json path=/x\naudit json path=//x/\n")
         } throws: { "\($0)".contains("this audit destination is set twice") }

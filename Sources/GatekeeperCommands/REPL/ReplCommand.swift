@@ -87,6 +87,7 @@ public enum ReplCommand {
         let selection = invocation.selection
         let provider: any AuthProvider
         var stack: StackConfiguration?
+        var settings: StackSettings?
         do {
             if let configurationPath = invocation.configuration {
                 let loaded = try ConfigurationFile.read(configurationPath, registry: registry)
@@ -95,7 +96,7 @@ public enum ReplCommand {
                 {
                     throw ToolExit(.usage, "\(refusal) (\(configurationPath)).")
                 }
-                stack = loaded.stack
+                (stack, settings) = (loaded.stack, loaded.settings)
                 provider = try loaded.stack.makeChain(registry: registry)
             } else {
                 provider = try selection.makeProvider(defaultsToFirst: true)  // A demo: the mock backend by default.
@@ -114,7 +115,7 @@ public enum ReplCommand {
         // The configuration's protections: failed logins counted where gatekeeper-run counts them (in memory only
         // for the demo backend without a configuration), its audit sinks, and the logins gatekeeper-run remembers,
         // shown by `status`.
-        let host = HostSettings(stack, stateDirectory: stateDirectory)
+        let host = HostSettings(settings, stateDirectory: stateDirectory)
         let warnings: @Sendable (String) -> Void = { writeStandardError("gatekeeper-repl: warning: \($0)\n") }
         let login: HostLogin
         do throws(AuthError) {

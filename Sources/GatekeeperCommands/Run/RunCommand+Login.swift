@@ -14,8 +14,8 @@ import ToolSupport
 
 extension RunCommand {
     /// Signs in, then runs the command (`exec`) or changes the password (`--change-password`).
-    func signIn(stack: StackConfiguration?) throws(ToolExit) {
-        let host = host(stack)
+    func signIn(_ configuration: ConfigurationFile.Loaded?) throws(ToolExit) {
+        let (stack, host) = (configuration?.stack, host(configuration))
         let provider: any AuthProvider
         do {
             provider = try makeBackend(stack)

@@ -60,14 +60,16 @@ public struct RunCommand {
         case .help: output.print(RunInvocation.usage(registry: registry))
         case .checkConfig(let path): try checkConfiguration(path)
         case .verifyAudit(let path): try verifyAudit(path)
-        case .refreshOffline: try refreshOffline(stack: try readStack())
+        case .refreshOffline: try refreshOffline(stack: try readConfiguration()?.stack)
         case .unlock(let name):
-            let stack = try readStack()
-            try unlock(name, host: host(stack), backend: administeringBackend(stack))
+            let configuration = try readConfiguration()
+            try unlock(name, host: host(configuration), backend: administeringBackend(configuration?.stack))
         case .forget:
-            let stack = try readStack()
-            try forget(stack: stack, host: host(stack), backend: administeringBackend(stack))
-        case .changePassword, .run: try signIn(stack: try readStack())
+            let configuration = try readConfiguration()
+            try forget(
+                stack: configuration?.stack, host: host(configuration),
+                backend: administeringBackend(configuration?.stack))
+        case .changePassword, .run: try signIn(try readConfiguration())
         }
     }
 
@@ -80,9 +82,9 @@ public struct RunCommand {
 
     func checkConfiguration(_ path: String) throws(ToolExit) {
         do {
-            let stack = try ConfigurationFile.load(path, registry: registry)
-            _ = try stack.makeChain(registry: registry)  // Every provider can be built with its options.
-            let check = StackCheck(stack, registry: registry)
+            let loaded = try ConfigurationFile.read(path, registry: registry)
+            _ = try loaded.stack.makeChain(registry: registry)  // Every provider can be built with its options.
+            let check = StackCheck(loaded.stack, settings: loaded.settings.lines, registry: registry)
             output.print(check.resolved.joined(separator: "\n"))
             for warning in check.warnings { warn(warning) }
         } catch {
@@ -127,9 +129,9 @@ public struct RunCommand {
 
     // MARK: The backend and the host
 
-    /// The configuration file's stack (`--config`): `nil` without one. A refused file is reported to syslog
+    /// The configuration file (`--config`): `nil` without one. A refused file is reported to syslog
     /// (nothing of it is used, its audit lines included).
-    func readStack() throws(ToolExit) -> StackConfiguration? {
+    func readConfiguration() throws(ToolExit) -> ConfigurationFile.Loaded? {
         guard let path = invocation.configuration else { return nil }
         let loaded: ConfigurationFile.Loaded
         do {
@@ -143,12 +145,12 @@ public struct RunCommand {
         {
             throw ToolExit(.usage, "\(refusal) (\(path)).")
         }
-        return loaded.stack
+        return loaded
     }
 
-    /// The protections around every login, from the configuration (and `--state-dir`).
-    func host(_ stack: StackConfiguration?) -> HostSettings {
-        HostSettings(stack, stateDirectory: invocation.stateDirectory)
+    /// The protections around every login, from the configuration's settings (and `--state-dir`).
+    func host(_ configuration: ConfigurationFile.Loaded?) -> HostSettings {
+        HostSettings(configuration?.settings, stateDirectory: invocation.stateDirectory)
     }
 
     /// The backend: the configuration's stack or the provider named. Administration (--unlock, -k, -K) uses
