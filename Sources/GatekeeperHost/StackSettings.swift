@@ -133,23 +133,138 @@ public struct StackSettings: Sendable {
     /// Reads one setting line into these settings.
     /// - Throws: ``ConfigurationError`` at the word at fault; a setting given twice is refused.
     mutating func read(_ setting: StackConfiguration.Setting) throws(ConfigurationError) {
-        let (words, at, file) = (setting.words, setting.location, setting.location.file)
-        func location(_ word: Parser.Word) -> Location { Location(file: file, line: word.line, column: word.column) }
-        let name = words[0].text
-        func once(_ isSet: Bool) throws(ConfigurationError) {
-            guard !isSet else { throw ConfigurationError(.duplicate, at: at, word: name, "\(name) is set twice") }
+        let line = Line(setting: setting)
+        switch line.name {
+        case "session":
+            try line.once(idleTimeout != nil || absoluteTimeout != nil)
+            let given = try line.values(["idle", "absolute"])
+            idleTimeout = try given.value("idle", Self.limit)
+            absoluteTimeout = try given.value("absolute", Self.limit)
+        case "attempts":
+            try line.once(attempts != nil)
+            attempts = try line.single(example: "3") { text throws(ConfigurationError) in
+                try ConfigurationValue.count(text, in: 1...10)
+            }
+        case "delay":
+            try line.once(failDelay != nil)
+            failDelay = try line.single(example: "2s or 0") { text throws(ConfigurationError) in
+                try ConfigurationValue.duration(text, in: .zero ... .seconds(60))
+            }
+        case "cache":
+            try line.once(cacheTimeout != nil || cacheDirectory != nil)
+            let given = try line.values(["timeout", "dir"])
+            cacheTimeout = try given.value("timeout") { text throws(ConfigurationError) in
+                try ConfigurationValue.duration(text, in: .zero...Parser.month)
+            }
+            cacheDirectory = try given.value("dir", ConfigurationValue.absolutePath)
+        case "audit": try readAudit(line)
+        default: try readLockout(line)
         }
+    }
+
+    /// `audit required`, `audit syslog [socket=PATH]` or `audit json path=PATH`.
+    private mutating func readAudit(_ line: Line) throws(ConfigurationError) {
+        let words = line.words
+        if words.count >= 2 && words[1].text == "required" {
+            try line.once(auditRequired)
+            if let extra = words.dropFirst(2).first {
+                throw ConfigurationError(
+                    .syntax, at: line.location(extra), word: extra.text, "audit required takes nothing more")
+            }
+            auditRequiredAt = line.location(words[1])
+            return
+        }
+        guard words.count >= 2, words[1].text == "syslog" || words[1].text == "json" else {
+            let word = words.count >= 2 ? words[1] : words[0]
+            throw ConfigurationError(
+                .value, at: line.location(word), word: word.text,
+                "audit takes syslog [socket=PATH], json path=PATH, or required")
+        }
+        let syslog = words[1].text == "syslog"
+        let given = try Parser.values(
+            words.dropFirst(2), at: line.location, accepted: [syslog ? "socket" : "path"],
+            owner: "audit \(words[1].text)")
+        let path = try given.value(syslog ? "socket" : "path", ConfigurationValue.absolutePath)
+        let destination: AuditDestination
+        if syslog {
+            destination = .syslog(socket: path ?? "/dev/log")
+        } else {
+            guard let path else {
+                throw ConfigurationError(
+                    .syntax, at: line.location(words[1]), word: "json", "audit json needs path=PATH")
+            }
+            destination = .json(path: path)
+        }
+        guard !audit.contains(destination) else {
+            throw ConfigurationError(
+                .duplicate, at: line.setting.location, word: words[1].text, "this audit destination is set twice")
+        }
+        audit.append(destination)
+    }
+
+    /// `lockout deny=N interval=D unlock=D root_unlock=D dir=PATH [even_deny_root]`, pam_faillock's words.
+    private mutating func readLockout(_ line: Line) throws(ConfigurationError) {
+        try line.once(lockout != nil || lockoutDirectory != nil)
+        // `threshold` and `duration` are older names of `deny` and `unlock`.
+        var given = try line.values(
+            ["deny", "interval", "unlock", "root_unlock", "dir", "threshold", "duration"], flags: ["even_deny_root"])
+        for (old, new) in [("threshold", "deny"), ("duration", "unlock")] {
+            guard let value = given.values.removeValue(forKey: old) else { continue }
+            guard given.values[new] == nil else {
+                throw ConfigurationError(
+                    .duplicate, at: value.at, word: old, "\(old) is another name of \(new), given too")
+            }
+            given.values[new] = value
+        }
+        var policy = LockoutPolicy()
+        let deny = try given.value("deny") { text throws(ConfigurationError) in
+            do throws(ConfigurationError) {
+                return try ConfigurationValue.count(text, in: 0...1000)
+            } catch {
+                throw ConfigurationError.invalid(expected: "a number from 0 (off) to 1000")
+            }
+        }
+        if let deny { policy.deny = deny }
+        let interval = try given.value("interval") { text throws(ConfigurationError) in
+            try ConfigurationValue.duration(text, in: .milliseconds(1)...Parser.month)
+        }
+        if let interval { policy.interval = interval }
+        if let unlock = try given.value("unlock", Self.unlockTime) { policy.unlockAfter = unlock }
+        policy.rootUnlockAfter = try given.value("root_unlock", Self.unlockTime) ?? policy.unlockAfter
+        policy.evenDenyRoot = given.flags.contains("even_deny_root")
+        lockoutDirectory = try given.value("dir", ConfigurationValue.absolutePath)
+        lockout = policy.deny == 0 ? .off : .on(policy)
+    }
+
+    /// One setting line being read, and what every setting asks of its words.
+    private struct Line {
+        let setting: StackConfiguration.Setting
+        var words: [Parser.Word] { setting.words }
+        var name: String { words[0].text }
+
+        func location(_ word: Parser.Word) -> Location {
+            Location(file: setting.location.file, line: word.line, column: word.column)
+        }
+
+        /// Refuses the line when its setting `isSet` already.
+        func once(_ isSet: Bool) throws(ConfigurationError) {
+            guard !isSet else {
+                throw ConfigurationError(.duplicate, at: setting.location, word: name, "\(name) is set twice")
+            }
+        }
+
+        /// The line's `name=value` words, and `flags`.
         func values(_ accepted: [String], flags: [String] = []) throws(ConfigurationError) -> Parser.Values {
             try Parser.values(words.dropFirst(), at: location, accepted: accepted, flags: flags, owner: name)
         }
+
         /// The line's one value, read with `parse`.
-        func single<T>(
-            _ parse: (String) throws(ConfigurationError) -> T,
-            example: String
-        ) throws(ConfigurationError) -> T {
+        func single<T>(example: String, _ parse: (String) throws(ConfigurationError) -> T) throws(ConfigurationError)
+            -> T
+        {
             guard words.count == 2 else {
                 throw ConfigurationError(
-                    .syntax, at: at, word: name, "\(name) takes one value, such as \(example)")
+                    .syntax, at: setting.location, word: name, "\(name) takes one value, such as \(example)")
             }
             do throws(ConfigurationError) {
                 return try parse(words[1].text)
@@ -158,106 +273,6 @@ public struct StackSettings: Sendable {
                     .value, at: location(words[1]), word: words[1].text,
                     "\(name) takes \(error.expected ?? error.message)")
             }
-        }
-        switch name {
-        case "session":
-            try once(self.idleTimeout != nil || self.absoluteTimeout != nil)
-            let given = try values(["idle", "absolute"])
-            self.idleTimeout = try given.value("idle", Self.limit)
-            self.absoluteTimeout = try given.value("absolute", Self.limit)
-        case "attempts":
-            try once(self.attempts != nil)
-            self.attempts = try single(
-                { text throws(ConfigurationError) in
-                    try ConfigurationValue.count(text, in: 1...10)
-                }, example: "3")
-        case "delay":
-            try once(self.failDelay != nil)
-            self.failDelay = try single(
-                { text throws(ConfigurationError) in
-                    try ConfigurationValue.duration(text, in: .zero ... .seconds(60))
-                }, example: "2s or 0")
-        case "cache":
-            try once(self.cacheTimeout != nil || self.cacheDirectory != nil)
-            let given = try values(["timeout", "dir"])
-            self.cacheTimeout = try given.value("timeout") { text throws(ConfigurationError) in
-                try ConfigurationValue.duration(text, in: .zero...Parser.month)
-            }
-            self.cacheDirectory = try given.value("dir", ConfigurationValue.absolutePath)
-        case "audit" where words.count >= 2 && words[1].text == "required":
-            try once(self.auditRequired)
-            if let extra = words.dropFirst(2).first {
-                throw ConfigurationError(
-                    .syntax, at: location(extra), word: extra.text, "audit required takes nothing more")
-            }
-            auditRequiredAt = location(words[1])
-        case "audit":
-            guard words.count >= 2, words[1].text == "syslog" || words[1].text == "json" else {
-                let word = words.count >= 2 ? words[1] : words[0]
-                throw ConfigurationError(
-                    .value, at: location(word), word: word.text,
-                    "audit takes syslog [socket=PATH], json path=PATH, or required")
-            }
-            let syslog = words[1].text == "syslog"
-            let given = try Parser.values(
-                words.dropFirst(2), at: location, accepted: [syslog ? "socket" : "path"],
-                owner: "audit \(words[1].text)")
-            let path = try given.value(syslog ? "socket" : "path", ConfigurationValue.absolutePath)
-            let destination: AuditDestination
-            if syslog {
-                destination = .syslog(socket: path ?? "/dev/log")
-            } else {
-                guard let path else {
-                    throw ConfigurationError(
-                        .syntax, at: location(words[1]), word: "json", "audit json needs path=PATH")
-                }
-                destination = .json(path: path)
-            }
-            guard !self.audit.contains(destination) else {
-                throw ConfigurationError(
-                    .duplicate, at: at, word: words[1].text, "this audit destination is set twice")
-            }
-            self.audit.append(destination)
-        default:  // lockout
-            try once(self.lockout != nil || self.lockoutDirectory != nil)
-            // `threshold` and `duration` are older names of `deny` and `unlock`.
-            var given = try values(
-                ["deny", "interval", "unlock", "root_unlock", "dir", "threshold", "duration"],
-                flags: ["even_deny_root"])
-            for (old, new) in [("threshold", "deny"), ("duration", "unlock")] {
-                guard let value = given.values.removeValue(forKey: old) else { continue }
-                guard given.values[new] == nil else {
-                    throw ConfigurationError(
-                        .duplicate, at: value.at, word: old, "\(old) is another name of \(new), given too")
-                }
-                given.values[new] = value
-            }
-            var policy = LockoutPolicy()
-            if let deny = try given.value(
-                "deny",
-                { text throws(ConfigurationError) in
-                    do throws(ConfigurationError) {
-                        return try ConfigurationValue.count(text, in: 0...1000)
-                    } catch {
-                        throw ConfigurationError.invalid(expected: "a number from 0 (off) to 1000")
-                    }
-                })
-            {
-                policy.deny = deny
-            }
-            if let interval = try given.value(
-                "interval",
-                { text throws(ConfigurationError) in
-                    try ConfigurationValue.duration(text, in: .milliseconds(1)...Parser.month)
-                })
-            {
-                policy.interval = interval
-            }
-            if let unlock = try given.value("unlock", Self.unlockTime) { policy.unlockAfter = unlock }
-            policy.rootUnlockAfter = try given.value("root_unlock", Self.unlockTime) ?? policy.unlockAfter
-            policy.evenDenyRoot = given.flags.contains("even_deny_root")
-            self.lockoutDirectory = try given.value("dir", ConfigurationValue.absolutePath)
-            self.lockout = policy.deny == 0 ? .off : .on(policy)
         }
     }
 
