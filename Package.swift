@@ -89,7 +89,7 @@ let package = Package(
         // messages on standard error, the signal state a command gets back before exec.
         .target(
             name: "ToolSupport",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins"]
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin"]
         ),
         // What a host tool assembles from its configuration — the stack, the lockout, the login cache, the
         // fail delay, the audit sinks — around the one admission path every tool uses; and what a
@@ -110,13 +110,21 @@ let package = Package(
         ),
 
         // The tools' commands: each command line read into an action value, and what each action does
-        // (`perform`), above everything a host assembles; each tool's main calls one of them.
+        // (`perform`), above everything a host assembles; each tool's main calls one of them. gatekeeper-run's
+        // and gatekeeper-repl's offer every backend; gatekeeper-passwd's manage two files only, and link
+        // nothing else (a tool of half the size, which starts sooner).
         .target(
             name: "GatekeeperCommands",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
                 "ToolSupport",
-                "GatekeeperHost", "GatekeeperBackends", "OfflineCache", "FileProvider", "OTPProvider",
+                "GatekeeperHost", "GatekeeperBackends", "OfflineCache",
+            ]
+        ),
+        .target(
+            name: "PasswdCommands",
+            dependencies: [
+                "Authentication", "GatekeeperSupport", "TerminalLogin", "ToolSupport", "FileProvider", "OTPProvider",
                 "PasswordHashing",
             ]
         ),
@@ -200,7 +208,7 @@ let package = Package(
         .executableTarget(name: "gatekeeper-run", dependencies: ["GatekeeperCommands"], path: "Tools/gatekeeper-run"),
         .executableTarget(name: "gatekeeper-repl", dependencies: ["GatekeeperCommands"], path: "Tools/gatekeeper-repl"),
         .executableTarget(
-            name: "gatekeeper-passwd", dependencies: ["GatekeeperCommands"], path: "Tools/gatekeeper-passwd"),
+            name: "gatekeeper-passwd", dependencies: ["PasswdCommands"], path: "Tools/gatekeeper-passwd"),
         .executableTarget(
             name: "gatekeeper-bench",
             dependencies: [
@@ -353,8 +361,9 @@ let package = Package(
         .testTarget(
             name: "GatekeeperRunTests",
             dependencies: [
-                "gatekeeper-run", "gatekeeper-passwd", "TestSupport", "GatekeeperCommands", "GatekeeperBackends",
-                "Authentication", "GatekeeperSupport", "ToolSupport", "ProviderPlugins", "HostProtection",
+                "gatekeeper-run", "gatekeeper-passwd", "TestSupport", "GatekeeperCommands", "PasswdCommands",
+                "GatekeeperBackends", "Authentication", "GatekeeperSupport", "ToolSupport", "ProviderPlugins",
+                "HostProtection",
             ]
         ),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),
@@ -363,7 +372,7 @@ let package = Package(
             name: "PackagingTests",
             dependencies: [
                 "gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl", "TestSupport", "ProviderPlugins",
-                "GatekeeperBackends", "GatekeeperCommands", "GatekeeperHost",
+                "GatekeeperBackends", "GatekeeperCommands", "PasswdCommands", "GatekeeperHost",
             ]),
     ],
     swiftLanguageModes: [.v6]

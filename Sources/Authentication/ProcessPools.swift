@@ -80,7 +80,9 @@ public enum ProcessPools {
         public var description: String {
             switch code {
             case .alreadyInUse: "the \(role.rawValue) pool is in use already; configure pools before the first login"
-            default: "that pool cannot serve \(role.rawValue): it shares its threads, or runs more at once than allowed"
+            default:
+                "that pool cannot serve \(role.rawValue): it shares its threads, runs more at once than allowed, "
+                    + "or serves another role"
             }
         }
 
@@ -135,6 +137,11 @@ public enum ProcessPools {
             }
             try pools.withLock { pools throws(Refusal) in
                 guard pools[role] == nil else { throw Refusal(code: .alreadyInUse, role: role) }
+                // Each role's pool is its own: a pool serving another role would let PAM's threads run
+                // plugins' code, or a plugin's questions wait behind its own logins.
+                guard !pools.values.contains(where: { $0 === pool }) else {
+                    throw Refusal(code: .unsuitable, role: role)
+                }
                 pools[role] = pool
             }
         }
@@ -144,7 +151,7 @@ public enum ProcessPools {
 extension ErrorCode where Domain == ProcessPools.Refusal {
     /// The role's pool is in use already: a host configures pools before the first login.
     public static var alreadyInUse: Self { Self("alreadyInUse") }
-    /// The pool given would let the role's threads run other pools' jobs, or run more at once than the
-    /// role allows.
+    /// The pool given would let the role's threads run other pools' jobs, run more at once than the role
+    /// allows, or serves another role already.
     public static var unsuitable: Self { Self("unsuitable") }
 }

@@ -276,6 +276,11 @@ public struct AuditLogError: CodedError {
         self.code = code
         self.description = description
     }
+
+    /// A log that cannot be used (``Code/unusable``), as this type was made before it had codes.
+    public init(_ description: String) {
+        self.init(.unusable, description)
+    }
 }
 
 extension ErrorCode where Domain == AuditLogError {

@@ -205,6 +205,12 @@ public struct PluginLoadError: CodedError {
         self.reason = reason
     }
 
+    /// A plugin that is no plugin this host can use (``Code/incompatible``), as this type was made before
+    /// it had codes.
+    public init(_ path: String, _ reason: String) {
+        self.init(.incompatible, path, reason)
+    }
+
     public var description: String { "\(path): \(reason)" }
 }
 

@@ -52,6 +52,16 @@ struct ProcessPoolsTests {
         // Refused, nothing changed: the defaults come when first asked for.
         #expect(!pools.pool(.pam).sharesThreads)
         #expect(pools.pool(.oneTimeCodes).maxThreads == 1)
+        // One pool for two roles: PAM's transactions beside plugins' code, or a plugin's questions behind its
+        // own logins, is what separate roles are for.
+        let fresh = ProcessPools.Pools()
+        let own = BlockingPool(name: "own", maxThreads: 8, maxIdle: 2, sharesThreads: false)
+        try fresh.replace(.plugins, with: own)
+        #expect(throws: ProcessPools.Refusal.unsuitable) { try fresh.replace(.pluginExport, with: own) }
+        #expect(throws: ProcessPools.Refusal.unsuitable) { try fresh.replace(.pam, with: own) }
+        let hashing = fresh.pool(.passwordHashing)
+        #expect(throws: ProcessPools.Refusal.unsuitable) { try fresh.replace(.shared, with: hashing) }
+        #expect(fresh.pool(.pam) !== own && fresh.pool(.pluginExport) !== own && fresh.pool(.shared) !== hashing)
         // The refusal names the role, for the host's message.
         do {
             try pools.replace(.plugins, with: sharing)

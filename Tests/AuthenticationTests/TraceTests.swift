@@ -110,6 +110,25 @@ struct TraceTests {
         #expect(change.trace?.description.contains("required stub") == true)
     }
 
+    /// A login cancelled after the stack answered an attempt (Ctrl-C during the fail delay) answers
+    /// `cancelled` with that attempt's trace: `--explain` shows what the stack decided.
+    @Test func aLoginCancelledAfterTheStackAnsweredKeepsItsTrace() async throws {
+        let audit = RecordingAuditSink()
+        let gatekeeper = Gatekeeper(
+            provider: ProviderChain([.init(.required, accountsProvider())]),
+            configuration: .init(maxAttempts: 1, failDelay: .seconds(60)), audit: audit)
+        let login = Task {
+            await gatekeeper.authorizeWithTrace(
+                .signedIn, conversation: ScriptedConversation(.text("bob"), .secret("guess")))
+        }
+        // The stack's decision is audited once the trace is the login's: the fail delay has begun.
+        #expect(await eventually { audit.events.contains { $0.kind == .stackDecision } })
+        login.cancel()
+        let answer = await login.value
+        #expect(answer.outcome.map(\.username) == .failure(.cancelled))
+        #expect(answer.trace?.description == "1. required stub: auth_err -> bad\nresult: auth_err")
+    }
+
     /// A login abandoned while its backend works, whose backend answers only after a later login has
     /// ended: the abandoned caller hears `cancelled` with no trace, the later one its own.
     @Test func aLateAnswerOfAnAbandonedLoginIsNobodysTrace() async throws {

@@ -110,6 +110,25 @@ struct CancelledLoginWhyTests {
         #expect(result.stdout.components(separatedBy: "was cancelled").count - 1 == 1)
     }
 
+    /// A login cancelled after the stack refused an attempt (an empty user name at the second asking):
+    /// `why` shows that attempt's decision as the cancelled login's, not as the login before it.
+    @Test func aLoginCancelledAfterAnAnsweredAttemptShowsThatAnswer() throws {
+        let state = ScratchDirectory("gatekeeper-repl-state")
+        let path = try Self.configuration(delay: "0")
+        defer { unlink(path) }
+        let result = try run(
+            gatekeeperREPL, ["--config", path, "--state-dir", state.path],
+            input: "login\nbob\nguess\n\nwhy\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stdout.contains(
+                "The last login was cancelled at “Username: ”, with an empty answer, after the stack answered:\n"
+                    + "1. [success=done authinfo_unavail=ignore user_unknown=ignore default=die] debug: user_unknown -> ignore\n"
+            ), "\(result.stdout)")
+        #expect(result.stdout.contains("2. required mock: auth_err -> bad\nresult: auth_err"), "\(result.stdout)")
+        #expect(!result.stdout.contains("The login before it"), "\(result.stdout)")
+    }
+
     @Test func aLoginCancelledWhileTheProviderChecksIsSaidToBeSo() throws {
         let state = ScratchDirectory("gatekeeper-repl-state")
         let path = try Self.configuration(delay: "60")

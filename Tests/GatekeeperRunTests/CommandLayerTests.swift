@@ -2,7 +2,9 @@ import Authentication
 import Foundation
 import GatekeeperBackends
 import GatekeeperCommands
+import Glibc
 import HostProtection
+import PasswdCommands
 import ProviderPlugins
 import TestSupport
 import Testing
@@ -113,6 +115,33 @@ struct CommandLayerTests {
         #expect(edited.status == 1 && edited.stdout.contains("line 2"), "\(edited)")
         let missing = performRun(["--verify-audit", directory.path + "/none.json"])
         #expect(missing.status == 69 && missing.stderr.hasPrefix("gatekeeper-run: "), "\(missing)")
+    }
+
+    /// A login performed in a process that goes on (a host, these tests) leaves its signals as they were:
+    /// no handler and no thread watching SIGTERM after it, whatever the login's end.
+    @Test func aLoginInProcessLeavesTheSignalsAsTheyWere() throws {
+        let state = ScratchDirectory("gatekeeper-in-process")
+        func handler(_ number: Int32) -> UInt {
+            var action = sigaction()
+            sigaction(number, nil, &action)
+            return unsafeBitCast(action.__sigaction_handler.sa_handler, to: UInt.self)
+        }
+        func watchers() -> Int {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+            return tasks.filter { task in
+                let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
+                return name?.hasPrefix("gatekeeper-sig") == true
+            }.count
+        }
+        let before = [SIGINT, SIGTERM, SIGHUP].map(handler)
+        let login = [
+            "--provider", "mock", "--delay", "0s", "--state-dir", state.path, "--user", "alice", "--password-stdin",
+        ]
+        #expect(performRun(login + ["--", "true"], password: "wrong").status == 77)
+        #expect(performRun(login + ["--group", "nobody-has-it", "--", "true"], password: "wonderland").status == 77)
+        #expect(performRun(login + ["--", "true"], password: nil).status == 130)
+        #expect([SIGINT, SIGTERM, SIGHUP].map(handler) == before)
+        #expect(watchers() == 0)
     }
 
     // MARK: gatekeeper-passwd

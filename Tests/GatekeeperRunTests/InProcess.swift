@@ -2,6 +2,7 @@ import Authentication
 import GatekeeperBackends
 import GatekeeperCommands
 import GatekeeperSupport
+import PasswdCommands
 import TestSupport
 import ToolSupport
 

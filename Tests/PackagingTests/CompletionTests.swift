@@ -1,6 +1,7 @@
 import Foundation
 import GatekeeperBackends
 import GatekeeperCommands
+import PasswdCommands
 import ProviderPlugins
 import TestSupport
 import Testing

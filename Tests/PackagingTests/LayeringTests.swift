@@ -21,13 +21,13 @@ struct LayeringTests {
         "ToolSupport": 5, "GatekeeperHost": 5,
         // The one list of the backends the tools offer: it assembles them, as the tools do.
         "GatekeeperBackends": 6,
-        // The tools' commands, which the tools' mains call: they assemble everything, gatekeeper-passwd's
-        // users files (FileProvider's, OTPProvider's) included.
-        "GatekeeperCommands": 7,
+        // The tools' commands, which the tools' mains call: they assemble everything; gatekeeper-passwd's
+        // manage two backends' files (FileProvider's users file, OTPProvider's pam_oath file).
+        "GatekeeperCommands": 7, "PasswdCommands": 7,
     ]
 
     /// The modules that may import a backend: the list of them, and the commands that manage their files.
-    static let assemblers: Set<String> = ["GatekeeperBackends", "GatekeeperCommands"]
+    static let assemblers: Set<String> = ["GatekeeperBackends", "PasswdCommands"]
 
     /// Kinds of login: a module never imports one of these (the tools, which assemble them, are not checked).
     static let backends: Set<String> = [

@@ -89,7 +89,9 @@ extension Gatekeeper {
             var trace: ProviderChain.Trace?
             let result: Result<Identity, AuthError>
             do throws(AuthError) {
-                result = .success(try await performLogin(conversation: conversation, attempts: attempts, trace: &trace))
+                result = .success(
+                    try await performLogin(
+                        conversation: conversation, attempts: attempts, flight: flightID, trace: &trace))
             } catch {
                 result = .failure(error)
             }
@@ -174,9 +176,9 @@ extension Gatekeeper {
     /// attempt its own in the ledger (a re-asked prompt presents nothing until it is answered). An empty
     /// user name means the person changed their mind: ``AuthError/cancelled``. `trace` is the stack's answer
     /// to the latest attempt it answered (or the change of an expired password that followed it).
-    private func performLogin(conversation: any Conversation, attempts: Int, trace: inout ProviderChain.Trace?)
-        async throws(AuthError) -> Identity
-    {
+    private func performLogin(
+        conversation: any Conversation, attempts: Int, flight: UInt64, trace: inout ProviderChain.Trace?
+    ) async throws(AuthError) -> Identity {
         let attempts = max(attempts, 1)
         for attempt in 1...attempts {
             if Task.isCancelled { throw .cancelled }
@@ -184,7 +186,8 @@ extension Gatekeeper {
             if answer.isEmpty { throw .cancelled }
             var askedNothing = false
             do throws(AuthError) {
-                return try await check(answer, conversation: conversation, askedNothing: &askedNothing, trace: &trace)
+                return try await check(
+                    answer, conversation: conversation, askedNothing: &askedNothing, flight: flight, trace: &trace)
             } catch {
                 if error.code != .cancelled { try await waitAfterFailure() }
                 switch error.code {
@@ -224,7 +227,8 @@ extension Gatekeeper {
     /// `askedNothing` is set when the stack answered without asking the person anything; `trace` to the
     /// stack's answer, when a stack answered.
     private func check(
-        _ answer: String, conversation: any Conversation, askedNothing: inout Bool, trace: inout ProviderChain.Trace?
+        _ answer: String, conversation: any Conversation, askedNothing: inout Bool, flight: UInt64,
+        trace: inout ProviderChain.Trace?
     ) async throws(AuthError) -> Identity {
         let username = try Username.validate(answer)
         record(.attempt, unverified: username)
@@ -260,7 +264,7 @@ extension Gatekeeper {
         }
         askedNothing = !attempt.asked
         let verdict = LoginVerdict(answer, account: account, revealsUnknownUsers: configuration.revealsUnknownUsers)
-        if case .success(let traced) = answer, let answered = traced.trace { trace = answered }
+        if case .success(let traced) = answer { keep(traced.trace, as: &trace, flight: flight) }
         let lockedOut = ledger.settle(attempt, verdict.ledgerAnswer)
         audit(verdict, presented: attempt.presented, lockedOut: lockedOut)
         if let lockedOut {
@@ -278,7 +282,15 @@ extension Gatekeeper {
             await provider.signOut(identity)
             throw .passwordChangeRequired
         }
-        return try await changeExpiredPassword(of: identity, conversation: conversation, trace: &trace)
+        return try await changeExpiredPassword(of: identity, conversation: conversation, flight: flight, trace: &trace)
+    }
+
+    /// Keeps `answered`, a stack's trace, as the login's `trace`, and tells the login's flight at once: a
+    /// caller that stops waiting before the login ends (Ctrl-C during the fail delay) still hears it.
+    private func keep(_ answered: ProviderChain.Trace?, as trace: inout ProviderChain.Trace?, flight: UInt64) {
+        guard let answered else { return }
+        trace = answered
+        core.withLock { $0.login.note(answered, for: flight) }
     }
 
     /// The audit records of one attempt, from its verdict alone: the stack's decision, then the failure (or
@@ -409,7 +421,8 @@ extension Gatekeeper {
     /// current password an entry asks again and refuses, which the ledger counts. `trace` becomes the
     /// change's, when a stack answered it.
     private func changeExpiredPassword(
-        of identity: Identity, conversation: any Conversation, trace loginTrace: inout ProviderChain.Trace?
+        of identity: Identity, conversation: any Conversation, flight: UInt64,
+        trace loginTrace: inout ProviderChain.Trace?
     ) async throws(AuthError) -> Identity {
         await conversation.show(PasswordPrompt.expiredNotice, as: .info)
         await conversation.show("Changing password for \(identity.username).", as: .info)
@@ -421,7 +434,7 @@ extension Gatekeeper {
                 terminal: configuration.terminal, remoteHost: configuration.remoteHost,
                 requestingUser: configuration.requestingUser)
             (outcome, trace) = (answer.outcome, answer.trace)
-            if let trace { loginTrace = trace }
+            keep(trace, as: &loginTrace, flight: flight)
         } catch {
             record(.passwordChangeFailed, identity.username, error)
             await provider.signOut(identity)

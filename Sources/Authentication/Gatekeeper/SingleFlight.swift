@@ -19,6 +19,9 @@ struct SingleFlight: ~Copyable {
     struct Flight {
         let id: UInt64
         var task: Task<Void, Never>?
+        /// The trace of the stack's answer to the login's latest attempt, so far: what a waiter that leaves
+        /// (a Ctrl-C during the fail delay) is told with its `cancelled`.
+        var trace: ProviderChain.Trace?
     }
 
     /// A task waiting for a flight's result.
@@ -90,6 +93,17 @@ struct SingleFlight: ~Copyable {
         return true
     }
 
+    /// The stack answered an attempt of flight `flightID` with `trace`.
+    mutating func note(_ trace: ProviderChain.Trace, for flightID: UInt64) {
+        guard flight?.id == flightID else { return }
+        flight?.trace = trace
+    }
+
+    /// `cancelled`, with the trace of flight `flightID`'s latest answered attempt while it is in the air.
+    private func cancelled(from flightID: UInt64) -> Result {
+        Result(.failure(.cancelled), trace: flight?.id == flightID ? flight?.trace : nil)
+    }
+
     /// The result for a waiter about to suspend, if it is already there (then the waiter is gone);
     /// otherwise keeps `continuation` to resume later and returns `nil`.
     mutating func receive(_ waiterID: UInt64, orSuspend continuation: CheckedContinuation<Result, Never>) -> Result? {
@@ -106,16 +120,17 @@ struct SingleFlight: ~Copyable {
         }
     }
 
-    /// A waiter stops waiting: it is told `cancelled`, and if nobody else wants the login, the flight is
+    /// A waiter stops waiting: it is told `cancelled` (with the login's trace so far), and if nobody else wants the login, the flight is
     /// abandoned.
     mutating func leave(_ waiterID: UInt64) {
         guard let waiter = waiters[waiterID] else { return }
         switch waiter.state {
         case .waiting(let continuation):
             waiters[waiterID] = nil
-            pending.resumes.append((continuation, Self.cancelled))
+            pending.resumes.append((continuation, cancelled(from: waiter.flightID)))
         case .pending:
-            waiters[waiterID]?.state = .finished(Self.cancelled)
+            let result = cancelled(from: waiter.flightID)
+            waiters[waiterID]?.state = .finished(result)
         case .finished:
             return
         }
@@ -138,7 +153,7 @@ struct SingleFlight: ~Copyable {
     mutating func abandon() {
         guard let flight else { return }
         self.flight = nil
-        settle(flight.id, with: Self.cancelled)
+        settle(flight.id, with: Result(.failure(.cancelled), trace: flight.trace))
         if let task = flight.task { pending.cancellations.append(task) }
         pending.abandoned = true
     }

@@ -13,11 +13,13 @@ final class REPL: Sendable {
     private let history = CommandHistory()
     /// Cancels the command in progress (Ctrl-C while a provider works); `nil` between commands.
     private let interruption = Locked<(@Sendable () -> Void)?>(nil)
-    /// Where the last login was cancelled, when it was (`why` says so before the last trace, which is
-    /// then the trace of the login before it); `nil` once a login ends otherwise.
-    private let lastCancellation = Locked<String?>(nil)
-    /// How the stack decided the latest login or password change a stack answered (`why`).
-    private let lastTrace = Locked<ProviderChain.Trace?>(nil)
+    /// Where the last login was cancelled, when it was, and whether the stack had answered one of its
+    /// attempts (`why` shows that trace as the cancelled login's, or the last one as the login before it);
+    /// `nil` once a login ends otherwise.
+    private let lastCancellation = Locked<(place: String, answered: Bool)?>(nil)
+    /// How the stack decided the latest login or password change a stack answered (`why`), and how many
+    /// traces were kept so far (a login that kept one changes the count).
+    private let lastTrace = Locked<(trace: ProviderChain.Trace?, count: Int)>((nil, 0))
 
     /// Logins remembered for this terminal session by host tools (`gatekeeper-run`), shown by `status`.
     let cache: LoginCache?
@@ -79,16 +81,20 @@ final class REPL: Sendable {
         case "whoami":
             screen.say(gatekeeper.identity.map { shown("\($0.username) (\($0.displayName))") } ?? "Not signed in.")
         case "why":
-            let trace = lastTrace.withLock { $0 }.map { shown($0.description) }
+            let trace = lastTrace.withLock { $0.trace }.map { shown($0.description) }
             if trace == nil && !(gatekeeper.provider is ProviderChain) {
                 screen.say("The provider is not a stack; start with --config FILE to stack providers.")
                 break
             }
-            guard let place = lastCancellation.withLock({ $0 }) else {
+            guard let cancellation = lastCancellation.withLock({ $0 }) else {
                 screen.say(trace ?? "No login yet.")
                 break
             }
-            screen.say("The last login was cancelled \(place); nothing was decided.")
+            if cancellation.answered, let trace {
+                screen.say("The last login was cancelled \(cancellation.place), after the stack answered:\n\(trace)")
+                break
+            }
+            screen.say("The last login was cancelled \(cancellation.place); nothing was decided.")
             screen.say(trace.map { "The login before it:\n\($0)" } ?? "No login before it.")
         case "status":
             guard words.count <= 2 else {
@@ -271,7 +277,7 @@ final class REPL: Sendable {
 
     /// The outcome of `answer`, its trace kept for `why` when a stack answered.
     private func keepingTrace<T>(_ answer: Traced<T>) -> T {
-        if let trace = answer.trace { lastTrace.withLock { $0 = trace } }
+        if let trace = answer.trace { lastTrace.withLock { $0 = (trace, $0.count + 1) } }
         return answer.outcome
     }
 
@@ -282,10 +288,12 @@ final class REPL: Sendable {
         _ body: @escaping @Sendable () async -> T, cancelled: (T) -> Bool
     ) async -> T {
         conversation.progress.withLock { $0 = nil }
+        let kept = lastTrace.withLock { $0.count }
         let result = await interruptibly(body)
         let place = conversation.progress.withLock { $0 }
         if cancelled(result) {
-            lastCancellation.withLock { $0 = place ?? "before its first question" }
+            let answered = lastTrace.withLock { $0.count } != kept
+            lastCancellation.withLock { $0 = (place ?? "before its first question", answered) }
         } else if place != nil {
             lastCancellation.withLock { $0 = nil }
         }

@@ -15,6 +15,12 @@ import ToolSupport
 extension RunCommand {
     /// Signs in, then runs the command (`exec`) or changes the password (`--change-password`).
     func signIn(_ configuration: ConfigurationFile.Loaded?) throws(ToolExit) {
+        // What `parse` refuses, refused for an invocation a host made itself too.
+        if case .run(let command) = invocation.action, command.isEmpty { throw ToolExit(.usage, "No command given.") }
+        if invocation.action == .changePassword && invocation.passwordFromStdin {
+            throw ToolExit(
+                .usage, "--change-password asks the new password twice; it cannot come from standard input.")
+        }
         let (stack, host) = (configuration?.stack, host(configuration))
         let provider: any AuthProvider
         do {
@@ -81,7 +87,7 @@ extension RunCommand {
         throws(ToolExit)
     {
         let requirement: Requirement = invocation.group.map { .member(of: $0) } ?? .signedIn
-        ChildProcesses.becomeSubreaper()
+        if output.endsProcess { ChildProcesses.becomeSubreaper() }
         // The login's task, and the first signal that came.
         let pending = Locked<(task: Task<Void, Never>?, signal: Int32?)>((nil, nil))
         // Signals are read by a thread of their own until the tool exits or, once it has stopped its helpers,
@@ -111,6 +117,8 @@ extension RunCommand {
             }
         }
         let answer = run.get()
+        // In a tool the watch goes on until the exit (below); in a host that goes on, it ends here.
+        defer { if !output.endsProcess { interrupts?.stop() } }
         // The trace of the login (or the change), on standard error, when --explain asked for it.
         if invocation.explains, let trace = answer.trace { output.error(trace.description) }
         // The signal thread goes on until the tool exits: a second Ctrl-C while the helpers are stopped is only

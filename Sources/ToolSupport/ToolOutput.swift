@@ -1,7 +1,6 @@
 public import Authentication
 import GatekeeperSupport
 import TerminalLogin
-public import ToolSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -22,17 +21,24 @@ public struct ToolOutput: Sendable {
     /// (and whatever they started) stopped and the terminal restored, so that the message is the last
     /// thing the terminal shows; nothing for a host that goes on.
     public var beforeLastWords: @Sendable () -> Void
+    /// Whether the process ends with the command (a tool). A login's process-wide watch — the process a
+    /// subreaper of its helpers, a thread handing SIGINT, SIGTERM and SIGHUP to the login — is then left
+    /// for the exit, so that a signal that comes late still stops the helpers first; otherwise no subreaper
+    /// is made and the watch ends when the command returns, the host's signals as they were.
+    public var endsProcess: Bool
 
     public init(
         print: @escaping @Sendable (String) -> Void,
         error: @escaping @Sendable (String) -> Void,
         passwordFromStandardInput: @escaping @Sendable () -> Secret?,
-        beforeLastWords: @escaping @Sendable () -> Void = {}
+        beforeLastWords: @escaping @Sendable () -> Void = {},
+        endsProcess: Bool = false
     ) {
         self.print = print
         self.error = error
         self.passwordFromStandardInput = passwordFromStandardInput
         self.beforeLastWords = beforeLastWords
+        self.endsProcess = endsProcess
     }
 
     /// Standard output, standard error (escaped: ``writeStandardError(_:)``) and standard input, for a tool.
@@ -43,7 +49,8 @@ public struct ToolOutput: Sendable {
         beforeLastWords: {
             ChildProcesses.stopAll()
             TerminalRestoration.restoreBeforeExit()
-        })
+        },
+        endsProcess: true)
 }
 
 /// What ends a command before its end: the status the tool exits with, and the message it says on standard
@@ -71,7 +78,7 @@ public func exitTool(_ status: ExitStatus) -> Never {
 }
 
 /// The process's command line as `parse` reads it, or — refused — the tool ended with why and `usage` (64).
-func readCommandLine<Invocation>(
+package func readCommandLine<Invocation>(
     of tool: String, usage: String, _ parse: (ArraySlice<String>) throws(UsageError) -> Invocation
 ) -> Invocation {
     do throws(UsageError) {
@@ -84,7 +91,7 @@ func readCommandLine<Invocation>(
 
 /// The status of a command that ended early, its message said on `output`'s standard error after the
 /// tool's name (once `output` made ready for its last words).
-func ended(_ failure: ToolExit, tool: String, output: ToolOutput) -> ExitStatus {
+package func ended(_ failure: ToolExit, tool: String, output: ToolOutput) -> ExitStatus {
     output.beforeLastWords()
     if let message = failure.message { output.error("\(tool): \(message)") }
     return failure.status

@@ -5,7 +5,7 @@ public import OTPProvider
 public import PasswordHashing
 import ProviderPlugins
 import TerminalLogin
-import ToolSupport
+public import ToolSupport
 
 /// What gatekeeper-passwd does: the one table of its actions.
 public enum PasswdAction: String, CaseIterable, Sendable {
