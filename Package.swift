@@ -202,7 +202,7 @@ let package = Package(
         // Executables.
         .executableTarget(
             name: "gatekeeper-pam-helper",
-            dependencies: ["Authentication", "PAMProvider", "PluginHost", "HelperPrograms"],
+            dependencies: ["PAMProvider"],
             path: "Tools/gatekeeper-pam-helper"
         ),
         .executableTarget(name: "gatekeeper-run", dependencies: ["GatekeeperCommands"], path: "Tools/gatekeeper-run"),
