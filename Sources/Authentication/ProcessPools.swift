@@ -51,17 +51,18 @@ public enum ProcessPools {
         /// The most jobs a pool of this role may run at once.
         var limit: Int { self == .oneTimeCodes ? 1 : Int.max }
 
-        /// The role's pool as made when no host chose.
-        func makeDefault() -> BlockingPool {
-            let processors = BlockingPool.processorCount
-            return switch self {
-            case .shared: pool(maxThreads: 64, maxIdle: 4)
-            case .pam, .plugins: pool(maxThreads: 64, maxIdle: 4)
-            case .oneTimeCodes: pool(maxThreads: 1, maxIdle: 1)
-            case .helpers, .pluginExport: pool(maxThreads: 64, maxIdle: 2)
-            case .passwordHashing: pool(maxThreads: processors, maxIdle: processors)
+        /// The role's size when no host chose: jobs at once, idle threads kept.
+        var defaults: (maxThreads: Int, maxIdle: Int) {
+            switch self {
+            case .shared, .pam, .plugins: (64, 4)
+            case .oneTimeCodes: (1, 1)
+            case .helpers, .pluginExport: (64, 2)
+            case .passwordHashing: (BlockingPool.processorCount, BlockingPool.processorCount)
             }
         }
+
+        /// The role's pool as made when no host chose.
+        func makeDefault() -> BlockingPool { pool(maxThreads: defaults.maxThreads, maxIdle: defaults.maxIdle) }
 
         func pool(maxThreads: Int, maxIdle: Int) -> BlockingPool {
             BlockingPool(
@@ -128,7 +129,7 @@ public enum ProcessPools {
             guard maxThreads >= 1, maxThreads <= role.limit, (maxIdle ?? 0) >= 0 else {
                 throw Refusal(code: .unsuitable, role: role)
             }
-            try replace(role, with: role.pool(maxThreads: maxThreads, maxIdle: maxIdle ?? role.makeDefault().maxIdle))
+            try replace(role, with: role.pool(maxThreads: maxThreads, maxIdle: maxIdle ?? role.defaults.maxIdle))
         }
 
         package func replace(_ role: Role, with pool: BlockingPool) throws(Refusal) {

@@ -362,6 +362,23 @@ struct StackConfigurationTests {
         #expect(try !parsed("audit syslog\nrequired mock\n").settings.gatekeeperConfiguration().requiresAudit)
     }
 
+    /// A stack parsed without the host's reader keeps its setting lines as written; the host reads them
+    /// afterwards to the same settings, and refuses a bad one where it is.
+    @Test func settingsReadAfterTheParseAreTheSame() throws {
+        let text = "session idle=15m\nlockout deny=3 dir=/var/lib/gk\naudit syslog\naudit required\nrequired mock\n"
+        let stack = try StackConfiguration.parse(Array(text.utf8), file: "test.conf", registry: registry)
+        #expect(
+            stack.settings.map(\.text) == [
+                "session idle=15m", "lockout deny=3 dir=/var/lib/gk", "audit syslog", "audit required",
+            ])
+        #expect(try StackSettings(stack).lines == parsed(text).settings.lines)
+        let bad = try StackConfiguration.parse(
+            Array("delay forever\nrequired mock\n".utf8), file: "test.conf", registry: registry)
+        #expect {
+            try StackSettings(bad)
+        } throws: { ($0 as? ConfigurationError)?.location?.description == "test.conf:1:7" }
+    }
+
     /// Two spellings of one file are one destination.
     @Test func pathsHaveOneSpelling() throws {
         #expect(
