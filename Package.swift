@@ -29,6 +29,7 @@ let package = Package(
         .executable(name: "gatekeeper-repl", targets: ["gatekeeper-repl"]),
         .executable(name: "gatekeeper-passwd", targets: ["gatekeeper-passwd"]),
         .executable(name: "gatekeeper-pam-helper", targets: ["gatekeeper-pam-helper"]),
+        .executable(name: "gatekeeperd", targets: ["gatekeeperd"]),
     ],
     targets: [
         // The core: AuthProvider, Conversation, Secret, Identity, AuthError, Gatekeeper, RequiresAuthentication.
@@ -121,6 +122,15 @@ let package = Package(
                 "GatekeeperHost", "GatekeeperBackends", "OfflineCache",
             ]
         ),
+        // gatekeeperd: the stacks of /etc/gatekeeper/pam.d served to pam_gatekeeper.so (PAMModule/) on a Unix
+        // socket, each login through HostLogin's admission path.
+        .target(
+            name: "GatekeeperDaemon",
+            dependencies: [
+                "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "ToolSupport",
+                "GatekeeperHost", "GatekeeperBackends", "CProcessSpawn",
+            ]
+        ),
         .target(
             name: "PasswdCommands",
             dependencies: [
@@ -209,6 +219,7 @@ let package = Package(
         .executableTarget(name: "gatekeeper-repl", dependencies: ["GatekeeperCommands"], path: "Tools/gatekeeper-repl"),
         .executableTarget(
             name: "gatekeeper-passwd", dependencies: ["PasswdCommands"], path: "Tools/gatekeeper-passwd"),
+        .executableTarget(name: "gatekeeperd", dependencies: ["GatekeeperDaemon"], path: "Tools/gatekeeperd"),
         .executableTarget(
             name: "gatekeeper-bench",
             dependencies: [

@@ -54,6 +54,9 @@ public struct AuditEvent: Sendable, Hashable {
         public static let cachedLogin = Kind("cachedLogin")
         /// A configuration file was refused; ``AuditEvent/detail`` says where and why.
         public static let configurationRefused = Kind("configurationRefused")
+        /// A caller asked gatekeeperd for what it may not (a user other than root, for another account);
+        /// ``AuditEvent/detail`` says who and what, ``AuditEvent/processID`` is the caller's.
+        public static let requestRefused = Kind("requestRefused")
         /// The lockout or the cache could not record something, so a login's record may be incomplete.
         public static let stateUnavailable = Kind("stateUnavailable")
     }

@@ -91,3 +91,17 @@ int gk_random_bytes(void *buffer, size_t count) {
     }
     return 0;
 }
+
+#include <sys/socket.h>
+
+int gk_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int *gid) {
+    struct ucred credentials;
+    socklen_t size = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) != 0 || size != sizeof credentials) return -1;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    *gid = credentials.gid;
+    return 0;
+}
+
+int gk_accept_cloexec(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }

@@ -26,6 +26,8 @@ public final class HostLogin: Sendable {
         public var terminal: String?
         /// Who runs the tool (PAM's `PAM_RUSER`).
         public var requestingUser: String?
+        /// Where the person logs in from (PAM's `PAM_RHOST`).
+        public var remoteHost: String?
         /// Where the login is made, for remembered logins; `nil` remembers nothing.
         public var place: LoginPlace?
         /// Whether logins are remembered and remembered ones used (off when a password comes from a
@@ -54,11 +56,13 @@ public final class HostLogin: Sendable {
             countsInMemory: Bool = false,
             changesExpiredPasswords: Bool = true,
             taskExecutor: (any TaskExecutor)? = nil,
-            readsGroups: Bool = true
+            readsGroups: Bool = true,
+            remoteHost: String? = nil
         ) {
             self.tool = tool
             self.terminal = terminal
             self.requestingUser = requestingUser
+            self.remoteHost = remoteHost
             self.place = place
             self.remembersLogins = remembersLogins
             self.maxAttempts = maxAttempts
@@ -107,6 +111,7 @@ public final class HostLogin: Sendable {
         if let attempts = context.maxAttempts { configuration.maxAttempts = attempts }
         configuration.terminal = context.terminal
         configuration.requestingUser = context.requestingUser
+        configuration.remoteHost = context.remoteHost
         configuration.service = context.tool
         configuration.changesExpiredPasswords = context.changesExpiredPasswords
         configuration.taskExecutor = context.taskExecutor
@@ -117,5 +122,20 @@ public final class HostLogin: Sendable {
         let lockout = self.lockout
         gatekeeper = Gatekeeper(
             provider: provider, configuration: configuration, audit: audit, lockout: lockout, remembered: remembered)
+    }
+
+    /// A gatekeeper of its own for one login among many a process serves at once (gatekeeperd's: one per
+    /// PAM call), sharing this host's provider, lockout and audit — so every login is counted where every
+    /// other is — with its own origin: the PAM service, terminal, remote host and requesting user of the
+    /// program that asked. It remembers no login (the calling program keeps its own, as sudo does).
+    public func gatekeeper(service: String, terminal: String?, remoteHost: String?, requestingUser: String?)
+        -> Gatekeeper
+    {
+        var configuration = gatekeeper.configuration
+        configuration.service = service
+        configuration.terminal = terminal
+        configuration.remoteHost = remoteHost
+        configuration.requestingUser = requestingUser
+        return Gatekeeper(provider: provider, configuration: configuration, audit: audit, lockout: lockout)
     }
 }

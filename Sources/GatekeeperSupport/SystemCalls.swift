@@ -88,6 +88,16 @@ package enum SystemAccounts {
         }
     }
 
+    /// The name of the system account with `uid` (`pw_name`), if there is one.
+    package static func name(of uid: UInt32) -> String? {
+        var entry = passwd()
+        return withGrowingBuffer { buffer, result in
+            getpwuid_r(uid, &entry, buffer.baseAddress!, buffer.count, &result)
+        } read: {
+            String(cString: $0.pointee.pw_name)
+        }
+    }
+
     /// The uid of the system account `name`, if there is one.
     package static func uid(of name: String) -> UInt32? {
         var entry = passwd()

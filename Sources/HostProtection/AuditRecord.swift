@@ -11,7 +11,8 @@ enum AuditRecord {
     static func outcome(of kind: AuditEvent.Kind) -> String? {
         switch kind {
         case .signedIn, .cachedLogin: "success"
-        case .signInFailed, .lockedOut, .accessDenied, .providerUnavailable, .configurationRefused: "failure"
+        case .signInFailed, .lockedOut, .accessDenied, .providerUnavailable, .configurationRefused, .requestRefused:
+            "failure"
         case .signInCancelled: "cancelled"
         default: nil
         }

@@ -49,7 +49,7 @@ public final class SyslogAuditSink: AuditSink {
     /// The priority of an event: `notice` for what went wrong, `info` for the rest.
     static func priority(of kind: AuditEvent.Kind) -> Int32 {
         switch kind {
-        case .signInFailed, .lockedOut, .accessDenied, .providerUnavailable, .configurationRefused,
+        case .signInFailed, .lockedOut, .accessDenied, .providerUnavailable, .configurationRefused, .requestRefused,
             .stateUnavailable:
             facility | notice
         default: facility | info

@@ -23,7 +23,7 @@ struct LayeringTests {
         "GatekeeperBackends": 6,
         // The tools' commands, which the tools' mains call: they assemble everything; gatekeeper-passwd's
         // manage two backends' files (FileProvider's users file, OTPProvider's pam_oath file).
-        "GatekeeperCommands": 7, "PasswdCommands": 7,
+        "GatekeeperCommands": 7, "PasswdCommands": 7, "GatekeeperDaemon": 7,
     ]
 
     /// The modules that may import a backend: the list of them, and the commands that manage their files.

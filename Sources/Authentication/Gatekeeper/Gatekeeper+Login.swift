@@ -350,25 +350,56 @@ extension Gatekeeper {
         }
         var trace = login.trace
         do throws(AuthError) {
-            try await changePassword(of: identity, conversation: conversation, trace: &trace)
+            try await changePassword(of: LockoutAccount(identity.username), conversation: conversation, trace: &trace)
             return Traced(.success(()), trace: trace)
         } catch {
             return Traced(.failure(error), trace: trace)
         }
     }
 
-    /// The change of ``changePasswordWithTrace(conversation:)`` once `identity` is signed in; `trace` to the
+    /// Changes `username`'s password as `passwd` does through PAM's `pam_chauthtok`, with no login before
+    /// it: the stack's preliminary pass asks for the current password and checks it — a guess counted as a
+    /// login's is, under the same lockout, and followed by the fail delay — then its update pass asks for
+    /// the new one. For a service that answers a program's `pam_chauthtok` (gatekeeperd), the program
+    /// having decided who may change what; audited as ``changePassword(conversation:)`` is.
+    public func changePasswordWithTrace(of username: String, conversation: any Conversation) async
+        -> Traced<Result<Void, AuthError>>
+    {
+        let name: String
+        do throws(AuthError) {
+            name = try Username.validate(username)
+        } catch {
+            return Traced(.failure(error))
+        }
+        let lookup = await provider.lookUpAccount(name)
+        if lookup == .unknown {
+            record(.passwordChangeFailed, unverified: name, .userNotFound)
+            return Traced(.failure(.userNotFound))
+        }
+        var trace: ProviderChain.Trace?
+        do throws(AuthError) {
+            try await changePassword(
+                of: LockoutAccount(name, lookup: lookup), conversation: conversation, trace: &trace)
+            return Traced(.success(()), trace: trace)
+        } catch {
+            return Traced(.failure(error), trace: trace)
+        }
+    }
+
+    /// The change of ``changePasswordWithTrace(conversation:)`` once the account is known; `trace` to the
     /// stack's answer, when a stack answered.
     private func changePassword(
-        of identity: Identity, conversation: any Conversation, trace: inout ProviderChain.Trace?
+        of account: LockoutAccount, conversation: any Conversation, trace: inout ProviderChain.Trace?
     )
         async throws(AuthError)
     {
+        // An account no backend recognised is never named in a record (it may be a password typed as a name).
+        let username = account.known ? account.key : nil
         let attempt: LedgerAttempt
         do throws(AuthError) {
-            attempt = try ledger.open(LockoutAccount(identity.username))
+            attempt = try ledger.open(account)
         } catch {
-            record(.passwordChangeFailed, identity.username, error)
+            record(.passwordChangeFailed, username, error)
             throw error
         }
         let outcome: PasswordChangeOutcome
@@ -378,7 +409,7 @@ extension Gatekeeper {
             // Every answer checked as a login's are, so providers may rely on it here too; the first one handed
             // over (the current password) is presented to the ledger.
             let passes = try await provider.changePasswordInTwoPasses(
-                of: identity.username, conversation: ValidatingConversation(conversation, attempt: attempt),
+                of: account.key, conversation: ValidatingConversation(conversation, attempt: attempt),
                 terminal: configuration.terminal, remoteHost: configuration.remoteHost,
                 requestingUser: configuration.requestingUser)
             (outcome, changeTrace, preliminaryPassed) = (
@@ -391,12 +422,12 @@ extension Gatekeeper {
             let error = attempt.refusal ?? error
             _ = ledger.settle(attempt, LedgerAnswer(.unanswered))
             record(
-                .passwordChangeFailed, identity.username, error,
+                .passwordChangeFailed, username, error,
                 detail: attempt.presented ? "ended after the current password was given: counted" : nil)
             throw error
         }
         if let refusal = attempt.refusal {
-            record(.passwordChangeFailed, identity.username, refusal)
+            record(.passwordChangeFailed, username, refusal)
             throw refusal
         }
         // Only an answer that proves the current password right takes the count back: the update pass ran,
@@ -406,11 +437,11 @@ extension Gatekeeper {
         let guessed = outcome == .rejected(.wrongCurrentPassword) || changeTrace?.refusedCredential == true
         _ = ledger.settle(attempt, LedgerAnswer(preliminaryPassed && !guessed ? .rightCredential : .refused))
         if let error = outcome.error {
-            record(.passwordChangeFailed, identity.username, error)
+            record(.passwordChangeFailed, username, error)
             if guessed { try await waitAfterFailure() }
             throw error
         }
-        record(.passwordChanged, identity.username)
+        record(.passwordChanged, username)
     }
 
     /// The change an expired password needs before the login admits anyone, once the whole stack has

@@ -37,4 +37,10 @@ int gk_name_thread(const char *name);
    straight into the buffer. Returns 0, or -1 with errno. */
 int gk_random_bytes(void *buffer, size_t count);
 
+
+/* Who is at the other end of a connected Unix socket, as the kernel saw them connect (SO_PEERCRED); 0 or -1. */
+int gk_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int *gid);
+
+/* accept4 with SOCK_CLOEXEC: a connection no child inherits. */
+int gk_accept_cloexec(int fd);
 #endif

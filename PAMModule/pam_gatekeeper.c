@@ -1,0 +1,481 @@
+/*
+ * pam_gatekeeper.so: a thin client of gatekeeperd. Every PAM call of the calling program (sudo, su, sshd)
+ * is sent to the daemon on its Unix socket; every question and message the daemon sends is put to the
+ * person through the program's own PAM conversation; the daemon's answer is the call's return code.
+ * The module decides nothing itself, and loads no Swift runtime into the program.
+ *
+ * Options: socket=PATH (/run/gatekeeper/socket), timeout=SECONDS (the daemon's silence that counts as
+ * "not answering", 15), use_first_pass, try_first_pass, debug.
+ *
+ * The daemon not running, or not answering in time: PAM_AUTHINFO_UNAVAIL and a syslog line, so
+ * [authinfo_unavail=ignore] falls to the next module, as with pam_sss. The wire format is
+ * docs/pam-module.md's ("The protocol") and Sources/GatekeeperDaemon/DaemonMessage.swift's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAM_SM_AUTH
+#define PAM_SM_ACCOUNT
+#define PAM_SM_PASSWORD
+#define PAM_SM_SESSION
+#include <security/pam_ext.h>
+#include <security/pam_modules.h>
+
+/* The module's six entry points are all it exports (built with -fvisibility=hidden). */
+#define EXPORTED __attribute__((visibility("default")))
+
+enum { VERSION = 1, MAX_FRAME = 32 * 1024, MAX_ANSWER = 4096 };
+enum { T_REQUEST = 1, T_ANSWER = 2, T_CANCEL = 3, T_QUESTION = 16, T_MESSAGE = 17, T_RESULT = 18, T_KEEPALIVE = 19 };
+enum {
+    F_OPERATION = 1, F_SERVICE = 2, F_USER = 3, F_RHOST = 4, F_TTY = 5, F_RUSER = 6, F_AUTHTOK = 7, F_FLAGS = 8,
+    F_TEXT = 16, F_HIDDEN = 17, F_CODE = 18, F_CANONICAL_USER = 19
+};
+enum { OP_AUTHENTICATE = 1, OP_ACCOUNT = 2, OP_CHAUTHTOK_PRELIM = 3, OP_CHAUTHTOK_UPDATE = 4 };
+enum { FLAG_USE_FIRST_PASS = 1, FLAG_TRY_FIRST_PASS = 2, FLAG_EXPIRED_ONLY = 4 };
+
+struct options {
+    const char *socket;
+    int timeout_ms;
+    int use_first_pass, try_first_pass, debug;
+};
+
+static void parse_options(pam_handle_t *pamh, int argc, const char **argv, struct options *options) {
+    options->socket = "/run/gatekeeper/socket";
+    options->timeout_ms = 15000;
+    options->use_first_pass = options->try_first_pass = options->debug = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *word = argv[i];
+        if (strncmp(word, "socket=", 7) == 0 && word[7] == '/') {
+            options->socket = word + 7;
+        } else if (strncmp(word, "timeout=", 8) == 0) {
+            char *end = NULL;
+            errno = 0;
+            long seconds = strtol(word + 8, &end, 10);
+            if (errno == 0 && end != word + 8 && *end == '\0' && seconds >= 1 && seconds <= 600)
+                options->timeout_ms = (int)seconds * 1000;
+            else
+                pam_syslog(pamh, LOG_ERR, "timeout= takes 1 to 600 seconds; 15 used");
+        } else if (strcmp(word, "use_first_pass") == 0) {
+            options->use_first_pass = 1;
+        } else if (strcmp(word, "try_first_pass") == 0) {
+            options->try_first_pass = 1;
+        } else if (strcmp(word, "debug") == 0) {
+            options->debug = 1;
+        } else {
+            pam_syslog(pamh, LOG_ERR, "unknown option ignored: %s", word);
+        }
+    }
+}
+
+/* A frame being written: its length is filled in by send_frame. */
+struct frame {
+    unsigned char bytes[4 + MAX_FRAME];
+    size_t length; /* of the payload */
+    int overflow;
+};
+
+static void frame_start(struct frame *frame, int type) {
+    frame->length = 2;
+    frame->overflow = 0;
+    frame->bytes[4] = VERSION;
+    frame->bytes[5] = (unsigned char)type;
+}
+
+static void frame_field(struct frame *frame, int tag, const void *value, size_t length) {
+    if (length > 0xffff || frame->length + 3 + length > MAX_FRAME) {
+        frame->overflow = 1;
+        return;
+    }
+    unsigned char *at = frame->bytes + 4 + frame->length;
+    at[0] = (unsigned char)tag;
+    at[1] = (unsigned char)(length >> 8);
+    at[2] = (unsigned char)(length & 0xff);
+    if (length > 0) memcpy(at + 3, value, length);
+    frame->length += 3 + length;
+}
+
+static void frame_text(struct frame *frame, int tag, const char *text) {
+    if (text != NULL) frame_field(frame, tag, text, strlen(text));
+}
+
+static void frame_wipe(struct frame *frame) {
+    explicit_bzero(frame->bytes, sizeof frame->bytes);
+    frame->length = 0;
+}
+
+static long long now_ms(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* Waits until fd is ready for `events` or the deadline passes: 1 ready, 0 timed out, -1 error. */
+static int wait_for(int fd, short events, long long deadline) {
+    for (;;) {
+        long long left = deadline - now_ms();
+        if (left <= 0) return 0;
+        struct pollfd poller = {.fd = fd, .events = events};
+        int ready = poll(&poller, 1, left > 60000 ? 60000 : (int)left);
+        if (ready > 0) return 1;
+        if (ready < 0 && errno != EINTR) return -1;
+    }
+}
+
+static int send_frame(int fd, struct frame *frame, int timeout_ms) {
+    if (frame->overflow) return -1;
+    size_t length = frame->length;
+    frame->bytes[0] = (unsigned char)(length >> 24);
+    frame->bytes[1] = (unsigned char)(length >> 16);
+    frame->bytes[2] = (unsigned char)(length >> 8);
+    frame->bytes[3] = (unsigned char)length;
+    size_t total = 4 + length, written = 0;
+    long long deadline = now_ms() + timeout_ms;
+    while (written < total) {
+        if (wait_for(fd, POLLOUT, deadline) != 1) return -1;
+        ssize_t count = send(fd, frame->bytes + written, total - written, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (count > 0)
+            written += (size_t)count;
+        else if (count < 0 && errno != EINTR && errno != EAGAIN)
+            return -1;
+    }
+    return 0;
+}
+
+/* Reads `length` bytes before the deadline: 0, or -1 (gone, error) or -2 (timed out). */
+static int read_exactly(int fd, unsigned char *buffer, size_t length, long long deadline) {
+    size_t filled = 0;
+    while (filled < length) {
+        int ready = wait_for(fd, POLLIN, deadline);
+        if (ready == 0) return -2;
+        if (ready < 0) return -1;
+        ssize_t count = recv(fd, buffer + filled, length - filled, 0);
+        if (count > 0)
+            filled += (size_t)count;
+        else if (count == 0 || (errno != EINTR && errno != EAGAIN))
+            return -1;
+    }
+    return 0;
+}
+
+/* A message from the daemon, its fields pointing into the frame's buffer. */
+struct message {
+    int type;
+    const unsigned char *text;
+    size_t text_length;
+    int hidden; /* -1 when absent */
+    int code;   /* -1 when absent */
+    const unsigned char *user;
+    size_t user_length;
+};
+
+/* Reads one frame: 0, -1 (gone, error), -2 (timed out) or -3 (malformed). */
+static int read_message(int fd, unsigned char *buffer, int timeout_ms, struct message *message) {
+    long long deadline = now_ms() + timeout_ms;
+    unsigned char header[4];
+    int status = read_exactly(fd, header, 4, deadline);
+    if (status != 0) return status;
+    size_t length = (size_t)header[0] << 24 | (size_t)header[1] << 16 | (size_t)header[2] << 8 | header[3];
+    if (length < 2 || length > MAX_FRAME) return -3;
+    status = read_exactly(fd, buffer, length, deadline);
+    if (status != 0) return status;
+    if (buffer[0] != VERSION) return -3;
+    memset(message, 0, sizeof *message);
+    message->type = buffer[1];
+    message->hidden = message->code = -1;
+    size_t index = 2;
+    unsigned int seen = 0;
+    while (index < length) {
+        if (length - index < 3) return -3;
+        int tag = buffer[index];
+        size_t field = (size_t)buffer[index + 1] << 8 | buffer[index + 2];
+        index += 3;
+        if (length - index < field) return -3;
+        const unsigned char *value = buffer + index;
+        index += field;
+        if (tag < 16 || tag > 19 || (seen & (1u << (tag - 16)))) return -3;
+        seen |= 1u << (tag - 16);
+        switch (tag) {
+        case F_TEXT:
+            if (memchr(value, 0, field) != NULL) return -3;
+            message->text = value;
+            message->text_length = field;
+            break;
+        case F_HIDDEN:
+            if (field != 1 || value[0] > 1) return -3;
+            message->hidden = value[0];
+            break;
+        case F_CODE:
+            if (field != 1) return -3;
+            message->code = value[0];
+            break;
+        case F_CANONICAL_USER:
+            if (field == 0 || memchr(value, 0, field) != NULL) return -3;
+            message->user = value;
+            message->user_length = field;
+            break;
+        }
+    }
+    switch (message->type) {
+    case T_QUESTION:
+    case T_MESSAGE:
+        return message->text != NULL && message->hidden >= 0 && message->code < 0 && message->user == NULL ? 0 : -3;
+    case T_RESULT:
+        return message->code >= 0 && message->text == NULL && message->hidden < 0 ? 0 : -3;
+    case T_KEEPALIVE:
+        return seen == 0 ? 0 : -3;
+    default:
+        return -3;
+    }
+}
+
+/* The codes the daemon may answer with; anything else is the daemon's fault, and fails. */
+static int known_result(int code) {
+    switch (code) {
+    case PAM_SUCCESS: case PAM_AUTH_ERR: case PAM_USER_UNKNOWN: case PAM_AUTHINFO_UNAVAIL: case PAM_MAXTRIES:
+    case PAM_NEW_AUTHTOK_REQD: case PAM_ACCT_EXPIRED: case PAM_PERM_DENIED: case PAM_CRED_EXPIRED:
+    case PAM_AUTHTOK_ERR: case PAM_AUTHTOK_RECOVERY_ERR: case PAM_TRY_AGAIN: case PAM_IGNORE: case PAM_CONV_ERR:
+    case PAM_SERVICE_ERR: case PAM_SYSTEM_ERR: case PAM_CRED_INSUFFICIENT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int connect_daemon(pam_handle_t *pamh, const struct options *options) {
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    if (strlen(options->socket) >= sizeof address.sun_path) {
+        pam_syslog(pamh, LOG_ERR, "socket= names a path too long for a socket");
+        return -1;
+    }
+    strcpy(address.sun_path, options->socket);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    /* connect() on a Unix socket waits at most this long for a full backlog. */
+    struct timeval limit = {.tv_sec = options->timeout_ms / 1000, .tv_usec = 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        pam_syslog(pamh, LOG_ERR, "cannot reach gatekeeperd at %s: %m", options->socket);
+        close(fd);
+        return -1;
+    }
+    /* Only root's daemon (or one of the caller's own user) is believed: nobody else can answer for it. */
+    struct ucred peer;
+    socklen_t size = sizeof peer;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || size != sizeof peer ||
+        (peer.uid != 0 && peer.uid != geteuid())) {
+        pam_syslog(pamh, LOG_ERR, "the socket %s is not served by root; refused", options->socket);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static const char *item(pam_handle_t *pamh, int type) {
+    const void *value = NULL;
+    if (pam_get_item(pamh, type, &value) != PAM_SUCCESS) return NULL;
+    return value;
+}
+
+static void unavailable(pam_handle_t *pamh, int flags, const char *why) {
+    pam_syslog(pamh, LOG_ERR, "gatekeeperd %s", why);
+    if (!(flags & PAM_SILENT)) pam_error(pamh, "The login service (gatekeeperd) %s.", why);
+}
+
+/* One PAM call through the daemon. */
+static int run(pam_handle_t *pamh, int operation, int flags, int argc, const char **argv) {
+    struct options options;
+    parse_options(pamh, argc, argv, &options);
+
+    const char *user = NULL;
+    int status = pam_get_user(pamh, &user, NULL);
+    if (status != PAM_SUCCESS) return status == PAM_CONV_AGAIN ? PAM_INCOMPLETE : status;
+    if (user == NULL || *user == '\0') return PAM_USER_UNKNOWN;
+
+    const char *authtok = NULL;
+    unsigned int request_flags = 0;
+    if (operation == OP_AUTHENTICATE && (options.use_first_pass || options.try_first_pass)) {
+        authtok = item(pamh, PAM_AUTHTOK);
+        if (options.use_first_pass) {
+            if (authtok == NULL) return PAM_AUTHTOK_RECOVERY_ERR;
+            request_flags |= FLAG_USE_FIRST_PASS;
+        } else {
+            request_flags |= FLAG_TRY_FIRST_PASS;
+        }
+        if (authtok != NULL && strlen(authtok) > MAX_ANSWER) return PAM_AUTH_ERR;
+    }
+    if (flags & PAM_CHANGE_EXPIRED_AUTHTOK) request_flags |= FLAG_EXPIRED_ONLY;
+
+    int fd = connect_daemon(pamh, &options);
+    if (fd < 0) {
+        if (!(flags & PAM_SILENT)) pam_error(pamh, "The login service (gatekeeperd) is not running.");
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+
+    struct frame *frame = malloc(sizeof *frame);
+    unsigned char *buffer = malloc(MAX_FRAME);
+    char *first_answer = NULL; /* the password typed at the first hidden question, for PAM_AUTHTOK */
+    int result = PAM_AUTHINFO_UNAVAIL;
+    if (frame == NULL || buffer == NULL) {
+        result = PAM_BUF_ERR;
+        goto done;
+    }
+
+    frame_start(frame, T_REQUEST);
+    unsigned char op = (unsigned char)operation;
+    frame_field(frame, F_OPERATION, &op, 1);
+    frame_text(frame, F_SERVICE, item(pamh, PAM_SERVICE));
+    frame_text(frame, F_USER, user);
+    frame_text(frame, F_RHOST, item(pamh, PAM_RHOST));
+    frame_text(frame, F_TTY, item(pamh, PAM_TTY));
+    frame_text(frame, F_RUSER, item(pamh, PAM_RUSER));
+    frame_text(frame, F_AUTHTOK, authtok);
+    unsigned char flag_bytes[4] = {0, 0, 0, (unsigned char)request_flags};
+    frame_field(frame, F_FLAGS, flag_bytes, 4);
+    if (item(pamh, PAM_SERVICE) == NULL) {
+        result = PAM_SERVICE_ERR;
+        goto done;
+    }
+    int sent = send_frame(fd, frame, options.timeout_ms);
+    frame_wipe(frame);
+    if (sent != 0) {
+        unavailable(pamh, flags, "is not answering");
+        goto done;
+    }
+
+    for (;;) {
+        struct message message = {0};
+        status = read_message(fd, buffer, options.timeout_ms, &message);
+        if (status == -2) {
+            unavailable(pamh, flags, "is not answering");
+            result = PAM_AUTHINFO_UNAVAIL;
+            break;
+        }
+        if (status == -1) {
+            unavailable(pamh, flags, "stopped before it answered");
+            result = PAM_AUTHINFO_UNAVAIL;
+            break;
+        }
+        if (status == -3) {
+            pam_syslog(pamh, LOG_ERR, "gatekeeperd sent a malformed message");
+            result = PAM_SYSTEM_ERR;
+            break;
+        }
+        if (message.type == T_KEEPALIVE) continue;
+        if (message.type == T_RESULT) {
+            result = known_result(message.code) ? message.code : PAM_SYSTEM_ERR;
+            if (result == PAM_SUCCESS && message.user != NULL) {
+                /* The account's own spelling, as the backend has it: the name the program goes on with. */
+                char canonical[1025];
+                if (message.user_length >= sizeof canonical) {
+                    result = PAM_SYSTEM_ERR;
+                    break;
+                }
+                memcpy(canonical, message.user, message.user_length);
+                canonical[message.user_length] = '\0';
+                if (pam_set_item(pamh, PAM_USER, canonical) != PAM_SUCCESS) result = PAM_SYSTEM_ERR;
+            }
+            if (result == PAM_SUCCESS && operation == OP_AUTHENTICATE && first_answer != NULL &&
+                item(pamh, PAM_AUTHTOK) == NULL)
+                pam_set_item(pamh, PAM_AUTHTOK, first_answer);
+            if (options.debug) pam_syslog(pamh, LOG_DEBUG, "gatekeeperd answered %s", pam_strerror(pamh, result));
+            break;
+        }
+        /* Text to show or ask: copied out of the frame as a C string. */
+        char *text = strndup((const char *)message.text, message.text_length);
+        if (text == NULL) {
+            result = PAM_BUF_ERR;
+            break;
+        }
+        if (message.type == T_MESSAGE) {
+            if (message.hidden == 1)
+                pam_prompt(pamh, PAM_ERROR_MSG, NULL, "%s", text);
+            else if (!(flags & PAM_SILENT))
+                pam_prompt(pamh, PAM_TEXT_INFO, NULL, "%s", text);
+            free(text);
+            continue;
+        }
+        /* A question: the program's conversation asks it; its failure (Ctrl-C) cancels the login. */
+        char *response = NULL;
+        status = pam_prompt(pamh, message.hidden ? PAM_PROMPT_ECHO_OFF : PAM_PROMPT_ECHO_ON, &response, "%s", text);
+        free(text);
+        if (status != PAM_SUCCESS || response == NULL || strlen(response) > MAX_ANSWER) {
+            if (response != NULL) {
+                explicit_bzero(response, strlen(response));
+                free(response);
+            }
+            frame_start(frame, T_CANCEL);
+            send_frame(fd, frame, options.timeout_ms);
+            result = status == PAM_SUCCESS ? PAM_AUTH_ERR : PAM_CONV_ERR;
+            break;
+        }
+        frame_start(frame, T_ANSWER);
+        frame_text(frame, F_TEXT, response);
+        sent = send_frame(fd, frame, options.timeout_ms);
+        frame_wipe(frame);
+        if (message.hidden && first_answer == NULL && operation == OP_AUTHENTICATE)
+            first_answer = response;
+        else {
+            explicit_bzero(response, strlen(response));
+            free(response);
+        }
+        if (sent != 0) {
+            unavailable(pamh, flags, "stopped before it answered");
+            result = PAM_AUTHINFO_UNAVAIL;
+            break;
+        }
+    }
+
+done:
+    close(fd);
+    if (first_answer != NULL) {
+        explicit_bzero(first_answer, strlen(first_answer));
+        free(first_answer);
+    }
+    if (frame != NULL) {
+        frame_wipe(frame);
+        free(frame);
+    }
+    if (buffer != NULL) {
+        explicit_bzero(buffer, MAX_FRAME);
+        free(buffer);
+    }
+    return result;
+}
+
+EXPORTED int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    return run(pamh, OP_AUTHENTICATE, flags, argc, argv);
+}
+
+EXPORTED int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    (void)pamh, (void)flags, (void)argc, (void)argv;
+    return PAM_SUCCESS;
+}
+
+EXPORTED int pam_sm_acct_mgmt(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    return run(pamh, OP_ACCOUNT, flags, argc, argv);
+}
+
+EXPORTED int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    if (flags & PAM_PRELIM_CHECK) return run(pamh, OP_CHAUTHTOK_PRELIM, flags, argc, argv);
+    if (flags & PAM_UPDATE_AUTHTOK) return run(pamh, OP_CHAUTHTOK_UPDATE, flags, argc, argv);
+    return PAM_SERVICE_ERR;
+}
+
+EXPORTED int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    (void)pamh, (void)flags, (void)argc, (void)argv;
+    return PAM_SUCCESS;
+}
+
+EXPORTED int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    (void)pamh, (void)flags, (void)argc, (void)argv;
+    return PAM_SUCCESS;
+}

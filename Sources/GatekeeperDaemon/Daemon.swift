@@ -1,0 +1,181 @@
+import Authentication
+import CProcessSpawn
+import GatekeeperHost
+import GatekeeperSupport
+import ProviderPlugins
+import ToolSupport
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+/// The server: accepts the module's connections on its socket, gives each a thread that reads it and a task
+/// that serves its one request (``serve(_:on:)``), bounded in all and per user; reads the service files
+/// again on SIGHUP; answers every login in flight and exits on SIGTERM.
+final class Daemon: Sendable {
+    let invocation: DaemonInvocation
+    let registry: ProviderRegistry
+    let output: ToolOutput
+    /// The service files in use; a reload replaces the set, and logins in flight keep the one they began with.
+    let stacks: Locked<ServiceStacks>
+
+    /// The connections being served, counted in all and by the uid that made them.
+    private struct Flight {
+        var all = 0
+        var byUser: [UInt32: Int] = [:]
+        var connections: [ObjectIdentifier: DaemonConnection] = [:]
+        var stopping = false
+    }
+    private let flight = Locked(Flight())
+
+    /// How long a client has to send its request once connected.
+    static let requestTimeout: Duration = .seconds(10)
+
+    init(_ invocation: DaemonInvocation, registry: ProviderRegistry, output: ToolOutput, stacks: ServiceStacks) {
+        self.invocation = invocation
+        self.registry = registry
+        self.output = output
+        self.stacks = Locked(stacks)
+    }
+
+    /// The service files read again; a set that cannot be used leaves the one in use, and says why.
+    func reload() {
+        do throws(DaemonError) {
+            let loaded = try ServiceStacks.load(
+                from: invocation.configurationDirectory, stateDirectory: invocation.stateDirectory, registry: registry,
+                report: { [output] in output.error("gatekeeperd: \($0)") })
+            stacks.withLock { $0 = loaded }
+            output.error("gatekeeperd: read \(loaded.services.count) service files again")
+        } catch {
+            output.error("gatekeeperd: the service files were not read again, the ones in use are kept: \(error)")
+        }
+    }
+
+    // MARK: Accepting
+
+    /// Accepts connections on `listener` until `stop` becomes readable; then answers every login in flight
+    /// (`authinfo_unavail`) and returns once they are (or after 5 s).
+    func serve(listener: Int32, stop: Int32) {
+        while true {
+            var pollers = [
+                pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: stop, events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = poll(&pollers, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                output.error("gatekeeperd: poll: \(errorDescription())")
+                break
+            }
+            if pollers[1].revents != 0 { break }
+            let client = gk_accept_cloexec(listener)
+            guard client >= 0 else {
+                // Out of descriptors (a flood): wait a moment rather than spin; the kernel keeps the backlog.
+                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM { usleep(100_000) }
+                continue
+            }
+            if !DetachedThread.start({ self.handle(client) }) {
+                close(client)
+            }
+        }
+        stopAll()
+    }
+
+    /// Ends every login in flight and waits for their answers to go out (5 s at most).
+    private func stopAll() {
+        let connections = flight.withLock { flight in
+            flight.stopping = true
+            return Array(flight.connections.values)
+        }
+        for connection in connections { connection.end(.daemonStopping) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while flight.withLock({ $0.all }) > 0, ContinuousClock.now < deadline { usleep(10_000) }
+    }
+
+    // MARK: One connection
+
+    /// One client, on its own thread: its request read, admitted (or refused), served, and the socket closed.
+    private func handle(_ client: Int32) {
+        defer { close(client) }
+        guard let connection = DaemonConnection(descriptor: client, answerTimeout: invocation.answerTimeout) else {
+            return
+        }
+        let request: DaemonRequest
+        switch connection.readRequest(timeout: Self.requestTimeout) {
+        case .success(let read): request = read
+        case .failure(.protocolError(let why)):
+            output.error(
+                "gatekeeperd: a request from pid \(connection.peer.pid) (uid \(connection.peer.uid)) refused: \(why)")
+            return
+        case .failure: return
+        }
+        guard let refusal = admit(connection) else {
+            let task = Task {
+                let (result, canonical) = await self.serve(request, on: connection)
+                connection.finish(result, canonicalUser: canonical)
+            }
+            connection.watch(task)
+            release(connection)
+            return
+        }
+        connection.send(.message(refusal, isError: true))
+        connection.send(.result(.authinfoUnavailable, canonicalUser: nil))
+    }
+
+    /// Counts `connection` in flight, or says why it cannot be: the daemon is stopping, or too many logins are
+    /// in flight in all or for its user (root's, from sudo or sshd, count only in all).
+    private func admit(_ connection: DaemonConnection) -> String? {
+        let uid = connection.peer.uid
+        return flight.withLock { flight -> String? in
+            if flight.stopping { return "gatekeeperd is stopping." }
+            if flight.all >= invocation.maxLogins { return "gatekeeperd is busy: too many logins at once." }
+            if uid != 0, flight.byUser[uid, default: 0] >= invocation.maxLoginsPerUser {
+                return "gatekeeperd: too many logins of this user at once."
+            }
+            flight.all += 1
+            flight.byUser[uid, default: 0] += 1
+            flight.connections[ObjectIdentifier(connection)] = connection
+            return nil
+        }
+    }
+
+    private func release(_ connection: DaemonConnection) {
+        let uid = connection.peer.uid
+        flight.withLock { flight in
+            flight.all -= 1
+            flight.byUser[uid, default: 1] -= 1
+            if flight.byUser[uid] == 0 { flight.byUser[uid] = nil }
+            flight.connections[ObjectIdentifier(connection)] = nil
+        }
+    }
+}
+
+/// A thread that runs one closure and ends, joined by nobody.
+enum DetachedThread {
+    /// `false` when the system refuses a thread.
+    static func start(_ body: @escaping @Sendable () -> Void) -> Bool {
+        final class Box: Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        let created = pthread_create(
+            &thread, &attributes,
+            { context in
+                Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
+                return nil
+            }, context)
+        guard created == 0 else {
+            Unmanaged<Box>.fromOpaque(context).release()
+            return false
+        }
+        return true
+    }
+}
