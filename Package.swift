@@ -378,6 +378,14 @@ let package = Package(
             ]
         ),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),
+        // gatekeeperd over its socket, and pam_gatekeeper.so (PAMModule/) under pamtester, sudo and su.
+        .testTarget(
+            name: "GatekeeperDaemonTests",
+            dependencies: [
+                "gatekeeperd", "gatekeeper-passwd", "GatekeeperDaemon", "TestSupport", "Authentication",
+                "GatekeeperSupport",
+            ]
+        ),
         // The manual pages and the bash completion, against the tools as built.
         .testTarget(
             name: "PackagingTests",

@@ -88,7 +88,13 @@ extension Daemon {
         for name in names {
             switch await provider.recheck(Identity(username: canonical, provider: name)) {
             case .valid: answer = .success
-            case .refused(let why): return why.code == .userNotFound ? .userUnknown : Self.pamResult(why)
+            case .refused(let why):
+                // A locked account is the account check's refusal here (no password was given to tell apart).
+                return switch why.code {
+                case .userNotFound: .userUnknown
+                case .accountLocked: .permissionDenied
+                default: Self.pamResult(why)
+                }
             case .unavailable: if answer == .ignore { answer = .authinfoUnavailable }
             case .unverifiable: continue
             }

@@ -30,9 +30,6 @@ final class Daemon: Sendable {
     }
     private let flight = Locked(Flight())
 
-    /// How long a client has to send its request once connected.
-    static let requestTimeout: Duration = .seconds(10)
-
     init(_ invocation: DaemonInvocation, registry: ProviderRegistry, output: ToolOutput, stacks: ServiceStacks) {
         self.invocation = invocation
         self.registry = registry
@@ -103,7 +100,7 @@ final class Daemon: Sendable {
             return
         }
         let request: DaemonRequest
-        switch connection.readRequest(timeout: Self.requestTimeout) {
+        switch connection.readRequest(timeout: invocation.requestTimeout) {
         case .success(let read): request = read
         case .failure(.protocolError(let why)):
             output.error(

@@ -269,9 +269,11 @@ final class DaemonConnection: Sendable {
         return answer
     }
 
-    /// Sends the request's result (unless the connection has ended) and lets ``watch(_:)`` return.
+    /// Sends the request's result (unless the client has gone or broke the protocol) and lets ``watch(_:)``
+    /// return.
     func finish(_ result: PAMResult, canonicalUser: String? = nil) {
-        if ending == nil { send(.result(result, canonicalUser: canonicalUser)) }
+        // A client still there hears the answer; a daemon stopping answers too (authinfo_unavail).
+        if ending == nil || ending == .daemonStopping { send(.result(result, canonicalUser: canonicalUser)) }
         state.withLock { $0.served = true }
         served.post()
     }

@@ -23,12 +23,15 @@ public struct DaemonInvocation: Sendable, Equatable {
     public var maxLoginsPerUser = 16
     /// How long a question waits for its answer.
     public var answerTimeout: Duration = .seconds(300)
+    /// How long a client has, once connected, to send its whole request.
+    public var requestTimeout: Duration = .seconds(10)
 
     public init() {}
 
     public static let usage = """
         usage: gatekeeperd [--foreground] [--socket PATH] [--config-dir DIR] [--state-dir DIR]
                            [--max-logins N] [--max-logins-per-user N] [--answer-timeout DURATION]
+                           [--request-timeout DURATION]
                gatekeeperd --check [--config-dir DIR] [--state-dir DIR]
 
         Serves the logins of pam_gatekeeper.so: every PAM program (sudo, su, sshd) that names the module
@@ -41,6 +44,8 @@ public struct DaemonInvocation: Sendable, Equatable {
           --max-logins N      logins in flight at once, in all (256); more are refused at once
           --max-logins-per-user N   for one user other than root (16)
           --answer-timeout DURATION a question unanswered this long ends its login (5m)
+          --request-timeout DURATION a client that has not sent its whole request this long after it
+                              connected is cut off (10s)
           --check             read every service file, say what is wrong, and exit
 
         SIGHUP reads the service files again (a set with a bad file is refused, and the one in use kept);
@@ -51,7 +56,10 @@ public struct DaemonInvocation: Sendable, Equatable {
     public static func parse(_ arguments: some Sequence<String>) throws(UsageError) -> DaemonInvocation {
         let parsed = try CommandLineSyntax(
             flags: ["-h", "--help", "--foreground", "--check"],
-            valueOptions: ["socket", "config-dir", "state-dir", "max-logins", "max-logins-per-user", "answer-timeout"]
+            valueOptions: [
+                "socket", "config-dir", "state-dir", "max-logins", "max-logins-per-user", "answer-timeout",
+                "request-timeout",
+            ]
         ).parse(arguments)
         guard parsed.positionals.isEmpty, parsed.trailing.isEmpty else {
             throw UsageError(.badArgument, "gatekeeperd takes no arguments, only options.")
@@ -79,6 +87,10 @@ public struct DaemonInvocation: Sendable, Equatable {
             try parsed.value("answer-timeout") { text throws(ConfigurationError) in
                 try ConfigurationValue.duration(text, in: .seconds(1)...(.seconds(3600)))
             } ?? invocation.answerTimeout
+        invocation.requestTimeout =
+            try parsed.value("request-timeout") { text throws(ConfigurationError) in
+                try ConfigurationValue.duration(text, in: .milliseconds(100)...(.seconds(60)))
+            } ?? invocation.requestTimeout
         return invocation
     }
 }

@@ -1,0 +1,273 @@
+import Authentication
+import Foundation
+import GatekeeperDaemon
+import TestSupport
+import Testing
+
+/// gatekeeperd over its socket, spoken to by the test as pam_gatekeeper.so speaks: logins, the account check,
+/// hostile clients (half-written, malformed, silent, gone mid-question), the bounds on logins in flight, a
+/// reload and a stop with a login in flight.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct DaemonTests {
+    func request(
+        _ fixture: DaemonFixture, _ operation: DaemonRequest.Operation = .authenticate, service: String = "sudo"
+    )
+        -> DaemonRequest
+    {
+        DaemonRequest(operation, service: service, user: fixture.account, terminal: "/dev/pts/9")
+    }
+
+    @Test func rightAndWrongPasswords() throws {
+        let fixture = try DaemonFixture()
+        let right = try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password)
+        #expect(right.result == .success)
+        #expect(right.seen.contains { if case .question(_, hidden: true) = $0 { true } else { false } })
+        let wrong = try DaemonClient(fixture.socket).converse(request(fixture), password: "not-it")
+        #expect(wrong.result == .authenticationError)
+        #expect(try fixture.failures(of: fixture.account) == 1)
+        #expect(fixture.auditRecords.contains { $0.contains("\"signedIn\"") })
+        #expect(fixture.auditRecords.contains { $0.contains("\"signInFailed\"") })
+        // No password ever reaches the audit log.
+        #expect(!fixture.auditRecords.contains { $0.contains(fixture.password) || $0.contains("not-it") })
+    }
+
+    /// `use_first_pass`: the password another module took is the one tried, and nothing is asked; without one
+    /// to use, nothing is asked either. `try_first_pass`: the given one first.
+    @Test func firstPassFlags() throws {
+        let fixture = try DaemonFixture()
+        var given = request(fixture)
+        given.flags = [.useFirstPass]
+        given.authenticationToken = Secret(copying: Array(fixture.password.utf8))
+        let used = try DaemonClient(fixture.socket).converse(given, password: nil)
+        #expect(used.result == .success && used.seen.count == 1)
+        given.authenticationToken = Secret(copying: Array("wrong".utf8))
+        #expect(try DaemonClient(fixture.socket).converse(given, password: nil).result == .authenticationError)
+        given.authenticationToken = nil
+        #expect(
+            try DaemonClient(fixture.socket).converse(given, password: nil).result == .authenticationTokenRecoveryError)
+        given.flags = [.tryFirstPass]
+        given.authenticationToken = Secret(copying: Array(fixture.password.utf8))
+        let tried = try DaemonClient(fixture.socket).converse(given, password: nil)
+        #expect(tried.result == .success && tried.seen.count == 1)
+    }
+
+    @Test func accountCheck() throws {
+        let fixture = try DaemonFixture()
+        #expect(try DaemonClient(fixture.socket).converse(request(fixture, .account), password: nil).result == .success)
+        // Locked in the users file: the account check refuses it, without a password.
+        let locked = try run(builtExecutable("gatekeeper-passwd"), ["lock", fixture.users, fixture.account], input: "")
+        #expect(locked.status == 0, "\(locked.stderr)")
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture, .account), password: nil).result
+                == .permissionDenied)
+        let expired = try run(
+            builtExecutable("gatekeeper-passwd"), ["unlock", fixture.users, fixture.account], input: "")
+        #expect(expired.status == 0)
+        _ = try run(builtExecutable("gatekeeper-passwd"), ["expire", fixture.users, fixture.account], input: "")
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture, .account), password: nil).result
+                == .newAuthenticationTokenRequired)
+    }
+
+    /// `pam_chauthtok`'s two calls: the preliminary one changes nothing and asks nothing; the update asks the
+    /// current password once, then the new one twice.
+    @Test func passwordChange() throws {
+        let fixture = try DaemonFixture()
+        let check = try DaemonClient(fixture.socket).converse(request(fixture, .checkPasswordChange), password: nil)
+        #expect(check.result == .success && check.seen.count == 1)
+        let client = try DaemonClient(fixture.socket)
+        client.send(.request(request(fixture, .changePassword)))
+        var prompts: [String] = []
+        let new = "Quartz-Lantern-\(UInt32.random(in: 1000...9999))-x"
+        var result: PAMResult?
+        while let message = try client.receive() {
+            if case .question(let prompt, true) = message {
+                prompts.append(prompt)
+                client.send(.answer(Secret(copying: Array((prompts.count == 1 ? fixture.password : new).utf8))))
+            } else if case .result(let code, _) = message {
+                result = code
+                break
+            }
+        }
+        #expect(result == .success, "\(prompts)")
+        #expect(prompts.count == 3)
+        #expect(try DaemonClient(fixture.socket).converse(request(fixture), password: new).result == .success)
+    }
+
+    /// A client that sends half a request and stops is cut off once its time is up; one that sends a frame
+    /// out of bounds or malformed is cut off at once; neither stops anyone else's login.
+    @Test func hostileClientsEndOnlyTheirConnection() throws {
+        let fixture = try DaemonFixture()
+        let half = try DaemonClient(fixture.socket)
+        half.sendRaw([0, 0, 0, 40, 1, 1])
+        let oversized = try DaemonClient(fixture.socket)
+        oversized.sendRaw([0xff, 0xff, 0xff, 0xff])
+        let malformed = try DaemonClient(fixture.socket)
+        malformed.sendRaw([0, 0, 0, 3, 1, 1, 99])
+        let silent = try DaemonClient(fixture.socket)
+        #expect(oversized.isClosed(within: .seconds(5)))
+        #expect(malformed.isClosed(within: .seconds(5)))
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+        #expect(half.isClosed(within: .seconds(5)))
+        #expect(silent.isClosed(within: .seconds(5)))
+        // An answer nobody asked for ends the connection too.
+        let eager = try DaemonClient(fixture.socket)
+        eager.send(.request(request(fixture, .account)))
+        eager.send(.answer(Secret(copying: Array("early".utf8))))
+        var ended = false
+        for _ in 0..<10 {
+            guard let message = try eager.receive(timeout: .seconds(5)) else {
+                ended = true
+                break
+            }
+            if case .result = message {
+                ended = true
+                break
+            }
+        }
+        #expect(ended)
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+    }
+
+    /// A client that goes away while its question waits (sudo's Ctrl-C) ends the login at once: it is
+    /// recorded as cancelled, and nothing is counted.
+    @Test func clientGoneCancelsTheLogin() throws {
+        let fixture = try DaemonFixture()
+        do {
+            let client = try DaemonClient(fixture.socket)
+            client.send(.request(request(fixture)))
+            guard case .question = try client.receive() else {
+                Issue.record("no question")
+                return
+            }
+            client.send(.cancel)
+        }
+        #expect(eventually { fixture.auditRecords.contains { $0.contains("\"signInCancelled\"") } })
+        #expect(try fixture.failures(of: fixture.account) == 0)
+    }
+
+    /// A question unanswered past --answer-timeout ends the login; it is not counted.
+    @Test func unansweredQuestionTimesOut() throws {
+        let fixture = try DaemonFixture(arguments: ["--answer-timeout", "1s"])
+        let client = try DaemonClient(fixture.socket)
+        client.send(.request(request(fixture)))
+        guard case .question = try client.receive() else {
+            Issue.record("no question")
+            return
+        }
+        #expect(client.isClosed(within: .seconds(10)))
+        #expect(try fixture.failures(of: fixture.account) == 0)
+    }
+
+    /// Beyond the bound on logins in flight, a login is refused at once, saying why — not queued.
+    @Test func loginsInFlightAreBounded() throws {
+        let fixture = try DaemonFixture(arguments: ["--max-logins", "2"])
+        var waiting: [DaemonClient] = []
+        for _ in 0..<2 {
+            let client = try DaemonClient(fixture.socket)
+            client.send(.request(request(fixture)))
+            guard case .question = try client.receive() else {
+                Issue.record("no question")
+                return
+            }
+            waiting.append(client)
+        }
+        let third = try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password)
+        #expect(third.result == .authinfoUnavailable)
+        #expect(third.seen.contains { if case .message(let text, true) = $0 { text.contains("busy") } else { false } })
+        waiting.removeAll()
+        #expect(
+            eventually {
+                (try? DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result)
+                    == .success
+            })
+    }
+
+    /// A service with a file of its own uses it; one without, the default; with neither, the module is ignored;
+    /// a name no file could have is refused.
+    @Test func servicesAndTheDefault() throws {
+        let fixture = try DaemonFixture(start: false)
+        try fixture.writeService("sshd", entry: "required mock")
+        try FileManager.default.removeItem(atPath: fixture.services + "/default")
+        try fixture.start()
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture, service: "sudo"), password: fixture.password)
+                .result == .ignore)
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture, service: "../default"), password: nil).result
+                == .serviceError)
+        // The demo backend knows no account of the test's: refused.
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture, service: "sshd"), password: fixture.password)
+                .result
+                != .success)
+    }
+
+    /// SIGHUP reads the files again: a set with a broken file is refused, and the one in use kept; a good one
+    /// replaces it.
+    @Test func reloadKeepsTheOldSetOnABadFile() throws {
+        let fixture = try DaemonFixture()
+        try "required nosuchbackend\n".write(toFile: fixture.services + "/default", atomically: false, encoding: .utf8)
+        fixture.daemon?.send(SIGHUP)
+        try fixture.daemon?.waitForStderr(containing: "not read again")
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+        try fixture.writeService("default", entry: "required mock")
+        fixture.daemon?.send(SIGHUP)
+        try fixture.daemon?.waitForStderr(containing: "read 1 service files again")
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result != .success)
+    }
+
+    /// SIGTERM answers a login in flight `authinfo_unavail` (the program's next module may serve) and exits;
+    /// its socket goes with it, and a daemon started again serves with the state it left.
+    @Test func stopAnswersLoginsInFlight() throws {
+        let fixture = try DaemonFixture()
+        _ = try DaemonClient(fixture.socket).converse(request(fixture), password: "wrong")
+        let client = try DaemonClient(fixture.socket)
+        client.send(.request(request(fixture)))
+        guard case .question = try client.receive() else {
+            Issue.record("no question")
+            return
+        }
+        fixture.daemon?.send(SIGTERM)
+        #expect(try client.receive(timeout: .seconds(10)) == .result(.authinfoUnavailable, canonicalUser: nil))
+        let stopped = fixture.stop()
+        #expect(stopped?.status == 0, "\(stopped?.stderr ?? "")")
+        #expect(access(fixture.socket, F_OK) != 0)
+        try fixture.start()
+        #expect(try fixture.failures(of: fixture.account) == 1)
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+    }
+
+    /// A second daemon on the same socket refuses to start; a stale socket (nobody answers) is taken over.
+    @Test func oneDaemonPerSocket() throws {
+        let fixture = try DaemonFixture()
+        let second = try run(
+            builtExecutable("gatekeeperd"),
+            [
+                "--foreground", "--socket", fixture.socket, "--config-dir", fixture.services, "--state-dir",
+                fixture.stateDirectory,
+            ], input: "")
+        #expect(second.status != 0 && second.stderr.contains("another gatekeeperd answers"))
+        fixture.stop(SIGKILL)
+        #expect(access(fixture.socket, F_OK) == 0)  // Left behind by the killed daemon.
+        try fixture.start()
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+    }
+
+    /// Without systemd's socket and without --foreground, the daemon says what to do rather than guess.
+    @Test func needsASocketOrForeground() throws {
+        let fixture = try DaemonFixture(start: false)
+        let result = try run(builtExecutable("gatekeeperd"), ["--config-dir", fixture.services], input: "")
+        #expect(result.status == 64 && result.stderr.contains("--foreground"))
+        let check = try run(
+            builtExecutable("gatekeeperd"),
+            ["--check", "--config-dir", fixture.services, "--state-dir", fixture.stateDirectory], input: "")
+        #expect(check.status == 0 && check.stdout.contains("1 service files"), "\(check.stderr)")
+    }
+}
