@@ -285,9 +285,11 @@ static const char *item(pam_handle_t *pamh, int type) {
     return value;
 }
 
-static void unavailable(pam_handle_t *pamh, int flags, const char *why) {
+/* Said to syslog and to the person even under PAM_SILENT (sudo's default): without it, a login service
+   that is down reads as a wrong password. */
+static void unavailable(pam_handle_t *pamh, const char *why) {
     pam_syslog(pamh, LOG_ERR, "gatekeeperd %s", why);
-    if (!(flags & PAM_SILENT)) pam_error(pamh, "The login service (gatekeeperd) %s.", why);
+    pam_error(pamh, "The login service (gatekeeperd) %s.", why);
 }
 
 /* One PAM call through the daemon. */
@@ -316,7 +318,7 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
 
     int fd = connect_daemon(pamh, &options);
     if (fd < 0) {
-        if (!(flags & PAM_SILENT)) pam_error(pamh, "The login service (gatekeeperd) is not running.");
+        pam_error(pamh, "The login service (gatekeeperd) is not running.");
         return PAM_AUTHINFO_UNAVAIL;
     }
 
@@ -347,7 +349,7 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
     int sent = send_frame(fd, frame, options.timeout_ms);
     frame_wipe(frame);
     if (sent != 0) {
-        unavailable(pamh, flags, "is not answering");
+        unavailable(pamh, "is not answering");
         goto done;
     }
 
@@ -355,12 +357,12 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
         struct message message = {0};
         status = read_message(fd, buffer, options.timeout_ms, &message);
         if (status == -2) {
-            unavailable(pamh, flags, "is not answering");
+            unavailable(pamh, "is not answering");
             result = PAM_AUTHINFO_UNAVAIL;
             break;
         }
         if (status == -1) {
-            unavailable(pamh, flags, "stopped before it answered");
+            unavailable(pamh, "stopped before it answered");
             result = PAM_AUTHINFO_UNAVAIL;
             break;
         }
@@ -395,11 +397,10 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
             result = PAM_BUF_ERR;
             break;
         }
+        /* Shown even under PAM_SILENT: the daemon says only what the login needs (a device login's address
+           and code, why a password must change). */
         if (message.type == T_MESSAGE) {
-            if (message.hidden == 1)
-                pam_prompt(pamh, PAM_ERROR_MSG, NULL, "%s", text);
-            else if (!(flags & PAM_SILENT))
-                pam_prompt(pamh, PAM_TEXT_INFO, NULL, "%s", text);
+            pam_prompt(pamh, message.hidden == 1 ? PAM_ERROR_MSG : PAM_TEXT_INFO, NULL, "%s", text);
             free(text);
             continue;
         }
@@ -428,7 +429,7 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
             free(response);
         }
         if (sent != 0) {
-            unavailable(pamh, flags, "stopped before it answered");
+            unavailable(pamh, "stopped before it answered");
             result = PAM_AUTHINFO_UNAVAIL;
             break;
         }

@@ -42,9 +42,11 @@ final class DaemonConnection: Sendable {
     private struct State: ~Copyable {
         /// The task serving the request, once started.
         var task: Task<Void, Never>?
-        /// A question's answer awaited by the login, and since when.
-        var waiting: CheckedContinuation<Secret?, Never>?
+        /// Since when a question waits for its answer (set before the question goes out, so an answer that
+        /// comes at once finds it), the login waiting for it, and an answer that came before the login waited.
         var askedAt: ContinuousClock.Instant?
+        var waiting: CheckedContinuation<Secret?, Never>?
+        var early: Secret?
         /// Set once: why the connection ended before its request did.
         var ending: Ending?
         /// When the daemon last wrote to the client (for keepalives).
@@ -170,7 +172,7 @@ final class DaemonConnection: Sendable {
         let (overdue, idle) = state.withLock { state in
             (
                 state.askedAt.map { $0.duration(to: now) > answerTimeout } ?? false,
-                state.waiting == nil && state.lastSent.duration(to: now) >= Self.keepaliveInterval
+                state.askedAt == nil && state.lastSent.duration(to: now) >= Self.keepaliveInterval
             )
         }
         if overdue {
@@ -180,17 +182,17 @@ final class DaemonConnection: Sendable {
         }
     }
 
-    /// Hands `answer` to the question waiting for it; `false` when none is.
+    /// Hands `answer` to the question asked; `false` when none is.
     private func deliver(_ answer: Secret) -> Bool {
-        let waiting = state.withLock { state in
-            defer {
-                state.waiting = nil
-                state.askedAt = nil
-            }
-            return state.waiting
+        let (asked, waiting) = state.withLock { state -> (Bool, CheckedContinuation<Secret?, Never>?) in
+            guard state.askedAt != nil else { return (false, nil) }
+            state.askedAt = nil
+            defer { state.waiting = nil }
+            if state.waiting == nil { state.early = answer }
+            return (true, state.waiting)
         }
         waiting?.resume(returning: answer)
-        return waiting != nil
+        return asked
     }
 
     /// Ends the connection's login for `ending` (the first reason given stays): the question waiting gets
@@ -244,19 +246,25 @@ final class DaemonConnection: Sendable {
     /// Asks the person `prompt` through the module, and waits for the answer.
     /// - Throws: ``AuthError/cancelled`` when the connection ends first or the task is cancelled.
     func ask(_ prompt: String, hidden: Bool) async throws(AuthError) -> Secret {
-        guard send(.question(prompt, hidden: hidden)) else {
+        let open = state.withLock { state -> Bool in
+            guard state.ending == nil else { return false }
+            state.askedAt = .now
+            state.early = nil
+            return true
+        }
+        guard open, send(.question(prompt, hidden: hidden)) else {
             end(.clientLeft)
             throw .cancelled
         }
         let answer = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Secret?, Never>) in
-                let refused = state.withLock { state -> Bool in
-                    guard state.ending == nil, !Task.isCancelled else { return true }
+                let ready = state.withLock { state -> Secret?? in
+                    if let early = state.early.take() { return .some(early) }
+                    guard state.ending == nil, !Task.isCancelled else { return .some(nil) }
                     state.waiting = continuation
-                    state.askedAt = .now
-                    return false
+                    return .none
                 }
-                if refused { continuation.resume(returning: nil) }
+                if case .some(let answer) = ready { continuation.resume(returning: answer) }
             }
         } onCancel: {
             let waiting = state.withLock { state in

@@ -1,0 +1,204 @@
+import Authentication
+import Foundation
+import GatekeeperDaemon
+import GatekeeperSupport
+import TestSupport
+import Testing
+
+/// pam_gatekeeper.so, built from PAMModule/, in throwaway PAM services under /etc/pam.d, with the real programs
+/// people log in through: `pamtester` (Linux-PAM's own client), `sudo` on a terminal with a sudoers rule naming
+/// the service (`pam_service=`), and `su` (its service file replaced in a mount namespace of its own).
+@Suite(
+    .serialized,
+    .timeLimit(.minutes(6)),
+    .enabled(
+        if: getuid() == 0, "needs root for /etc/pam.d, /etc/sudoers.d and throwaway accounts; run as root (CI does)")
+)
+struct PAMModuleTests {
+    /// The module, compiled once per test process as the Makefile compiles it.
+    static let module: Result<String, DaemonFixtureError> = {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../PAMModule/pam_gatekeeper.c").standardized.path
+        let directory = temporaryDirectory("pam-gatekeeper-module")
+        chmod(directory, 0o755)  // Loaded by programs run as the test's accounts too.
+        let output = directory + "/pam_gatekeeper.so"
+        let built = try? shell(
+            "gcc -shared -fPIC -Wall -Wextra -Werror -O2 -fvisibility=hidden -o \(output) \(source) -lpam")
+        guard built?.status == 0 else { return .failure(DaemonFixtureError("gcc: \(built?.output ?? "")")) }
+        return .success(output)
+    }()
+
+    /// A daemon, a system account of the test's own with the daemon's password, and a PAM service whose
+    /// every phase is the module — all removed at the end.
+    final class Host {
+        let fixture: DaemonFixture
+        let user = "gkd\(UInt32.random(in: 100_000...999_999))"
+        let service: String
+        var module: String
+        var sudoers: String { "/etc/sudoers.d/gatekeeper-test-\(user)" }
+
+        init(settings: String = "lockout deny=1000", arguments: [String] = []) throws {
+            module = try PAMModuleTests.module.get()
+            fixture = try DaemonFixture(settings: settings, arguments: arguments, start: false)
+            service = "gatekeeper-test-\(user)"
+            let created = try shell("useradd -M -s /bin/sh \(user)")
+            guard created.status == 0 else { throw DaemonFixtureError("useradd: \(created.output)") }
+            let added = try run(
+                builtExecutable("gatekeeper-passwd"), ["add", fixture.users, user, "--password-stdin"],
+                input: fixture.password + "\n")
+            guard added.status == 0 else { throw DaemonFixtureError("gatekeeper-passwd: \(added.stderr)") }
+            try writeService()
+            try fixture.start()
+        }
+
+        /// The service file: every phase through the module (`auth` as given).
+        func writeService(auth: String? = nil) throws {
+            let entry = "\(module) socket=\(fixture.socket)"
+            let text = """
+                \(auth ?? "auth required \(entry)")
+                account required \(entry)
+                password required \(entry)
+                session required \(entry)
+
+                """
+            try text.write(toFile: "/etc/pam.d/\(service)", atomically: false, encoding: .utf8)
+        }
+
+        /// A sudoers rule: the account may run anything, signing in through the service.
+        func allowSudo() throws {
+            try "Defaults:\(user) pam_service=\(service)\n\(user) ALL=(ALL) ALL\n".write(
+                toFile: sudoers, atomically: false, encoding: .utf8)
+            chmod(sudoers, 0o440)
+        }
+
+        func pamtester(_ arguments: String, input: String, as runner: String? = nil) throws -> (
+            status: Int32, output: String
+        ) {
+            let prefix = runner.map { "setpriv --reuid=\($0) --regid=\($0) --init-groups " } ?? ""
+            return try shell("\(prefix)pamtester \(service) \(arguments) 2>&1", input: input)
+        }
+
+        /// sudo as the account on a terminal of its own, running `id -un`.
+        func sudo() throws -> TerminalSession {
+            try TerminalSession(
+                URL(fileURLWithPath: "/usr/bin/setpriv"),
+                ["--reuid=\(user)", "--regid=\(user)", "--init-groups", "/usr/bin/sudo", "-k", "/usr/bin/id", "-un"])
+        }
+
+        deinit {
+            _ = try? shell("userdel \(user)")
+            try? FileManager.default.removeItem(atPath: "/etc/pam.d/\(service)")
+            try? FileManager.default.removeItem(atPath: sudoers)
+        }
+    }
+
+    @Test func pamtesterThroughTheModule() throws {
+        let host = try Host()
+        let right = try host.pamtester("\(host.user) authenticate acct_mgmt", input: host.fixture.password + "\n")
+        #expect(right.status == 0, "\(right.output)")
+        #expect(right.output.contains("successfully authenticated") && right.output.contains("account management done"))
+        let wrong = try host.pamtester("\(host.user) authenticate", input: "wrong\n")
+        #expect(wrong.status != 0 && wrong.output.contains("Authentication failure"))
+        #expect(try host.fixture.failures(of: host.user) == 1)
+        let new = "Quartz-Lantern-\(UInt32.random(in: 1000...9999))-q"
+        let changed = try host.pamtester(
+            "\(host.user) chauthtok", input: "\(host.fixture.password)\n\(new)\n\(new)\n")
+        #expect(changed.status == 0, "\(changed.output)")
+        #expect(try host.pamtester("\(host.user) authenticate", input: new + "\n").status == 0)
+        #expect(try host.pamtester("\(host.user) authenticate", input: host.fixture.password + "\n").status != 0)
+    }
+
+    /// The daemon not running: `authinfo_unavail`, said to the person and to syslog, so that
+    /// `[authinfo_unavail=ignore]` falls to the next module as with pam_sss.
+    @Test func daemonDownIsAuthinfoUnavailable() throws {
+        let host = try Host()
+        host.fixture.stop()
+        let down = try host.pamtester("\(host.user) authenticate", input: host.fixture.password + "\n")
+        #expect(down.status != 0)
+        #expect(down.output.contains("cannot retrieve authentication info") && down.output.contains("gatekeeperd"))
+        try host.writeService(
+            auth:
+                "auth [success=done authinfo_unavail=ignore default=die] \(host.module) socket=\(host.fixture.socket)\n"
+                + "auth required pam_permit.so")
+        #expect(try host.pamtester("\(host.user) authenticate", input: "").status == 0)
+    }
+
+    /// A caller other than root may check its own account, and no other; the refusal is audited.
+    @Test func nonRootCallerOnlyItsOwnAccount() throws {
+        let host = try Host()
+        let own = try host.pamtester("\(host.user) authenticate", input: host.fixture.password + "\n", as: host.user)
+        #expect(own.status == 0, "\(own.output)")
+        let other = try host.pamtester(
+            "\(host.fixture.account) authenticate", input: host.fixture.password + "\n", as: host.user)
+        #expect(other.status != 0 && other.output.contains("Permission denied"), "\(other.output)")
+        #expect(host.fixture.auditRecords.contains { $0.contains("\"requestRefused\"") })
+        #expect(try host.fixture.failures(of: host.fixture.account) == 0)
+    }
+
+    /// sudo with a sudoers rule naming the service: the right password runs the command as root; Ctrl-C at its
+    /// prompt ends the daemon's login, recorded as cancelled and counted as nothing.
+    @Test func sudoThroughTheModule() throws {
+        let host = try Host()
+        try host.allowSudo()
+        let session = try host.sudo()
+        try session.waitFor("assword")
+        session.type(host.fixture.password + "\r")
+        #expect(session.finish() == 0)
+        #expect(session.output.contains("root"), "\(session.output)")
+
+        let cancelled = try host.sudo()
+        try cancelled.waitFor("assword")
+        cancelled.type("\u{3}")
+        #expect(cancelled.finish() != 0)
+        #expect(eventually { host.fixture.auditRecords.contains { $0.contains("\"signInCancelled\"") } })
+        #expect(try host.fixture.failures(of: host.user) == 0)
+    }
+
+    /// The daemon killed while sudo asks: sudo fails closed, saying why, and the next login after a restart
+    /// works.
+    @Test func daemonKilledMidLogin() throws {
+        let host = try Host()
+        try host.allowSudo()
+        let session = try host.sudo()
+        try session.waitFor("assword")
+        host.fixture.stop(SIGKILL)
+        session.type(host.fixture.password + "\r")
+        #expect(session.finish(timeout: .seconds(10)) != 0)
+        #expect(session.output.contains("gatekeeperd"), "\(session.output)")
+        try host.fixture.start()
+        let again = try host.sudo()
+        try again.waitFor("assword")
+        again.type(host.fixture.password + "\r")
+        #expect(again.finish() == 0 && again.output.contains("root"), "\(again.output)")
+    }
+
+    /// su, with its PAM service replaced by the module in a mount namespace of its own (the host's file is
+    /// never touched): the target's password from the daemon's stack.
+    @Test func suThroughTheModule() throws {
+        let host = try Host()
+        let file = host.fixture.directory + "/su.pam"
+        try
+            "auth required \(host.module) socket=\(host.fixture.socket)\naccount required \(host.module) socket=\(host.fixture.socket)\nsession required pam_permit.so\n"
+            .write(toFile: file, atomically: false, encoding: .utf8)
+        let session = try TerminalSession(
+            URL(fileURLWithPath: "/usr/bin/unshare"),
+            [
+                "-m", "sh", "-c",
+                "mount --bind \(file) /etc/pam.d/su && exec setpriv --reuid=nobody --regid=nogroup --clear-groups su -c 'id -un' \(host.user)",
+            ])
+        try session.waitFor("assword")
+        session.type(host.fixture.password + "\r")
+        #expect(session.finish() == 0)
+        #expect(session.output.contains(host.user), "\(session.output)")
+    }
+
+    /// 200 logins at once through the module, each a wrong password: every one is counted, none lost.
+    @Test func concurrentLoginsLoseNoRecord() throws {
+        let host = try Host()
+        let result = try shell(
+            "for i in $(seq 200); do echo wrong | pamtester \(host.service) \(host.user) authenticate >/dev/null 2>&1 & "
+                + "done; wait")
+        #expect(result.status == 0)
+        #expect(try host.fixture.failures(of: host.user) == 200)
+    }
+}
