@@ -15,8 +15,10 @@
 #   make lint      check formatting with swift-format
 #   make fuzz-stacks  200,000 random provider stacks against libpam (make test runs 10,000 with a fixed
 #                  seed); STACK_SEED=N repeats a run
-#   make install   build in release mode and install the tools, manual pages, bash completion and an example
-#                  configuration under PREFIX (/usr/local), staged under DESTDIR if given
+#   make install   build in release mode and install the tools, gatekeeperd with its systemd units,
+#                  pam_gatekeeper.so, a pam-auth-update profile (off), manual pages, bash completion and
+#                  example configurations under PREFIX (/usr/local), staged under DESTDIR if given
+#   make pam-module  build pam_gatekeeper.so alone, in .build/pam
 #   make uninstall remove what make install installed (an edited configuration is kept)
 #   make deb       build the Debian package in .build/deb (dpkg-deb only); make test-package checks it
 #   make startup-order  write Packaging/startup-order.txt anew: the functions the tools run at start, which
@@ -55,7 +57,7 @@ DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin lib
 	dpkg-dev man-db groff-base binutils libunistring-dev libcurl4-openssl-dev libssl-dev glewlwyd sqlite3 curl \
 	python3-cryptography libpwquality-dev libpwquality-tools cracklib-runtime sudo tmux g++
 
-.PHONY: startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
+.PHONY: pam-module startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
 
 # What building the tools alone needs (make install, make deb): headers, a C compiler, libstdc++'s archive
 # (g++), strip, dpkg-shlibdeps.
@@ -163,7 +165,10 @@ STATIC_BUILD = mkdir -p $(STATIC_CXX) && echo 'INPUT(-l:libstdc++.a)' > $(STATIC
 	-Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xswiftc -Xfrontend -Xswiftc -disable-concrete-type-metadata-mangled-name-accessors \
 	-Xlinker --no-export-dynamic -Xlinker -L$(STATIC_CXX) $(STATIC_LINK_FLAGS)
-TOOLS := gatekeeper-run gatekeeper-passwd gatekeeper-repl gatekeeper-pam-helper
+TOOLS := gatekeeper-run gatekeeper-passwd gatekeeper-repl gatekeeper-pam-helper gatekeeperd
+# pam_gatekeeper.so: C, so that no Swift runtime is loaded into sudo or sshd; hardened as Debian builds.
+PAM_MODULE = gcc -shared -fPIC -Wall -Wextra -Werror -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
+	-fvisibility=hidden -Wl,-z,relro -Wl,-z,now -Wl,--as-needed -o $(1) PAMModule/pam_gatekeeper.c -lpam
 # SwiftPM does not know the start-up list or these link flags as inputs of the link: a tool linked before
 # the list or this file last changed is removed, so that it is linked again as they say.
 FORGET_STALE_LAYOUT = for tool in $(TOOLS) gatekeeper-bench-hello gatekeeper-bench-floor; do \
@@ -173,6 +178,12 @@ FORGET_STALE_LAYOUT = for tool in $(TOOLS) gatekeeper-bench-hello gatekeeper-ben
 release: build-deps
 	@$(FORGET_STALE_LAYOUT)
 	for tool in $(TOOLS); do $(STATIC_BUILD) --product $$tool || exit 1; done
+	$(call PAM_MODULE,.build/static/release/pam_gatekeeper.so)
+
+# The PAM module alone, for trying it from the build directory: .build/pam/pam_gatekeeper.so.
+pam-module: build-deps
+	mkdir -p .build/pam
+	$(call PAM_MODULE,.build/pam/pam_gatekeeper.so)
 
 # The start-up layout (above), from the tools' runs under valgrind's callgrind: each tool is linked once
 # with a link map, which says which functions sit in sections of their own.
@@ -277,7 +288,8 @@ TSAN_TESTS := $(call regex, GatekeeperTests|ProtectedActionTests|SingleFlightTes
 TSAN_SKIP := twoWritersLoseNothing|aKilledWriterLeavesAWholeFile
 
 # The fuzz targets (Fuzz/gatekeeper-fuzz), built with libFuzzer and AddressSanitizer.
-FUZZ_TARGETS ?= users-file configuration validation pam-conversation helper-protocol faillock ldap-filter oidc-token ledger
+FUZZ_TARGETS ?= users-file configuration validation pam-conversation helper-protocol faillock ldap-filter oidc-token ledger \
+	daemon-message
 FUZZ_SECONDS ?= 60
 # Optimised (-O keeps every precondition and overflow trap): four to seven times the executions a second of
 # a debug build for the targets that do not wait on files or libpam. FUZZ_BUILD=debug builds unoptimised.

@@ -245,7 +245,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "ProviderPlugins", "MockProvider", "DebugProvider", "FileProvider", "PAMProvider",
                 "HostProtection", "PluginHost", "LDAPProvider", "OIDCProvider", "HelperPrograms",
-                "AuthenticationTesting", "GatekeeperHost",
+                "AuthenticationTesting", "GatekeeperHost", "GatekeeperDaemon",
             ],
             path: "Fuzz/gatekeeper-fuzz"
         ),
@@ -391,7 +391,7 @@ let package = Package(
             name: "PackagingTests",
             dependencies: [
                 "gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl", "TestSupport", "ProviderPlugins",
-                "GatekeeperBackends", "GatekeeperCommands", "PasswdCommands", "GatekeeperHost",
+                "GatekeeperBackends", "GatekeeperCommands", "PasswdCommands", "GatekeeperHost", "gatekeeperd",
             ]),
     ],
     swiftLanguageModes: [.v6]

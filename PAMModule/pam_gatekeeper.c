@@ -385,8 +385,9 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
                 canonical[message.user_length] = '\0';
                 if (pam_set_item(pamh, PAM_USER, canonical) != PAM_SUCCESS) result = PAM_SYSTEM_ERR;
             }
-            if (result == PAM_SUCCESS && operation == OP_AUTHENTICATE && first_answer != NULL &&
-                item(pamh, PAM_AUTHTOK) == NULL)
+            /* The password typed, for the modules after this one (try_first_pass, use_first_pass), as pam_unix
+               and pam_sss leave it: a password refused here may be another module's. */
+            if (operation == OP_AUTHENTICATE && first_answer != NULL && item(pamh, PAM_AUTHTOK) == NULL)
                 pam_set_item(pamh, PAM_AUTHTOK, first_answer);
             if (options.debug) pam_syslog(pamh, LOG_DEBUG, "gatekeeperd answered %s", pam_strerror(pamh, result));
             break;

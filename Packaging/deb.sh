@@ -32,7 +32,8 @@ chmod 0644 "$doc/changelog.gz"
 mkdir -p "$work/debian"
 printf 'Source: %s\n\nPackage: %s\nArchitecture: any\n' "$package" "$package" >"$work/debian/control"
 depends=$(cd "$work" && dpkg-shlibdeps -O -e"$stage/usr/bin/gatekeeper-run" -e"$stage/usr/bin/gatekeeper-passwd" \
-    -e"$stage/usr/bin/gatekeeper-repl" -e"$stage/usr/libexec/gatekeeper/gatekeeper-pam-helper" 2>"$work/shlibdeps.log" |
+    -e"$stage/usr/bin/gatekeeper-repl" -e"$stage/usr/libexec/gatekeeper/gatekeeper-pam-helper" \
+    -e"$stage/usr/sbin/gatekeeperd" -e"$(echo "$stage"/lib/*/security/pam_gatekeeper.so)" 2>"$work/shlibdeps.log" |
     sed -n 's/^shlibs:Depends=//p')
 [[ -n $depends ]] || {
     cat "$work/shlibdeps.log" >&2
@@ -85,7 +86,7 @@ Depends: $depends
 Suggests: libpam-modules, pamtester
 Section: admin
 Priority: optional
-Description: run commands only after a login checked by PAM, a users file or LDAP
+Description: logins through PAM, a users file, LDAP or OpenID Connect, for tools and PAM
  swift-gatekeeper's tools put a login in front of any command. gatekeeper-run
  runs a command only for a user who signed in (and, if asked, belongs to a
  group), through PAM, an htpasswd-compatible users file, one-time codes
@@ -95,6 +96,11 @@ Description: run commands only after a login checked by PAM, a users file or LDA
  .
  gatekeeper-passwd manages the users file (htpasswd-compatible) and pam_oath's
  users file; gatekeeper-repl is a terminal demonstration.
+ .
+ gatekeeperd and pam_gatekeeper.so put the same stacks on the host's login
+ path: sudo, su and sshd sign people in through them (an OpenID Connect device
+ login, one-time codes, LDAP with offline logins). The daemon's socket unit and
+ the pam-auth-update profile are off until an administrator turns them on.
 CONTROL
 echo /etc/gatekeeper/gatekeeper.conf >"$stage/DEBIAN/conffiles"
 install -m 0755 "$here/debian/postrm" "$stage/DEBIAN/postrm"

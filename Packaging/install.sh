@@ -29,6 +29,19 @@ done
 [[ -z $DESTDIR || $DESTDIR == /* ]] || fail "DESTDIR must be an absolute path ($DESTDIR)"
 
 bindir=$PREFIX/bin
+sbindir=$PREFIX/sbin
+# PAM modules go where libpam looks (the multiarch security directory) for PREFIX=/usr; beside the prefix
+# otherwise, named by full path in a service file. systemd's units likewise.
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+if [[ $PREFIX == /usr ]]; then
+    pamdir=/lib/$multiarch/security
+    unitdir=/lib/systemd/system
+else
+    pamdir=$PREFIX/lib/$multiarch/security
+    unitdir=$PREFIX/lib/systemd/system
+fi
+pamconfigdir=$PREFIX/share/pam-configs
+exampledir=$PREFIX/share/gatekeeper/pam.d
 helperdir=$PREFIX/libexec/gatekeeper
 plugindir=$PREFIX/lib/gatekeeper/plugins
 mandir=$PREFIX/share/man
@@ -43,17 +56,26 @@ files() {
         echo "0755 $BUILD/$tool $bindir/$tool"
     done
     echo "0755 $BUILD/gatekeeper-pam-helper $helperdir/gatekeeper-pam-helper"
+    echo "0755 $BUILD/gatekeeperd $sbindir/gatekeeperd"
+    echo "0644 $BUILD/pam_gatekeeper.so $pamdir/pam_gatekeeper.so"
+    echo "0644 $here/systemd/gatekeeperd.service $unitdir/gatekeeperd.service"
+    echo "0644 $here/systemd/gatekeeperd.socket $unitdir/gatekeeperd.socket"
+    echo "0644 $here/pam-configs/gatekeeper $pamconfigdir/gatekeeper"
+    echo "0644 $here/pam.d/sudo.example $exampledir/sudo.example"
     for page in gatekeeper-run.1 gatekeeper-passwd.1 gatekeeper-repl.1; do
         echo "0644 $root/man/$page $mandir/man1/$page"
     done
     echo "0644 $root/man/gatekeeper.conf.5 $mandir/man5/gatekeeper.conf.5"
+    for page in gatekeeperd.8 pam_gatekeeper.8; do
+        echo "0644 $root/man/$page $mandir/man8/$page"
+    done
     echo "0644 $here/bash-completion/gatekeeper $completiondir/gatekeeper-run"
 }
 # Completion is looked up by command name: the other tools' names link to the one script.
 links="gatekeeper-passwd gatekeeper-repl"
 # Directories the installation creates and owns, deepest first (removed when empty).
 owned_directories() {
-    echo "$plugindir $PREFIX/lib/gatekeeper $helperdir $confdir"
+    echo "$plugindir $PREFIX/lib/gatekeeper $helperdir $confdir/pam.d $confdir $exampledir $PREFIX/share/gatekeeper"
 }
 
 install_all() {
@@ -62,7 +84,13 @@ install_all() {
         [[ -f $source ]] || fail "$source is missing; build first (make install builds it)"
         install -d -m 0755 "$DESTDIR$(dirname "$destination")"
         install -m "$mode" "$source" "$DESTDIR$destination"
-        if [[ $mode == 0755 && ${NOSTRIP:-} != 1 ]]; then strip --strip-unneeded --remove-section=.comment "$DESTDIR$destination"; fi
+        if [[ ($mode == 0755 || $destination == *.so) && ${NOSTRIP:-} != 1 ]]; then
+            strip --strip-unneeded --remove-section=.comment "$DESTDIR$destination"
+        fi
+        # The unit starts the daemon where it was installed.
+        if [[ $destination == */gatekeeperd.service ]]; then
+            sed -i "s|/usr/sbin/gatekeeperd|$sbindir/gatekeeperd|" "$DESTDIR$destination"
+        fi
         echo "installed $destination"
     done < <(files)
     for name in $links; do
@@ -71,6 +99,7 @@ install_all() {
     done
     install -d -m 0755 "$DESTDIR$plugindir"
     install -d -m 0755 "$DESTDIR$confdir"
+    install -d -m 0755 "$DESTDIR$confdir/pam.d"
     if [[ -e $DESTDIR$configuration || -L $DESTDIR$configuration ]]; then
         if cmp -s "$here/gatekeeper.conf" "$DESTDIR$configuration"; then
             echo "installed $configuration"

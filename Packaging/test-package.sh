@@ -69,7 +69,10 @@ for path in ./usr/bin/gatekeeper-run ./usr/bin/gatekeeper-passwd ./usr/bin/gatek
     ./usr/libexec/gatekeeper/gatekeeper-pam-helper ./usr/lib/gatekeeper/plugins/ \
     ./usr/share/man/man1/gatekeeper-run.1.gz ./usr/share/man/man5/gatekeeper.conf.5.gz \
     ./usr/share/bash-completion/completions/gatekeeper-run ./etc/gatekeeper/gatekeeper.conf \
-    ./usr/share/doc/swift-gatekeeper/copyright; do
+    ./usr/share/doc/swift-gatekeeper/copyright ./usr/sbin/gatekeeperd ./lib/systemd/system/gatekeeperd.service \
+    ./lib/systemd/system/gatekeeperd.socket ./usr/share/pam-configs/gatekeeper ./usr/share/man/man8/gatekeeperd.8.gz \
+    ./usr/share/man/man8/pam_gatekeeper.8.gz ./usr/share/gatekeeper/pam.d/sudo.example ./etc/gatekeeper/pam.d/ \
+    "./lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/security/pam_gatekeeper.so"; do
     grep -q " $path\( \|$\)" <<<"$contents" || fail "the package lacks $path"
 done
 [[ $(dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles) == /etc/gatekeeper/gatekeeper.conf ]] ||
@@ -91,7 +94,7 @@ toolchain=$(dirname "$(dirname "$(realpath "$(command -v swift)")")")
 check_tools() {
     local root=$1 tool output status
     for tool in "$root/usr/bin/gatekeeper-run" "$root/usr/bin/gatekeeper-passwd" "$root/usr/bin/gatekeeper-repl" \
-        "$root/usr/libexec/gatekeeper/gatekeeper-pam-helper"; do
+        "$root/usr/libexec/gatekeeper/gatekeeper-pam-helper" "$root/usr/sbin/gatekeeperd"; do
         output=$(ldd "$tool")
         grep -q "not found" <<<"$output" && fail "$tool misses a library: $output"
         grep -q "$toolchain" <<<"$output" && fail "$tool loads from the toolchain ($toolchain): $output"
@@ -199,11 +202,42 @@ pass "bash loads the installed completion by the command's name"
 gatekeeper-run --check-config /etc/gatekeeper/gatekeeper.conf >/dev/null || fail "the example configuration is invalid"
 pass "the installed example configuration is valid"
 
+# The installed daemon serves a users-file stack to the installed module, found by libpam by its bare name;
+# the pam-auth-update profile is off until turned on, and the units are enabled by nobody.
+module=$(ldd "/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/security/pam_gatekeeper.so")
+grep -qi "libswift\|libstdc++\|libFoundation" <<<"$module" && fail "pam_gatekeeper.so loads a Swift or C++ library: $module"
+grep -q "^Default: no" /usr/share/pam-configs/gatekeeper || fail "the pam-auth-update profile is on by default"
+daemon=$scratch/daemon
+install -d -m 0755 "$daemon" "$daemon/pam.d"
+echo "Daemon-Pass-$RANDOM" >"$daemon/password"
+gatekeeper-passwd add "$daemon/users" gkpkgtest --create --password-stdin <"$daemon/password" >/dev/null ||
+    fail "gatekeeper-passwd add for the daemon's stack"
+printf 'delay 0\nrequired file users=%s/users\n' "$daemon" >"$daemon/pam.d/default"
+chmod 0644 "$daemon/pam.d/default"
+gatekeeperd --check --config-dir "$daemon/pam.d" --state-dir "$daemon/state" >/dev/null || fail "gatekeeperd --check"
+gatekeeperd --foreground --socket "$daemon/socket" --config-dir "$daemon/pam.d" --state-dir "$daemon/state" \
+    2>"$daemon/log" &
+daemon_pid=$!
+for _ in $(seq 100); do [[ -S $daemon/socket ]] && break; sleep 0.1; done
+service=gatekeeper-test-package-$$
+printf 'auth required pam_gatekeeper.so socket=%s/socket\naccount required pam_gatekeeper.so socket=%s/socket\n' \
+    "$daemon" "$daemon" >"/etc/pam.d/$service"
+status=0
+pamtester "$service" gkpkgtest authenticate acct_mgmt <"$daemon/password" >"$scratch/out" 2>&1 || status=$?
+echo wrong | pamtester "$service" gkpkgtest authenticate >>"$scratch/out" 2>&1 && status=99
+rm -f "/etc/pam.d/$service"
+kill "$daemon_pid"
+wait "$daemon_pid" || fail "gatekeeperd did not stop cleanly on SIGTERM: $(cat "$daemon/log")"
+[[ $status == 0 ]] || fail "pamtester through the installed module and daemon: $(cat "$scratch/out")"
+pass "the installed gatekeeperd serves the installed pam_gatekeeper.so (pamtester), and stops on SIGTERM"
+
 # Removing: nothing but the conffile stays; purging: nothing at all.
 echo "# edited by the administrator" >>/etc/gatekeeper/gatekeeper.conf
 dpkg --remove "$package" >/dev/null || fail "dpkg --remove"
 while read -r path; do
     [[ $path == /etc/gatekeeper/gatekeeper.conf || $path == /etc/gatekeeper ]] && continue
+    # A system directory that is a link (/lib under merged /usr) is the system's, not the package's.
+    [[ -L $path && -d $path ]] && continue
     if [[ -d $path && ! -L $path ]]; then
         case $path in
         /usr/lib/gatekeeper* | /usr/libexec/gatekeeper | /usr/share/doc/$package)

@@ -3,6 +3,7 @@
 import Authentication
 import AuthenticationTesting
 import DebugProvider
+import GatekeeperDaemon
 import Foundation
 import GatekeeperHost
 import MockProvider
@@ -30,6 +31,7 @@ enum FuzzTarget: String, CaseIterable {
     case ldapFilter = "ldap-filter"
     case oidcToken = "oidc-token"
     case ledger
+    case daemonMessage = "daemon-message"
 
     func run(_ bytes: [UInt8]) {
         switch self {
@@ -42,6 +44,7 @@ enum FuzzTarget: String, CaseIterable {
         case .ldapFilter: FuzzLDAPFilter.run(bytes)
         case .oidcToken: FuzzOIDCToken.run(bytes)
         case .ledger: FuzzLedger.run(bytes)
+        case .daemonMessage: FuzzDaemonMessage.run(bytes)
         }
     }
 }
@@ -505,5 +508,33 @@ enum FuzzLedger {
         }
         let problems = blocking { await scenario.check(access) }
         require(problems.isEmpty, "the ledger broke its rule:\n\(scenario)\n\(problems.joined(separator: "\n"))")
+    }
+}
+
+/// gatekeeperd's reader: the bytes as a client's stream of frames, each read as the daemon reads one (its
+/// length bounded first, then its message). Whatever is read writes back to a frame within the bounds that
+/// reads as the same message; a request's texts hold no NUL byte and fit their bounds.
+enum FuzzDaemonMessage {
+    static func run(_ bytes: [UInt8]) {
+        var rest = bytes[...]
+        while rest.count >= 4 {
+            guard let length = try? DaemonMessage.frameLength(rest.prefix(4)) else { return }
+            rest = rest.dropFirst(4)
+            guard rest.count >= length else { return }
+            let payload = Array(rest.prefix(length))
+            rest = rest.dropFirst(length)
+            guard let message = try? DaemonMessage.parse(payload) else { return }
+            let frame = message.frame()
+            require(frame.count - 4 <= DaemonMessage.maxFrame, "a message writes a frame over the bound")
+            require((try? DaemonMessage.parse(Array(frame.dropFirst(4)))) == message, "a message reads back otherwise")
+            if case .request(let request) = message {
+                for text in [request.service, request.user] + [request.remoteHost, request.terminal, request.requestingUser]
+                    .compactMap({ $0 })
+                {
+                    require(!text.utf8.contains(0) && text.utf8.count <= 1024, "a request's text out of bounds")
+                }
+                require((request.authenticationToken?.count ?? 0) <= DaemonMessage.maxAnswer, "a token over the bound")
+            }
+        }
     }
 }

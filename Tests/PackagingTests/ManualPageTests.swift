@@ -9,7 +9,10 @@ struct ManualPageTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
         .standardized
     static let tools = ["gatekeeper-run", "gatekeeper-passwd", "gatekeeper-repl"]
-    static let pages = ["gatekeeper-run.1", "gatekeeper-passwd.1", "gatekeeper-repl.1", "gatekeeper.conf.5"]
+    static let pages = [
+        "gatekeeper-run.1", "gatekeeper-passwd.1", "gatekeeper-repl.1", "gatekeeper.conf.5", "gatekeeperd.8",
+        "pam_gatekeeper.8",
+    ]
 
     /// A page's roff source with its escapes for `-` undone, as a reader sees the options.
     static func page(_ name: String) throws -> String {
@@ -55,6 +58,25 @@ struct ManualPageTests {
         let described = Self.section("OPTIONS", of: page) + Self.section("PROVIDERS", of: page)
         let missing = options.sorted().filter { !described.contains($0) }
         #expect(missing.isEmpty, "\(tool).1 does not describe these under OPTIONS or PROVIDERS")
+    }
+
+    @Test("every option in gatekeeperd's --help is in gatekeeperd(8)")
+    func everyDaemonOptionIsDocumented() throws {
+        let options = Self.options(in: try Self.help("gatekeeperd"))
+        #expect(options.count >= 8, "gatekeeperd --help names too few options to be read right: \(options)")
+        let described = Self.section("OPTIONS", of: try Self.page("gatekeeperd.8"))
+        let missing = options.sorted().filter { !described.contains($0) }
+        #expect(missing.isEmpty, "gatekeeperd.8 does not describe these under OPTIONS")
+    }
+
+    /// Every option pam_gatekeeper.so reads is in its page.
+    @Test func everyModuleOptionIsDocumented() throws {
+        let source = try String(
+            contentsOf: Self.root.appendingPathComponent("PAMModule/pam_gatekeeper.c"), encoding: .utf8)
+        let words = ["socket=", "timeout=", "use_first_pass", "try_first_pass", "debug"]
+        #expect(words.allSatisfy { source.contains("\"\($0)") })
+        let described = Self.section("OPTIONS", of: try Self.page("pam_gatekeeper.8"))
+        #expect(words.allSatisfy { described.contains($0) })
     }
 
     @Test("every exit status in a tool's --help is in its page's EXIT STATUS", arguments: tools)
