@@ -37,7 +37,11 @@ struct PAMModuleTests {
         var module: String
         var sudoers: String { "/etc/sudoers.d/gatekeeper-test-\(user)" }
 
-        init(settings: String = "lockout deny=1000", arguments: [String] = []) throws {
+        init(
+            settings: String = "lockout deny=1000", arguments: [String] = [], entry: ((DaemonFixture) -> String)? = nil
+        )
+            throws
+        {
             module = try PAMModuleTests.module.get()
             fixture = try DaemonFixture(settings: settings, arguments: arguments, start: false)
             service = "gatekeeper-test-\(user)"
@@ -47,6 +51,7 @@ struct PAMModuleTests {
                 builtExecutable("gatekeeper-passwd"), ["add", fixture.users, user, "--password-stdin"],
                 input: fixture.password + "\n")
             guard added.status == 0 else { throw DaemonFixtureError("gatekeeper-passwd: \(added.stderr)") }
+            if let entry { try fixture.writeService("default", settings: settings, entry: entry(fixture)) }
             try writeService()
             try fixture.start()
         }
@@ -152,6 +157,35 @@ struct PAMModuleTests {
         #expect(cancelled.finish() != 0)
         #expect(eventually { host.fixture.auditRecords.contains { $0.contains("\"signInCancelled\"") } })
         #expect(try host.fixture.failures(of: host.user) == 0)
+    }
+
+    /// sudo through a stack of a users file and one-time codes (pam_oath's file): the password, then the code
+    /// `oathtool` computes from the same secret; a wrong code is refused.
+    @Test func sudoWithAPasswordAndAOneTimeCode() throws {
+        let secret = "3132333435363738393031323334353637383930"
+        var codes = ""
+        let host = try Host { fixture in
+            codes = fixture.directory + "/users.oath"
+            return "required file users=\(fixture.users)\nrequired otp usersfile=\(codes) window=3"
+        }
+        try "HOTP/T30/6 \(host.user) - \(secret)\n".write(toFile: codes, atomically: false, encoding: .utf8)
+        chmod(codes, 0o600)
+        try host.allowSudo()
+        for (code, admitted) in [(try shell("oathtool --totp \(secret)").output, true), ("000000", false)] {
+            let session = try host.sudo()
+            try session.waitFor("assword")
+            session.type(host.fixture.password + "\r")
+            try session.waitFor("Verification code: ")
+            session.type(code.trimmingCharacters(in: .whitespacesAndNewlines) + "\r")
+            if admitted {
+                #expect(session.finish() == 0 && session.output.contains("root"), "\(session.output)")
+            } else {
+                // sudo asks again after a refusal; its next try is cancelled.
+                try session.waitFor("assword", after: session.output.count)
+                session.type("\u{3}")
+                #expect(session.finish() != 0 && !session.output.contains("\nroot"), "\(session.output)")
+            }
+        }
     }
 
     /// The daemon killed while sudo asks: sudo fails closed, saying why, and the next login after a restart

@@ -166,10 +166,7 @@ struct GlewlwydTests {
     }
 
     /// The user code in what the provider showed ("... enter the code ABCD-EFGH").
-    static func userCode(in text: String) -> String? {
-        guard let range = text.range(of: "enter the code ") else { return nil }
-        return String(text[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "-" })
-    }
+    static func userCode(in text: String) -> String? { GlewlwydFixture.userCode(in: text) }
 }
 
 /// gatekeeper-run with an `oidc` entry in its configuration, as an administrator sets it up.

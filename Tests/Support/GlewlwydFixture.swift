@@ -1,6 +1,5 @@
 import Foundation
 import GatekeeperSupport
-import TestSupport
 
 /// The state directories of the glewlwyds started, for the exit handler (which can capture nothing).
 private let glewlwydDirectories = Locked<[String]>([])
@@ -8,26 +7,26 @@ private let glewlwydDirectories = Locked<[String]>([])
 /// A throwaway glewlwyd (Debian's OpenID Connect provider) on a loopback port, started and configured by
 /// `Examples/oidc/glewlwyd.sh` in a private directory of its own: sqlite database, keys, users alice and
 /// bob, a confidential client and a public one. Stopped when this test process ends.
-final class GlewlwydFixture: @unchecked Sendable {
-    let directory: String
-    let settings: [String: String]
+public final class GlewlwydFixture: @unchecked Sendable {
+    public let directory: String
+    public let settings: [String: String]
 
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../Examples/oidc/glewlwyd.sh").standardized.path
 
-    var issuer: String { settings["ISSUER"] ?? "" }
-    var es256Issuer: String { settings["ES256_ISSUER"] ?? "" }
-    var clientID: String { settings["CLIENT_ID"] ?? "" }
-    var clientSecret: String { settings["CLIENT_SECRET"] ?? "" }
-    var publicClientID: String { settings["PUBLIC_CLIENT_ID"] ?? "" }
+    public var issuer: String { settings["ISSUER"] ?? "" }
+    public var es256Issuer: String { settings["ES256_ISSUER"] ?? "" }
+    public var clientID: String { settings["CLIENT_ID"] ?? "" }
+    public var clientSecret: String { settings["CLIENT_SECRET"] ?? "" }
+    public var publicClientID: String { settings["PUBLIC_CLIENT_ID"] ?? "" }
     /// A confidential client whose secret holds `#`, `&`, `+` and `%`.
-    var hashClientID: String { settings["HASH_CLIENT_ID"] ?? "" }
-    var hashClientSecret: String {
+    public var hashClientID: String { settings["HASH_CLIENT_ID"] ?? "" }
+    public var hashClientSecret: String {
         let file = settings["HASH_CLIENT_SECRET_FILE"] ?? ""
         return ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(in: .newlines)
     }
 
-    static let shared = Result { try GlewlwydFixture() }
+    public static let shared = Result { try GlewlwydFixture() }
 
     init() throws {
         let directory = temporaryDirectory("gatekeeper-glewlwyd")
@@ -36,7 +35,7 @@ final class GlewlwydFixture: @unchecked Sendable {
         // Short device codes, polled every second: the tests approve them at once.
         let (status, output) = try shell(
             "DEVICE_EXPIRES=60 DEVICE_INTERVAL=1 '\(Self.script)' start '\(directory)' 2>&1")
-        guard status == 0 else { throw ServerFailure("glewlwyd.sh start failed:\n\(output)") }
+        guard status == 0 else { throw GlewlwydFailure("glewlwyd.sh start failed:\n\(output)") }
         glewlwydDirectories.withLock { $0.append(directory) }
         atexit {
             for directory in glewlwydDirectories.withLock({ $0 }) {
@@ -53,14 +52,20 @@ final class GlewlwydFixture: @unchecked Sendable {
     }
 
     /// Approves `userCode` as `user` would in a browser.
-    func approve(_ userCode: String, as user: String, password: String) throws {
+    public func approve(_ userCode: String, as user: String, password: String) throws {
         let (status, output) = try shell(
             "'\(Self.script)' approve '\(directory)' '\(user)' '\(password)' '\(userCode)' 2>&1")
-        guard status == 0 else { throw ServerFailure("approve failed: \(output)") }
+        guard status == 0 else { throw GlewlwydFailure("approve failed: \(output)") }
+    }
+
+    /// The user code in what a device login showed ("... enter the code ABCD-EFGH").
+    public static func userCode(in text: String) -> String? {
+        guard let range = text.range(of: "enter the code ") else { return nil }
+        return String(text[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "-" })
     }
 
     /// A private file holding the confidential client's secret.
-    func secretFile() throws -> String {
+    public func secretFile() throws -> String {
         let path = directory + "/client-secret"
         if !FileManager.default.fileExists(atPath: path) {
             try (clientSecret + "\n").write(toFile: path, atomically: true, encoding: .utf8)
@@ -68,4 +73,9 @@ final class GlewlwydFixture: @unchecked Sendable {
         }
         return path
     }
+}
+
+public struct GlewlwydFailure: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
 }
