@@ -221,8 +221,11 @@ bench: deps
 	$(STATIC_BUILD) --product gatekeeper-passwd
 	$(STATIC_BUILD) --product gatekeeper-bench-hello
 	$(STATIC_BUILD) --product gatekeeper-bench-floor
+	$(STATIC_BUILD) --product gatekeeperd
+	$(call PAM_MODULE,.build/static/release/pam_gatekeeper.so)
 	mkdir -p .build/bench
 	set -o pipefail; GATEKEEPER_RUN=.build/static/release/gatekeeper-run \
+		GATEKEEPERD=.build/static/release/gatekeeperd GATEKEEPER_PAM_MODULE=$(CURDIR)/.build/static/release/pam_gatekeeper.so \
 		GATEKEEPER_PASSWD=.build/static/release/gatekeeper-passwd \
 		GATEKEEPER_HELLO=.build/static/release/gatekeeper-bench-hello \
 		GATEKEEPER_FLOOR=.build/static/release/gatekeeper-bench-floor \
@@ -242,6 +245,8 @@ bench-smoke: deps
 	$(SWIFT) build --product gatekeeper-pam-helper
 	$(SWIFT) build --product gatekeeper-bench-hello
 	$(SWIFT) build --product gatekeeper-bench-floor
+	$(SWIFT) build --product gatekeeperd
+	$(call PAM_MODULE,$$($(SWIFT) build --show-bin-path)/pam_gatekeeper.so)
 	mkdir -p .build/bench
 	$$($(SWIFT) build --show-bin-path)/gatekeeper-bench --smoke --json-file .build/bench/smoke.json > .build/bench/smoke.txt
 	python3 Benchmarks/check-report.py < .build/bench/smoke.json

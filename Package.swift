@@ -226,7 +226,8 @@ let package = Package(
                 "Authentication", "AuthenticationTesting", "MockProvider", "PAMProvider", "CPAMBaseline",
                 "FileProvider", "CCryptLoader", "HostProtection", "PluginHost", "ProviderPlugins",
                 "gatekeeper-pam-helper", "LDAPProvider", "CLDAPBaseline", "DebugProvider", "GatekeeperSupport",
-                "OIDCProvider", "COIDCBaseline", "HelperPrograms", "PasswordHashing",
+                "OIDCProvider", "COIDCBaseline", "HelperPrograms", "PasswordHashing", "GatekeeperDaemon",
+                "GatekeeperHost", "GatekeeperBackends", "gatekeeperd",
             ],
             path: "Benchmarks/gatekeeper-bench",
             // The raw crypt_r the users file is measured against.

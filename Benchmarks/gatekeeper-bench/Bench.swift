@@ -159,7 +159,7 @@ enum Bench {
         let arguments = CommandLine.arguments
         let parts = [
             "--fast-path", "--processes", "--passwd", "--stacks", "--pam", "--load", "--ldap", "--oidc", "--helpers",
-            "--host",
+            "--host", "--daemon",
         ]
         let known = Set(parts + ["--smoke", "--json", "--json-file", "--pam-leak-loop"])
         if let unknown = arguments.dropFirst().first(where: { $0.hasPrefix("-") && !known.contains($0) }) {
@@ -186,6 +186,12 @@ enum Bench {
         if arguments.contains("--processes") {
             let figures = Result { try ProcessBench.run() }
             report(processTable(figures), json: "{\"processes\":\(processJSON(figures))}")
+            return
+        }
+        // `gatekeeper-bench --daemon`: only gatekeeperd and pam_gatekeeper.so against pam_unix and in process.
+        if arguments.contains("--daemon") {
+            let figures = await measuring { try await DaemonBench.run() }
+            report(daemonTable(figures), json: "{\"daemon\":\(daemonJSON(figures))}")
             return
         }
         // `gatekeeper-bench --passwd`: only gatekeeper-passwd add against htpasswd -B.
@@ -291,6 +297,7 @@ enum Bench {
         let chainFigures = await measuring { try await ChainBench.run() }
         let passwdFigures = Result { try PasswdBench.run() }
         let processFigures = Result { try ProcessBench.run() }
+        let daemonFigures = await measuring { try await DaemonBench.run() }
 
         let table = """
             gatekeeper-bench\(smoke ? " --smoke (a hundredth of the work: not measurements)" : "") (\(iterations) calls x \(rounds) rounds, best round; \(samples) cancellations)
@@ -308,7 +315,7 @@ enum Bench {
             cancel a login in flight, p50                   \(fixed(p50, 3)) ms
             cancel a login in flight, p99                   \(fixed(p99, 3)) ms     \(Goals.atMost("cancel a login in flight, p99 (ms)", p99, delayMs / 100, digits: 3)) (1% of the \(Int(delayMs)) ms delay)
             cancel a login in flight, max                   \(fixed(maximum, 3)) ms
-            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(oidcTable(oidcFigures))\(loadTable(loadFigures))\(chainTable(chainFigures))\(passwdTable(passwdFigures))\(processTable(processFigures))
+            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(oidcTable(oidcFigures))\(loadTable(loadFigures))\(chainTable(chainFigures))\(passwdTable(passwdFigures))\(processTable(processFigures))\(daemonTable(daemonFigures))
             """
         let json = """
             {"fast_path":{"bare_ns":\(fixed(bare)),"signed_in_ns":\(fixed(signedIn)),"ratio":\(fixed(ratio)),\
@@ -316,7 +323,7 @@ enum Bench {
             "untimed_ns":\(fixed(untimed)),"untimed_ratio":\(fixed(untimed / bare)),"clock_read_ns":\(fixed(clockRead)),"bare_with_clock_ns":\(fixed(clocked)),"bare_inlined_ns":\(fixed(inlined))},"cancellation":{"samples":\(samples),\
             "delay_ms":\(Int(delayMs)),"p50_ms":\(fixed(p50, 3)),"p99_ms":\(fixed(p99, 3)),"max_ms":\(fixed(maximum, 3)),\
             "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),"ldap":\(ldapJSON(ldapFigures)),"oidc":\(oidcJSON(oidcFigures)),"load":\(loadJSON(loadFigures)),"stacks":\(chainJSON(chainFigures)),"passwd":\(passwdJSON(passwdFigures)),\
-            "processes":\(processJSON(processFigures))}
+            "processes":\(processJSON(processFigures)),"daemon":\(daemonJSON(daemonFigures))}
             """
         report(table, json: json)
     }

@@ -144,14 +144,14 @@ struct ProcessBench {
     }
 
     /// Medians of wall time and of peak memory, each on its own.
-    private static func median(_ runs: [Run]) -> Run {
+    static func median(_ runs: [Run]) -> Run {
         let seconds = runs.map(\.seconds).sorted()
         let peaks = runs.map(\.peakKiB).sorted()
         return Run(seconds: seconds[seconds.count / 2], peakKiB: peaks[peaks.count / 2])
     }
 
     /// Runs `command` and times it; a command that fails stops the measurement (and what it set up is removed).
-    private static func measure(_ command: Command) throws -> Run {
+    static func measure(_ command: Command) throws -> Run {
         let run = try spawnTimed(command.arguments, input: command.input, as: command.user)
         guard run.status == 0 else {
             throw Skipped.failed("\(command.arguments.joined(separator: " ")) failed with status \(run.status)")
@@ -231,8 +231,10 @@ enum ThrowawayState {
     private static func removeLeftovers() {
         func ids(in directory: String, after prefix: String, suffix: String = "") -> [(String, Int32)] {
             ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap { file in
+                // A daemon peer's names carry a `d` before the run's id.
                 guard file.hasPrefix(prefix), file.hasSuffix(suffix),
-                    let id = Int32(file.dropFirst(prefix.count).dropLast(suffix.count)), id > 0, gone(id)
+                    let id = Int32(file.dropFirst(prefix.count).dropLast(suffix.count).drop(while: { $0 == "d" })),
+                    id > 0, gone(id)
                 else { return nil }
                 return ("\(directory)/\(file)", id)
             }
@@ -247,7 +249,7 @@ enum ThrowawayState {
         for line in users.split(separator: "\n") {
             let fields = line.split(separator: ":", omittingEmptySubsequences: false)
             guard fields.count > 4, fields[0].hasPrefix(userPrefix), fields[4] == userComment,
-                let id = Int32(fields[0].dropFirst(userPrefix.count)), id > 0, gone(id)
+                let id = Int32(fields[0].dropFirst(userPrefix.count).drop(while: { $0 == "d" })), id > 0, gone(id)
             else { continue }
             let name = fields[0]
             SudoPeer.removeUser(String(name))
@@ -266,11 +268,14 @@ struct SudoPeer {
     let user: (uid: uid_t, gid: gid_t)
     let sudo = "/usr/bin/sudo"
 
-    init() throws {
+    /// - Parameters:
+    ///   - tag: Told apart from another peer of the same run (`d` for the daemon's: `gkbenchd1234`).
+    ///   - pamLines: The service's lines, pam_unix's when `nil`.
+    init(tag: String = "", pamLines: String? = nil) throws {
         let id = getpid()
-        name = "\(ThrowawayState.userPrefix)\(id)"
-        service = "\(ThrowawayState.sudoPrefix)\(id)"
-        let sudoers = "/etc/sudoers.d/\(ThrowawayState.sudoPrefix)\(id)"
+        name = "\(ThrowawayState.userPrefix)\(tag)\(id)"
+        service = "\(ThrowawayState.sudoPrefix)\(tag)\(id)"
+        let sudoers = "/etc/sudoers.d/\(ThrowawayState.sudoPrefix)\(tag)\(id)"
         // SystemRandomNumberGenerator: the kernel's (getrandom).
         password = (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
         let name = self.name
@@ -287,7 +292,8 @@ struct SudoPeer {
         user = (entry.pointee.pw_uid, entry.pointee.pw_gid)
         try ThrowawayState.create(
             "/etc/pam.d/\(service)",
-            "auth required pam_unix.so\naccount required pam_unix.so\nsession required pam_unix.so\n", mode: 0o644)
+            pamLines ?? "auth required pam_unix.so\naccount required pam_unix.so\nsession required pam_unix.so\n",
+            mode: 0o644)
         try ThrowawayState.create(
             sudoers, "Defaults:\(name) pam_service=\(service), !lecture\n\(name) ALL=(root) /bin/true\n", mode: 0o440)
         guard Self.runs(["/usr/sbin/visudo", "-c", "-q", "-f", sudoers]) else {
