@@ -221,6 +221,31 @@ struct DaemonTests {
             try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result != .success)
     }
 
+    /// A login in flight when the files are read again finishes with the stack it began with; the next login
+    /// takes the new one.
+    @Test func reloadKeepsLoginsInFlight() throws {
+        let fixture = try DaemonFixture()
+        let client = try DaemonClient(fixture.socket)
+        client.send(.request(request(fixture)))
+        guard case .question = try client.receive() else {
+            Issue.record("no question")
+            return
+        }
+        try fixture.writeService("default", entry: "required mock")
+        fixture.daemon?.send(SIGHUP)
+        try fixture.daemon?.waitForStderr(containing: "read 1 service files again")
+        client.send(.answer(Secret(copying: Array(fixture.password.utf8))))
+        var result: PAMResult?
+        while let message = try client.receive() {
+            if case .result(let code, _) = message {
+                result = code
+                break
+            }
+        }
+        #expect(result == .success)
+        #expect(try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result != .success)
+    }
+
     /// SIGTERM answers a login in flight `authinfo_unavail` (the program's next module may serve) and exits;
     /// its socket goes with it, and a daemon started again serves with the state it left.
     @Test func stopAnswersLoginsInFlight() throws {

@@ -10,7 +10,7 @@ import Testing
 struct LazyLibraryTests {
     @Test(
         "the tools link no backend's library",
-        arguments: ["gatekeeper-run", "gatekeeper-repl", "gatekeeper-passwd", "gatekeeper-pam-helper"])
+        arguments: ["gatekeeper-run", "gatekeeper-repl", "gatekeeper-passwd", "gatekeeper-pam-helper", "gatekeeperd"])
     func notLinked(_ tool: String) throws {
         let (status, output) = try shell("ldd '\(builtExecutable(tool).path)'")
         #expect(status == 0, "\(output)")
