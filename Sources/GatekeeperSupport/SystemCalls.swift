@@ -80,21 +80,21 @@ package enum SystemAccounts {
 
     /// The home directory of the account with `uid`, from the user database (not `$HOME`).
     package static func home(of uid: UInt32) -> String? {
-        var entry = passwd()
-        return withGrowingBuffer { buffer, result in
-            getpwuid_r(uid, &entry, buffer.baseAddress!, buffer.count, &result)
-        } read: {
-            String(cString: $0.pointee.pw_dir)
-        }
+        entry(uid: uid) { String(cString: $0.pointee.pw_dir) }
     }
 
     /// The name of the system account with `uid` (`pw_name`), if there is one.
     package static func name(of uid: UInt32) -> String? {
+        entry(uid: uid) { String(cString: $0.pointee.pw_name) }
+    }
+
+    /// What `read` takes from the user database's entry of `uid`, if there is one.
+    private static func entry<Value>(uid: UInt32, _ read: (UnsafeMutablePointer<passwd>) -> Value) -> Value? {
         var entry = passwd()
         return withGrowingBuffer { buffer, result in
             getpwuid_r(uid, &entry, buffer.baseAddress!, buffer.count, &result)
         } read: {
-            String(cString: $0.pointee.pw_name)
+            read($0)
         }
     }
 
