@@ -73,7 +73,19 @@ final class Daemon: Sendable {
                 if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM { usleep(100_000) }
                 continue
             }
-            if !DetachedThread.start({ self.handle(client) }) {
+            // Counted from the moment it connects, by who it is: a user's flood of connections that send nothing
+            // holds at most its own share of threads, never root's logins.
+            guard let connection = DaemonConnection(descriptor: client, answerTimeout: invocation.answerTimeout)
+            else {
+                close(client)
+                continue
+            }
+            if let refusal = admit(connection) {
+                connection.send(.message(refusal, isError: true))
+                connection.send(.result(.authinfoUnavailable, canonicalUser: nil))
+                close(client)
+            } else if !DetachedThread.start({ self.handle(connection) }) {
+                release(connection)
                 close(client)
             }
         }
@@ -93,11 +105,11 @@ final class Daemon: Sendable {
 
     // MARK: One connection
 
-    /// One client, on its own thread: its request read, admitted (or refused), served, and the socket closed.
-    private func handle(_ client: Int32) {
-        defer { close(client) }
-        guard let connection = DaemonConnection(descriptor: client, answerTimeout: invocation.answerTimeout) else {
-            return
+    /// One client, on its own thread: its request read, served, and the socket closed.
+    private func handle(_ connection: DaemonConnection) {
+        defer {
+            release(connection)
+            close(connection.descriptor)
         }
         let request: DaemonRequest
         switch connection.readRequest(timeout: invocation.requestTimeout) {
@@ -108,21 +120,16 @@ final class Daemon: Sendable {
             return
         case .failure: return
         }
-        guard let refusal = admit(connection) else {
-            let task = Task {
-                let (result, canonical) = await self.serve(request, on: connection)
-                connection.finish(result, canonicalUser: canonical)
-            }
-            connection.watch(task)
-            release(connection)
-            return
+        let task = Task {
+            let (result, canonical) = await self.serve(request, on: connection)
+            connection.finish(result, canonicalUser: canonical)
         }
-        connection.send(.message(refusal, isError: true))
-        connection.send(.result(.authinfoUnavailable, canonicalUser: nil))
+        connection.watch(task)
     }
 
-    /// Counts `connection` in flight, or says why it cannot be: the daemon is stopping, or too many logins are
-    /// in flight in all or for its user (root's, from sudo or sshd, count only in all).
+    /// Counts `connection` in flight from the moment it connects, or says why it cannot be: the daemon is
+    /// stopping, or too many connections are open in all or for its user (root's, from sudo or sshd, count only
+    /// in all).
     private func admit(_ connection: DaemonConnection) -> String? {
         let uid = connection.peer.uid
         return flight.withLock { flight -> String? in

@@ -243,7 +243,8 @@ struct DaemonTests {
             }
         }
         #expect(result == .success)
-        #expect(try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result != .success)
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result != .success)
     }
 
     /// SIGTERM answers a login in flight `authinfo_unavail` (the program's next module may serve) and exits;

@@ -226,6 +226,37 @@ struct PAMModuleTests {
         #expect(session.output.contains(host.user), "\(session.output)")
     }
 
+    /// A user's flood of connections that send nothing holds at most its own share (--max-logins-per-user):
+    /// the rest are refused at once, and root's logins go on meanwhile.
+    @Test func aUsersFloodHoldsOnlyItsShare() throws {
+        let host = try Host(arguments: ["--max-logins-per-user", "4"])
+        let flood = """
+            import socket, select, sys, time
+            held = []
+            for _ in range(10):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(sys.argv[1])
+                held.append(s)
+            refused = sum(1 for s in held if select.select([s], [], [], 0.5)[0] and len(s.recv(4096)) > 0)
+            print(refused, flush=True)
+            time.sleep(float(sys.argv[2]))
+            """
+        let script = host.fixture.directory + "/flood.py"
+        try flood.write(toFile: script, atomically: false, encoding: .utf8)
+        chmod(script, 0o644)
+        let flooding = try Spawned(
+            URL(fileURLWithPath: "/usr/bin/setpriv"),
+            [
+                "--reuid=\(host.user)", "--regid=\(host.user)", "--clear-groups", "/usr/bin/python3", script,
+                host.fixture.socket, "3",
+            ])
+        #expect(eventually { flooding.stdout.contains("\n") }, "\(flooding.stderr)")
+        #expect(flooding.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "6", "\(flooding.stdout)")
+        let root = try host.pamtester("\(host.user) authenticate", input: host.fixture.password + "\n")
+        #expect(root.status == 0, "\(root.output)")
+        _ = flooding.finish()
+    }
+
     /// 200 logins at once through the module, each a wrong password: every one is counted, none lost.
     @Test func concurrentLoginsLoseNoRecord() throws {
         let host = try Host()
