@@ -5,7 +5,8 @@
  * The module decides nothing itself, and loads no Swift runtime into the program.
  *
  * Options: socket=PATH (/run/gatekeeper/socket), timeout=SECONDS (the daemon's silence that counts as
- * "not answering", 15), use_first_pass, try_first_pass, debug.
+ * "not answering", 15), use_first_pass, try_first_pass, rename_user (a login may go on as the account's own
+ * spelling: PAM_USER is set to it), debug.
  *
  * The daemon not running, or not answering in time: PAM_AUTHINFO_UNAVAIL and a syslog line, so
  * [authinfo_unavail=ignore] falls to the next module, as with pam_sss. The wire format is
@@ -40,18 +41,18 @@ enum {
     F_TEXT = 16, F_HIDDEN = 17, F_CODE = 18, F_CANONICAL_USER = 19
 };
 enum { OP_AUTHENTICATE = 1, OP_ACCOUNT = 2, OP_CHAUTHTOK_PRELIM = 3, OP_CHAUTHTOK_UPDATE = 4 };
-enum { FLAG_USE_FIRST_PASS = 1, FLAG_TRY_FIRST_PASS = 2, FLAG_EXPIRED_ONLY = 4 };
+enum { FLAG_USE_FIRST_PASS = 1, FLAG_TRY_FIRST_PASS = 2, FLAG_EXPIRED_ONLY = 4, FLAG_RENAME_USER = 8 };
 
 struct options {
     const char *socket;
     int timeout_ms;
-    int use_first_pass, try_first_pass, debug;
+    int use_first_pass, try_first_pass, rename_user, debug;
 };
 
 static void parse_options(pam_handle_t *pamh, int argc, const char **argv, struct options *options) {
     options->socket = "/run/gatekeeper/socket";
     options->timeout_ms = 15000;
-    options->use_first_pass = options->try_first_pass = options->debug = 0;
+    options->use_first_pass = options->try_first_pass = options->rename_user = options->debug = 0;
     for (int i = 0; i < argc; i++) {
         const char *word = argv[i];
         if (strncmp(word, "socket=", 7) == 0 && word[7] == '/') {
@@ -68,6 +69,8 @@ static void parse_options(pam_handle_t *pamh, int argc, const char **argv, struc
             options->use_first_pass = 1;
         } else if (strcmp(word, "try_first_pass") == 0) {
             options->try_first_pass = 1;
+        } else if (strcmp(word, "rename_user") == 0) {
+            options->rename_user = 1;
         } else if (strcmp(word, "debug") == 0) {
             options->debug = 1;
         } else {
@@ -315,6 +318,7 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
         if (authtok != NULL && strlen(authtok) > MAX_ANSWER) return PAM_AUTH_ERR;
     }
     if (flags & PAM_CHANGE_EXPIRED_AUTHTOK) request_flags |= FLAG_EXPIRED_ONLY;
+    if (options.rename_user) request_flags |= FLAG_RENAME_USER;
 
     int fd = connect_daemon(pamh, &options);
     if (fd < 0) {

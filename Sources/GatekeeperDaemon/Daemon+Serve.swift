@@ -15,22 +15,32 @@ extension Daemon {
         // No stack for this service, nor a default: not this module's login (the next module's).
         guard let login = stacks.withLock({ $0 }).login(for: request.service) else { return (.ignore, nil) }
         let peer = connection.peer
-        var origin = (terminal: request.terminal, remoteHost: request.remoteHost, user: request.requestingUser)
+        // What a program says of where the login comes from reaches the lockout's records and the audit, which
+        // people read on a terminal: escaped, whoever says it.
+        var origin = (
+            terminal: request.terminal.map { TextSafety.escaped($0) },
+            remoteHost: request.remoteHost.map { TextSafety.escaped($0) },
+            user: request.requestingUser.map { TextSafety.escaped($0) }
+        )
         if peer.uid != 0 {
-            // Nothing the caller says about itself is taken: it runs on this host, as the user it is.
+            // Nothing the caller says about itself is taken: it runs on this host, as the user it is. Its own
+            // name, byte for byte (`Å` and `Å` are two accounts), before any backend is asked about the name.
             let own = SystemAccounts.name(of: peer.uid)
-            origin = (request.terminal, nil, own)
-            let lookup = await login.provider.lookUpAccount(request.user)
-            let canonical: String? = if case .known(let name, _) = lookup { name } else { nil }
-            guard let own, own == request.user, canonical == nil || canonical == own else {
-                login.audit.record(
-                    AuditEvent(
-                        kind: .requestRefused, username: nil, provider: "gatekeeperd",
-                        detail: "uid \(peer.uid) (\(own.map { TextSafety.escaped($0) } ?? "no account")) asked for "
-                            + "another account (\(request.operation.word), service \(request.service))",
-                        terminal: request.terminal.map { TextSafety.escaped($0) }, processID: peer.pid))
+            origin = (origin.terminal, nil, own)
+            guard let own, Username.same(own, request.user) else {
+                refused(request, by: peer, own: own, audit: login.audit)
                 return (.permissionDenied, nil)
             }
+        }
+        // The account the backend names must be the one the program asked for, byte for byte: sudo goes on as
+        // the user it asked about, whoever signed in. With the module's `rename_user`, a program that reads
+        // PAM_USER back (login) may go on as the account's own spelling instead.
+        let renames = request.flags.contains(.renamesUser)
+        if request.operation != .authenticate, !renames,
+            case .known(let canonical, _) = await login.provider.lookUpAccount(request.user),
+            !Username.same(canonical, request.user)
+        {
+            return (.userUnknown, nil)
         }
         let result: (PAMResult, String?)
         switch request.operation {
@@ -40,8 +50,18 @@ extension Daemon {
                 requestingUser: origin.user)
             let conversation = DaemonConversation(connection: connection, request: request)
             switch await gatekeeper.signInWithTrace(conversation: conversation).outcome {
+            case .success(let identity) where Username.same(identity.username, request.user):
+                result = (.success, nil)
+            case .success(let identity) where renames && peer.uid == 0:
+                result = (.success, identity.username)
             case .success(let identity):
-                result = (.success, identity.username == request.user ? nil : identity.username)
+                login.audit.record(
+                    AuditEvent(
+                        kind: .accessDenied, username: identity.username, provider: "gatekeeperd",
+                        detail: "signed in as the account's own spelling, which is not the name the program asked "
+                            + "for (service \(request.service)); the module's rename_user would let it",
+                        terminal: origin.terminal, remoteHost: origin.remoteHost, processID: peer.pid))
+                result = (.authenticationError, nil)
             case .failure(let error):
                 result = (Self.pamResult(error, refusedToAsk: conversation.refusedToAsk.withLock { $0 }), nil)
             }
@@ -52,6 +72,12 @@ extension Daemon {
             result = (await login.provider.lookUpAccount(request.user) == .unknown ? .userUnknown : .success, nil)
         case .changePassword:
             guard login.provider.changesPasswords else { return (.ignore, nil) }
+            // PAM_CHANGE_EXPIRED_AUTHTOK: only a password that has expired is changed (as pam_unix does).
+            if request.flags.contains(.expiredOnly),
+                await checkAccount(request.user, provider: login.provider) != .newAuthenticationTokenRequired
+            {
+                return (.success, nil)
+            }
             let gatekeeper = login.gatekeeper(
                 service: request.service, terminal: origin.terminal, remoteHost: origin.remoteHost,
                 requestingUser: origin.user)
@@ -70,6 +96,29 @@ extension Daemon {
         // Stopped under it: the login is answered as unreachable, so the program's next module may serve.
         if connection.ending == .daemonStopping { return (.authinfoUnavailable, nil) }
         return result
+    }
+
+    /// Audits a caller other than root asking for another account: who (uid, pid, own name) and what, never
+    /// the name asked for (it may be a password typed into the wrong field). One record per caller's uid each
+    /// 10 seconds at most, the next one counting those left out: a flood of refusals does not fill the log.
+    func refused(_ request: DaemonRequest, by peer: DaemonConnection.Peer, own: String?, audit: any AuditSink) {
+        let now = ContinuousClock.now
+        let leftOut = refusals.withLock { refusals -> Int? in
+            if let last = refusals[peer.uid], last.at.duration(to: now) < .seconds(10) {
+                refusals[peer.uid]?.leftOut += 1
+                return nil
+            }
+            defer { refusals[peer.uid] = (now, 0) }
+            return refusals[peer.uid]?.leftOut ?? 0
+        }
+        guard let leftOut else { return }
+        audit.record(
+            AuditEvent(
+                kind: .requestRefused, username: nil, provider: "gatekeeperd",
+                detail: "uid \(peer.uid) (\(own.map { TextSafety.escaped($0) } ?? "no account")) asked for "
+                    + "another account (\(request.operation.word), service \(request.service))"
+                    + (leftOut > 0 ? "; \(leftOut) more such requests of this uid refused since the last record" : ""),
+                terminal: request.terminal.map { TextSafety.escaped($0) }, processID: peer.pid))
     }
 
     /// `pam_sm_acct_mgmt`: whether `user` may log in now, asked of the stack without a password. Each

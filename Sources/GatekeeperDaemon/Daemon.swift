@@ -25,10 +25,15 @@ final class Daemon: Sendable {
     private struct Flight {
         var all = 0
         var byUser: [UInt32: Int] = [:]
+        /// Root's connections (sudo, su, sshd) by whom they are for: the user that ran sudo or su
+        /// (`PAM_RUSER`, which a program running as root sets), else the remote host.
+        var byOrigin: [String: Int] = [:]
         var connections: [ObjectIdentifier: DaemonConnection] = [:]
         var stopping = false
     }
     private let flight = Locked(Flight())
+    /// When each caller's uid last had a refusal audited, and how many were left out since.
+    let refusals = Locked<[UInt32: (at: ContinuousClock.Instant, leftOut: Int)]>([:])
 
     init(_ invocation: DaemonInvocation, registry: ProviderRegistry, output: ToolOutput, stacks: ServiceStacks) {
         self.invocation = invocation
@@ -120,6 +125,20 @@ final class Daemon: Sendable {
             return
         case .failure: return
         }
+        // A program running as root serves everyone: its logins are bounded by whom each is for, so that one
+        // user's pile of unanswered sudo prompts cannot hold every login of the host.
+        let origin =
+            connection.peer.uid == 0
+            ? [request.requestingUser, request.remoteHost].compactMap { $0 }
+                .first(where: { !$0.isEmpty }) : nil
+        if let origin {
+            if let refusal = admit(origin: origin) {
+                connection.send(.message(refusal, isError: true))
+                connection.send(.result(.authinfoUnavailable, canonicalUser: nil))
+                return
+            }
+        }
+        defer { if let origin { release(origin: origin) } }
         let task = Task {
             let (result, canonical) = await self.serve(request, on: connection)
             connection.finish(result, canonicalUser: canonical)
@@ -142,6 +161,24 @@ final class Daemon: Sendable {
             flight.byUser[uid, default: 0] += 1
             flight.connections[ObjectIdentifier(connection)] = connection
             return nil
+        }
+    }
+
+    /// Counts a root caller's request for `origin`, or says why it cannot be.
+    private func admit(origin: String) -> String? {
+        flight.withLock { flight -> String? in
+            guard flight.byOrigin[origin, default: 0] < invocation.maxLoginsPerUser else {
+                return "gatekeeperd: too many logins of this user at once."
+            }
+            flight.byOrigin[origin, default: 0] += 1
+            return nil
+        }
+    }
+
+    private func release(origin: String) {
+        flight.withLock { flight in
+            flight.byOrigin[origin, default: 1] -= 1
+            if flight.byOrigin[origin] == 0 { flight.byOrigin[origin] = nil }
         }
     }
 

@@ -95,12 +95,13 @@ public enum DaemonCommand {
 struct ListeningSocket {
     let descriptor: Int32
     let path: String
-    /// Whether this process made the socket's file, and removes it when it stops.
-    let ownsPath: Bool
+    /// The socket file this process made (its device and inode), removed when it stops — only if it is still
+    /// the one at the path (a daemon started after this one may have taken the path over).
+    let made: (device: UInt64, inode: UInt64)?
 
     static func open(_ invocation: DaemonInvocation) throws(ToolExit) -> ListeningSocket {
         if let passed = try fromSystemd() {
-            return ListeningSocket(descriptor: passed, path: "systemd's socket", ownsPath: false)
+            return ListeningSocket(descriptor: passed, path: "systemd's socket", made: nil)
         }
         guard invocation.foreground else {
             throw ToolExit(
@@ -190,7 +191,9 @@ struct ListeningSocket {
             unlink(path)
             throw ToolExit(.unavailable, "listen: \(errorDescription())")
         }
-        return ListeningSocket(descriptor: descriptor, path: path, ownsPath: true)
+        var info = stat()
+        let made = lstat(path, &info) == 0 ? (UInt64(info.st_dev), UInt64(info.st_ino)) : nil
+        return ListeningSocket(descriptor: descriptor, path: path, made: made)
     }
 
     private static func answers(at address: sockaddr_un) -> Bool {
@@ -207,6 +210,9 @@ struct ListeningSocket {
 
     func close() {
         Glibc.close(descriptor)
-        if ownsPath { unlink(path) }
+        var info = stat()
+        if let made, lstat(path, &info) == 0, UInt64(info.st_dev) == made.device, UInt64(info.st_ino) == made.inode {
+            unlink(path)
+        }
     }
 }

@@ -68,8 +68,11 @@ package struct DaemonRequest: Equatable, Sendable {
         package static let tryFirstPass = Flags(rawValue: 1 << 1)
         /// `PAM_CHANGE_EXPIRED_AUTHTOK`: change the password only if it has expired.
         package static let expiredOnly = Flags(rawValue: 1 << 2)
+        /// The module's `rename_user`: a login may go on as the account's own spelling (the module sets
+        /// `PAM_USER` to it), for a program that reads `PAM_USER` back.
+        package static let renamesUser = Flags(rawValue: 1 << 3)
         /// Every flag this version knows.
-        package static let known: Flags = [.useFirstPass, .tryFirstPass, .expiredOnly]
+        package static let known: Flags = [.useFirstPass, .tryFirstPass, .expiredOnly, .renamesUser]
     }
 
     package var operation: Operation

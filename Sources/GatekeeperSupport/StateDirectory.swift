@@ -119,15 +119,21 @@ package final class StateDirectory: Sendable {
 
     /// Takes `file`'s exclusive lock, waiting at most `timeout`; a lock held longer (by a hung or hostile
     /// process) is an error, never a wait without end. A wait on behalf of a task ends when the task is
-    /// cancelled: the thread it holds (a one-shot tool's only one) is free again at once.
-    package static func lock(_ file: Int32, timeout: Duration = .seconds(5)) throws(StateFileError) {
+    /// cancelled (the thread it holds, a one-shot tool's only one, is free again at once) — unless
+    /// `whateverTheTask`: a record that must be written once its event happened (an audit record of a login a
+    /// client cancelled by going away) waits its `timeout` out.
+    package static func lock(_ file: Int32, timeout: Duration = .seconds(5), whateverTheTask: Bool = false)
+        throws(StateFileError)
+    {
         var waited = Duration.zero
         while flock(file, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else {
                 throw StateFileError("cannot be locked: \(errorDescription())")
             }
             guard waited < timeout else { throw StateFileError("is locked by another process for too long") }
-            guard !Task.isCancelled else { throw StateFileError("was not locked: the login was cancelled") }
+            guard whateverTheTask || !Task.isCancelled else {
+                throw StateFileError("was not locked: the login was cancelled")
+            }
             usleep(2_000)
             waited += .milliseconds(2)
         }

@@ -99,13 +99,14 @@ public final class JSONAuditLog: AuditSink {
     private func append(_ event: AuditEvent) -> String? {
         do throws(StateFileError) {
             // The writers' own lock, which a reader of the log cannot open; a login waits at most a second for
-            // another process's append.
+            // another process's append — even once cancelled: a login a client ended by going away (a guess
+            // already counted) is audited all the same.
             let lock = try directory.openFile(name + ".lock", creatingWith: 0o600)
             defer { close(lock) }
             // Only writers may open it: one made readable by others is made private again.
             var info = stat()
             if fstat(lock, &info) == 0, info.st_mode & 0o077 != 0 { fchmod(lock, 0o600) }
-            try StateDirectory.lock(lock, timeout: .seconds(1))
+            try StateDirectory.lock(lock, timeout: .seconds(1), whateverTheTask: true)
             let file = try directory.openFile(name, creatingWith: 0o600)
             defer { close(file) }
             let (sequence, previous) = try Self.lastLink(file)

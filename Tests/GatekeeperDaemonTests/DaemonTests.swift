@@ -148,6 +148,31 @@ struct DaemonTests {
         #expect(try fixture.failures(of: fixture.account) == 0)
     }
 
+    /// A client that gives its password and goes away at once, while another process holds the audit log's
+    /// lock: the guess is counted, and audited once the lock is free (a cancelled login waits for it too).
+    @Test func aGuessIsAuditedWhenItsClientIsGone() throws {
+        let fixture = try DaemonFixture()
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+        let lock = open(fixture.audit + ".lock", O_RDWR | O_CLOEXEC)
+        defer { close(lock) }
+        do {
+            let client = try DaemonClient(fixture.socket)
+            client.send(.request(request(fixture)))
+            guard case .question = try client.receive() else {
+                Issue.record("no question")
+                return
+            }
+            #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
+            client.send(.answer(Secret(copying: Array("wrong".utf8))))
+        }
+        usleep(300_000)
+        flock(lock, LOCK_UN)
+        #expect(eventually { (try? fixture.failures(of: fixture.account)) == 1 })
+        #expect(
+            eventually { fixture.auditRecords.contains { $0.contains("\"signInFailed\"") } }, "\(fixture.auditRecords)")
+    }
+
     /// A question unanswered past --answer-timeout ends the login; it is not counted.
     @Test func unansweredQuestionTimesOut() throws {
         let fixture = try DaemonFixture(arguments: ["--answer-timeout", "1s"])
@@ -267,6 +292,76 @@ struct DaemonTests {
         #expect(try fixture.failures(of: fixture.account) == 1)
         #expect(
             try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+    }
+
+    /// The account the backend signs in must be the one the program asked for, byte for byte: `Å` (U+00C5) is
+    /// not `Å` (U+212B), however Swift compares them. With `rename_user`, root's program gets the account's own
+    /// spelling to go on with instead.
+    @Test(.enabled(if: getuid() == 0, "asks for an account other than the runner's, which only root may"))
+    func theAccountSignedInIsTheOneAskedFor() throws {
+        let fixture = try DaemonFixture()
+        let entry = "\u{212B}sa"
+        let added = try run(
+            builtExecutable("gatekeeper-passwd"), ["add", fixture.users, entry, "--password-stdin"],
+            input: "pw-\(entry)\n")
+        #expect(added.status == 0, "\(added.stderr)")
+        var asked = DaemonRequest(.authenticate, service: "sudo", user: "\u{00C5}sa")
+        #expect(
+            try DaemonClient(fixture.socket).converse(asked, password: "pw-\(entry)").result == .authenticationError)
+        #expect(fixture.auditRecords.contains { $0.contains("\"accessDenied\"") && $0.contains("rename_user") })
+        asked.flags = [.renamesUser]
+        let renamed = try DaemonClient(fixture.socket).converse(asked, password: "pw-\(entry)")
+        #expect(renamed.result == .success)
+        #expect(renamed.seen.last == .result(.success, canonicalUser: entry))
+        let account = try DaemonClient(fixture.socket).converse(
+            DaemonRequest(.account, service: "sudo", user: "\u{00C5}sa"), password: nil)
+        #expect(account.result == .userUnknown)
+    }
+
+    /// Where a login comes from (a terminal, a remote host) reaches the lockout's records escaped: nothing a
+    /// program sends acts on the terminal `faillock` prints to.
+    @Test func originsAreEscaped() throws {
+        let fixture = try DaemonFixture()
+        var asked = request(fixture)
+        asked.terminal = "pts/1\u{1B}[2J"
+        #expect(try DaemonClient(fixture.socket).converse(asked, password: "wrong").result == .authenticationError)
+        let listed = try shell("faillock --dir \(fixture.stateDirectory)/faillock --user \(fixture.account)").output
+        #expect(!listed.contains("\u{1B}") && listed.contains("pts/1\\u{1B}[2J"), "\(listed)")
+    }
+
+    /// `PAM_CHANGE_EXPIRED_AUTHTOK`: a password that has not expired is left as it is, and nothing is asked.
+    @Test func expiredOnlyLeavesAPasswordThatHasNotExpired() throws {
+        let fixture = try DaemonFixture()
+        var asked = request(fixture, .changePassword)
+        asked.flags = [.expiredOnly]
+        let change = try DaemonClient(fixture.socket).converse(asked, password: nil)
+        #expect(change.result == .success && change.seen.count == 1)
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+    }
+
+    /// Root's program serves everyone; its logins are bounded by whom each is for (`PAM_RUSER`), so one user's
+    /// unanswered sudo prompts do not hold everyone else's.
+    @Test(.enabled(if: getuid() == 0, "root's logins are bounded by PAM_RUSER; a caller other than root by its uid"))
+    func rootsLoginsAreBoundedByWhomTheyAreFor() throws {
+        let fixture = try DaemonFixture(arguments: ["--max-logins-per-user", "2"])
+        var mallory = request(fixture)
+        mallory.requestingUser = "mallory"
+        var waiting: [DaemonClient] = []
+        for _ in 0..<2 {
+            let client = try DaemonClient(fixture.socket)
+            client.send(.request(mallory))
+            guard case .question = try client.receive() else {
+                Issue.record("no question")
+                return
+            }
+            waiting.append(client)
+        }
+        let third = try DaemonClient(fixture.socket).converse(mallory, password: fixture.password)
+        #expect(third.result == .authinfoUnavailable)
+        var alice = request(fixture)
+        alice.requestingUser = "alice"
+        #expect(try DaemonClient(fixture.socket).converse(alice, password: fixture.password).result == .success)
     }
 
     /// A second daemon on the same socket refuses to start; a stale socket (nobody answers) is taken over.

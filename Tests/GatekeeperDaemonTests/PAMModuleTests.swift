@@ -138,6 +138,12 @@ struct PAMModuleTests {
         #expect(other.status != 0 && other.output.contains("Permission denied"), "\(other.output)")
         #expect(host.fixture.auditRecords.contains { $0.contains("\"requestRefused\"") })
         #expect(try host.fixture.failures(of: host.fixture.account) == 0)
+        // A flood of such requests is refused every time, and audited once each 10 s (saying how many were
+        // left out), not once each.
+        for _ in 0..<20 {
+            _ = try host.pamtester("\(host.fixture.account) authenticate", input: "x\n", as: host.user)
+        }
+        #expect(host.fixture.auditRecords.filter { $0.contains("\"requestRefused\"") }.count == 1)
     }
 
     /// sudo with a sudoers rule naming the service: the right password runs the command as root; Ctrl-C at its

@@ -73,7 +73,7 @@ struct ManualPageTests {
     @Test func everyModuleOptionIsDocumented() throws {
         let source = try String(
             contentsOf: Self.root.appendingPathComponent("PAMModule/pam_gatekeeper.c"), encoding: .utf8)
-        let words = ["socket=", "timeout=", "use_first_pass", "try_first_pass", "debug"]
+        let words = ["socket=", "timeout=", "use_first_pass", "try_first_pass", "rename_user", "debug"]
         #expect(words.allSatisfy { source.contains("\"\($0)") })
         let described = Self.section("OPTIONS", of: try Self.page("pam_gatekeeper.8"))
         #expect(words.allSatisfy { described.contains($0) })
