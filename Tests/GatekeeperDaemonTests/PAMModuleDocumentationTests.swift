@@ -55,7 +55,7 @@ struct PAMModuleDocumentationTests {
             mount -t overlay overlay -o lowerdir=\(security),upperdir=\(directory)/security.upper,workdir=\(directory)/security.work \(security)
             cp \(module) \(security)/pam_gatekeeper.so
             id alice >/dev/null 2>&1 || useradd -M -s /bin/sh alice
-            echo 'alice ALL=(ALL) ALL' > /etc/sudoers.d/gatekeeper-doc && chmod 0440 /etc/sudoers.d/gatekeeper-doc
+            printf 'Defaults:alice !lecture\nalice ALL=(ALL) ALL\n' > /etc/sudoers.d/gatekeeper-doc && chmod 0440 /etc/sudoers.d/gatekeeper-doc
             mkdir -p -m 0755 /etc/gatekeeper/pam.d
             mount -t tmpfs -o mode=0755 tmpfs /run
             \(asRoot(commands[0])) >/dev/null
