@@ -350,12 +350,10 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
         result = PAM_SERVICE_ERR;
         goto done;
     }
-    int sent = send_frame(fd, frame, options.timeout_ms);
+    /* Sent or not, what the daemon has to say is read: a daemon that refuses a connection at once (too many
+       at once) writes why and closes before the request is read. */
+    send_frame(fd, frame, options.timeout_ms);
     frame_wipe(frame);
-    if (sent != 0) {
-        unavailable(pamh, "is not answering");
-        goto done;
-    }
 
     for (;;) {
         struct message message = {0};
@@ -378,6 +376,12 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
         if (message.type == T_KEEPALIVE) continue;
         if (message.type == T_RESULT) {
             result = known_result(message.code) ? message.code : PAM_SYSTEM_ERR;
+            /* A new spelling is taken only with rename_user (the daemon sends none otherwise). */
+            if (message.user != NULL && !options.rename_user) {
+                pam_syslog(pamh, LOG_ERR, "gatekeeperd renamed the user without rename_user; refused");
+                result = PAM_SYSTEM_ERR;
+                break;
+            }
             if (result == PAM_SUCCESS && message.user != NULL) {
                 /* The account's own spelling, as the backend has it: the name the program goes on with. */
                 char canonical[1025];
@@ -425,7 +429,7 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
         }
         frame_start(frame, T_ANSWER);
         frame_text(frame, F_TEXT, response);
-        sent = send_frame(fd, frame, options.timeout_ms);
+        int sent = send_frame(fd, frame, options.timeout_ms);
         frame_wipe(frame);
         if (message.hidden && first_answer == NULL && operation == OP_AUTHENTICATE)
             first_answer = response;

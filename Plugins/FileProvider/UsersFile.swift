@@ -59,7 +59,15 @@ public struct UsersFile: Sendable {
     private var bytes: [UInt8] = []
     private var lines: [Line] = []
     private var edits: [Entry] = []
-    private var index: [String: Int] = [:]
+    private var index: [NameKey: Int] = [:]
+
+    /// A name as the index keys it: its bytes. `String`'s `==` holds canonically equivalent spellings equal
+    /// (`Å` U+00C5 and `Å` U+212B, `K` and the Kelvin sign U+212A), which the file, like pam_unix, keeps as
+    /// two accounts.
+    private struct NameKey: Hashable {
+        let bytes: [UInt8]
+        init(_ name: String) { bytes = Array(name.utf8) }
+    }
     /// The line of the first entry in the file's most common scheme.
     private var representative: Int?
     /// Things worth telling an administrator that do not stop the file from loading (duplicates).
@@ -70,14 +78,14 @@ public struct UsersFile: Sendable {
     /// The accounts, in file order (the first of duplicate names only).
     public var entries: [Entry] {
         lines.indices.compactMap { position in
-            guard let entry = entry(at: position), index[entry.username] == position else { return nil }
+            guard let entry = entry(at: position), index[NameKey(entry.username)] == position else { return nil }
             return entry
         }
     }
 
     /// The account named `username`: O(1).
     public subscript(username: String) -> Entry? {
-        index[username].flatMap(entry(at:))
+        index[NameKey(username)].flatMap(entry(at:))
     }
 
     private func entry(at position: Int) -> Entry? {
@@ -116,9 +124,9 @@ public struct UsersFile: Sendable {
     /// Finds the lines of `buffer` and checks every entry, keeping byte ranges rather than strings.
     private static func scan(
         _ buffer: UnsafeBufferPointer<UInt8>
-    ) throws(UsersFileError) -> ([Line], [String: Int], [String], Int?) {
+    ) throws(UsersFileError) -> ([Line], [NameKey: Int], [String], Int?) {
         var newLines: [Line] = []
-        var newIndex: [String: Int] = [:]
+        var newIndex: [NameKey: Int] = [:]
         var newWarnings: [String] = []
         // Per scheme: how many entries use it, and the first of them.
         var schemes = [(count: Int, first: Int)](repeating: (0, 0), count: PasswordHash.Scheme.allCases.count)
@@ -156,12 +164,13 @@ public struct UsersFile: Sendable {
                     if schemes[slot].count == 0 { schemes[slot].first = newLines.count }
                     schemes[slot].count += 1
                 }
-                if let earlier = newIndex[username], case .stored(_, _, let earlierNumber) = newLines[earlier] {
+                if let earlier = newIndex[NameKey(username)], case .stored(_, _, let earlierNumber) = newLines[earlier]
+                {
                     newWarnings.append(
                         "line \(number): \(username) is already defined on line \(earlierNumber); the first entry is used"
                     )
                 } else {
-                    newIndex[username] = newLines.count
+                    newIndex[NameKey(username)] = newLines.count
                 }
                 newLines.append(.stored(start: range.0, end: range.1, number: UInt32(number)))
             }
@@ -272,10 +281,10 @@ public struct UsersFile: Sendable {
         var entry = entry
         if entry.displayName?.isEmpty == true { entry.displayName = nil }
         edits.append(entry)
-        if let position = index[entry.username] {
+        if let position = index[NameKey(entry.username)] {
             lines[position] = .edited(edits.count - 1)
         } else {
-            index[entry.username] = lines.count
+            index[NameKey(entry.username)] = lines.count
             lines.append(.edited(edits.count - 1))
         }
     }
@@ -283,8 +292,9 @@ public struct UsersFile: Sendable {
     /// Removes an account (every line for the name); returns whether there was one.
     @discardableResult
     public mutating func remove(_ username: String) -> Bool {
-        guard index[username] != nil else { return false }
-        lines = lines.indices.filter { entry(at: $0)?.username != username }.map { lines[$0] }
+        guard index[NameKey(username)] != nil else { return false }
+        let key = NameKey(username)
+        lines = lines.indices.filter { entry(at: $0).map { NameKey($0.username) } != key }.map { lines[$0] }
         representative = nil  // Lines moved; the stand-in matters only for a file as read.
         rebuildIndex()
         return true
@@ -293,7 +303,9 @@ public struct UsersFile: Sendable {
     private mutating func rebuildIndex() {
         index = [:]
         for position in lines.indices {
-            if let name = entry(at: position)?.username, index[name] == nil { index[name] = position }
+            if let name = entry(at: position).map({ NameKey($0.username) }), index[name] == nil {
+                index[name] = position
+            }
         }
     }
 }

@@ -35,11 +35,11 @@ extension Daemon {
         // The account the backend names must be the one the program asked for, byte for byte: sudo goes on as
         // the user it asked about, whoever signed in. With the module's `rename_user`, a program that reads
         // PAM_USER back (login) may go on as the account's own spelling instead.
-        let renames = request.flags.contains(.renamesUser)
-        if request.operation != .authenticate, !renames,
-            case .known(let canonical, _) = await login.provider.lookUpAccount(request.user),
+        let renames = request.flags.contains(.renamesUser) && peer.uid == 0
+        if !renames, case .known(let canonical, _) = await login.provider.lookUpAccount(request.user),
             !Username.same(canonical, request.user)
         {
+            // Before anything is asked: a password is never checked for an account the program did not name.
             return (.userUnknown, nil)
         }
         let result: (PAMResult, String?)
@@ -52,15 +52,18 @@ extension Daemon {
             switch await gatekeeper.signInWithTrace(conversation: conversation).outcome {
             case .success(let identity) where Username.same(identity.username, request.user):
                 result = (.success, nil)
-            case .success(let identity) where renames && peer.uid == 0:
+            case .success(let identity) where renames:
                 result = (.success, identity.username)
             case .success(let identity):
+                // A backend that could not tell the spelling beforehand: refused as a wrong password is, after
+                // the same wait, so the clock does not say the password was right.
                 login.audit.record(
                     AuditEvent(
                         kind: .accessDenied, username: identity.username, provider: "gatekeeperd",
                         detail: "signed in as the account's own spelling, which is not the name the program asked "
                             + "for (service \(request.service)); the module's rename_user would let it",
                         terminal: origin.terminal, remoteHost: origin.remoteHost, processID: peer.pid))
+                try? await Task.sleep(for: gatekeeper.configuration.failDelay)
                 result = (.authenticationError, nil)
             case .failure(let error):
                 result = (Self.pamResult(error, refusedToAsk: conversation.refusedToAsk.withLock { $0 }), nil)
@@ -99,26 +102,53 @@ extension Daemon {
     }
 
     /// Audits a caller other than root asking for another account: who (uid, pid, own name) and what, never
-    /// the name asked for (it may be a password typed into the wrong field). One record per caller's uid each
-    /// 10 seconds at most, the next one counting those left out: a flood of refusals does not fill the log.
+    /// the name asked for (it may be a password typed into the wrong field). The first refusal of a caller's
+    /// uid is recorded at once; those in the 10 seconds after it, in one record when they are over: a flood of
+    /// refusals does not fill the log, and none goes unrecorded.
     func refused(_ request: DaemonRequest, by peer: DaemonConnection.Peer, own: String?, audit: any AuditSink) {
         let now = ContinuousClock.now
-        let leftOut = refusals.withLock { refusals -> Int? in
-            if let last = refusals[peer.uid], last.at.duration(to: now) < .seconds(10) {
-                refusals[peer.uid]?.leftOut += 1
-                return nil
+        let window = Duration.seconds(10)
+        // Recorded now (with what an earlier window left out, if its record is not written yet), or left out; the
+        // window's start when this is the first left out.
+        let (recorded, carried, firstLeftOut) = refusals.withLock {
+            refusals -> (Bool, Int, ContinuousClock.Instant?) in
+            // Uids whose window is over and left nothing out are forgotten: the table holds only recent callers.
+            refusals = refusals.filter { $0.value.at.duration(to: now) < window || $0.value.leftOut > 0 }
+            guard let last = refusals[peer.uid], last.at.duration(to: now) < window else {
+                let carried = refusals[peer.uid]?.leftOut ?? 0
+                refusals[peer.uid] = (now, 0)
+                return (true, carried, nil)
             }
-            defer { refusals[peer.uid] = (now, 0) }
-            return refusals[peer.uid]?.leftOut ?? 0
+            refusals[peer.uid]?.leftOut += 1
+            return (false, 0, last.leftOut == 0 ? last.at : nil)
         }
-        guard let leftOut else { return }
-        audit.record(
-            AuditEvent(
-                kind: .requestRefused, username: nil, provider: "gatekeeperd",
-                detail: "uid \(peer.uid) (\(own.map { TextSafety.escaped($0) } ?? "no account")) asked for "
-                    + "another account (\(request.operation.word), service \(request.service))"
-                    + (leftOut > 0 ? "; \(leftOut) more such requests of this uid refused since the last record" : ""),
-                terminal: request.terminal.map { TextSafety.escaped($0) }, processID: peer.pid))
+        let who = "uid \(peer.uid) (\(own.map { TextSafety.escaped($0) } ?? "no account"))"
+        if recorded {
+            audit.record(
+                AuditEvent(
+                    kind: .requestRefused, username: nil, provider: "gatekeeperd",
+                    detail: "\(who) asked for another account (\(request.operation.word), service \(request.service))"
+                        + (carried > 0 ? "; \(carried) more such requests refused before this one" : ""),
+                    terminal: request.terminal.map { TextSafety.escaped($0) }, processID: peer.pid))
+        } else if let windowStart = firstLeftOut {
+            // The refusals left out are written once their window is over, whether or not another comes.
+            Task {
+                try? await Task.sleep(for: window)
+                let leftOut = refusals.withLock { refusals -> Int in
+                    // A refusal after the window, recorded meanwhile, carried the count already.
+                    guard let entry = refusals[peer.uid], entry.at == windowStart else { return 0 }
+                    refusals[peer.uid] = nil
+                    return entry.leftOut
+                }
+                guard leftOut > 0 else { return }
+                audit.record(
+                    AuditEvent(
+                        kind: .requestRefused, username: nil, provider: "gatekeeperd",
+                        detail: "\(who) asked for another account \(leftOut) more times in 10 seconds "
+                            + "(the first recorded before)",
+                        processID: peer.pid))
+            }
+        }
     }
 
     /// `pam_sm_acct_mgmt`: whether `user` may log in now, asked of the stack without a password. Each

@@ -24,15 +24,18 @@ final class Daemon: Sendable {
     /// The connections being served, counted in all and by the uid that made them.
     private struct Flight {
         var all = 0
+        /// Connections by the user they count against (``DaemonConnection/Peer/countedUser``): a caller's uid,
+        /// or the user who ran a setuid program.
         var byUser: [UInt32: Int] = [:]
-        /// Root's connections (sudo, su, sshd) by whom they are for: the user that ran sudo or su
-        /// (`PAM_RUSER`, which a program running as root sets), else the remote host.
+        /// The logins of root's own processes (sshd, login) by whom they are for: `user NAME` (`PAM_RUSER`),
+        /// else `host NAME` (`PAM_RHOST`).
         var byOrigin: [String: Int] = [:]
         var connections: [ObjectIdentifier: DaemonConnection] = [:]
         var stopping = false
     }
     private let flight = Locked(Flight())
-    /// When each caller's uid last had a refusal audited, and how many were left out since.
+    /// Each caller's uid whose refusal was audited in the last 10 seconds: when, and the refusals left out since
+    /// (written in one record when the 10 seconds are over).
     let refusals = Locked<[UInt32: (at: ContinuousClock.Instant, leftOut: Int)]>([:])
 
     init(_ invocation: DaemonInvocation, registry: ProviderRegistry, output: ToolOutput, stacks: ServiceStacks) {
@@ -147,18 +150,18 @@ final class Daemon: Sendable {
     }
 
     /// Counts `connection` in flight from the moment it connects, or says why it cannot be: the daemon is
-    /// stopping, or too many connections are open in all or for its user (root's, from sudo or sshd, count only
-    /// in all).
+    /// stopping, or too many connections are open in all or for the user they count against (a setuid
+    /// program's, against the user who ran it; those of root's own processes, sshd's, only in all).
     private func admit(_ connection: DaemonConnection) -> String? {
-        let uid = connection.peer.uid
+        let user = connection.peer.countedUser
         return flight.withLock { flight -> String? in
             if flight.stopping { return "gatekeeperd is stopping." }
             if flight.all >= invocation.maxLogins { return "gatekeeperd is busy: too many logins at once." }
-            if uid != 0, flight.byUser[uid, default: 0] >= invocation.maxLoginsPerUser {
+            if let user, flight.byUser[user, default: 0] >= invocation.maxLoginsPerUser {
                 return "gatekeeperd: too many logins of this user at once."
             }
             flight.all += 1
-            flight.byUser[uid, default: 0] += 1
+            if let user { flight.byUser[user, default: 0] += 1 }
             flight.connections[ObjectIdentifier(connection)] = connection
             return nil
         }
@@ -183,11 +186,13 @@ final class Daemon: Sendable {
     }
 
     private func release(_ connection: DaemonConnection) {
-        let uid = connection.peer.uid
+        let user = connection.peer.countedUser
         flight.withLock { flight in
             flight.all -= 1
-            flight.byUser[uid, default: 1] -= 1
-            if flight.byUser[uid] == 0 { flight.byUser[uid] = nil }
+            if let user {
+                flight.byUser[user, default: 1] -= 1
+                if flight.byUser[user] == 0 { flight.byUser[user] = nil }
+            }
             flight.connections[ObjectIdentifier(connection)] = nil
         }
     }

@@ -20,6 +20,17 @@ final class DaemonConnection: Sendable {
         let pid: Int32
         let uid: UInt32
         let gid: UInt32
+        /// For a caller running as root, the real uid of its process (`/proc/PID/status`): the user who ran a
+        /// setuid program (sudo, su, chfn, passwd). `nil` when it cannot be read, or the caller is not root.
+        var realUID: UInt32? = nil
+
+        /// Whom the caller's connections count against: its uid, or for a setuid program the user who ran it;
+        /// `nil` for a process of root's own (sshd, login), bounded only in all and by whom each login is for.
+        var countedUser: UInt32? {
+            if uid != 0 { return uid }
+            if let realUID, realUID != 0 { return realUID }
+            return nil
+        }
     }
 
     /// Why a connection ended before its request did.
@@ -69,8 +80,24 @@ final class DaemonConnection: Sendable {
         var (pid, uid, gid): (Int32, UInt32, UInt32) = (0, 0, 0)
         guard gk_peer_credentials(descriptor, &pid, &uid, &gid) == 0 else { return nil }
         self.descriptor = descriptor
-        peer = Peer(pid: pid, uid: uid, gid: gid)
+        peer = Peer(pid: pid, uid: uid, gid: gid, realUID: uid == 0 ? Self.realUID(of: pid) : nil)
         self.answerTimeout = answerTimeout
+    }
+
+    /// The real uid of process `pid`, from the first field of `Uid:` in `/proc/PID/status`.
+    static func realUID(of pid: Int32) -> UInt32? {
+        let descriptor = open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = read(descriptor, &buffer, buffer.count)
+        guard count > 0 else { return nil }
+        for line in buffer[..<count].split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("Uid:".utf8)) {
+            let fields = line.dropFirst(4).split(whereSeparator: { $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: " ") }
+            )
+            return fields.first.flatMap { UInt32(String(decoding: $0, as: UTF8.self)) }
+        }
+        return nil
     }
 
     // MARK: Reading

@@ -67,4 +67,18 @@ struct UsersFileTests {
         #expect(file.warnings == ["line 3: alice is already defined on line 1; the first entry is used"])
         #expect(file.entries.map(\.username) == ["alice", "bob"])
     }
+
+    /// Names are the file's bytes, as pam_unix's are: `Å` (U+00C5) and `Å` (U+212B), `KIM` and `\u{212A}IM` (the
+    /// Kelvin sign), which Swift's `==` holds equal, are two accounts, and a look-up by one never finds the other.
+    @Test func canonicallyEquivalentNamesAreTwoAccounts() throws {
+        let other = "$6$salt$hash"
+        let text = "\u{00C5}sa:\(Self.yescrypt)\n\u{212B}sa:\(other)\nKIM:\(other)\n"
+        let file = try UsersFile(parsing: Array(text.utf8))
+        #expect(file.warnings.isEmpty)
+        #expect(file.entries.count == 3)
+        #expect(file["\u{00C5}sa"]?.password == .hash(try PasswordHash(Self.yescrypt)))
+        #expect(file["\u{212B}sa"]?.password == .hash(try PasswordHash(other)))
+        #expect(file["\u{212A}IM"] == nil)
+        #expect(file["KIM"] != nil)
+    }
 }

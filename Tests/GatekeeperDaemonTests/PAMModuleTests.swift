@@ -144,6 +144,11 @@ struct PAMModuleTests {
             _ = try host.pamtester("\(host.fixture.account) authenticate", input: "x\n", as: host.user)
         }
         #expect(host.fixture.auditRecords.filter { $0.contains("\"requestRefused\"") }.count == 1)
+        // The refusals left out are written once their 10 seconds are over, though no other comes.
+        #expect(
+            eventually(within: 30) {
+                host.fixture.auditRecords.contains { $0.contains("\"requestRefused\"") && $0.contains("more times") }
+            })
     }
 
     /// sudo with a sudoers rule naming the service: the right password runs the command as root; Ctrl-C at its
@@ -261,6 +266,33 @@ struct PAMModuleTests {
         let root = try host.pamtester("\(host.user) authenticate", input: host.fixture.password + "\n")
         #expect(root.status == 0, "\(root.output)")
         _ = flooding.finish()
+    }
+
+    /// A setuid program (sudo, chfn, passwd: root's effective uid, the user's real one) counts against the user
+    /// who ran it: one user's pile of unanswered prompts holds that user's share, and root's logins go on.
+    @Test func aSetuidProgramsLoginsCountAgainstItsUser() throws {
+        let host = try Host(arguments: ["--max-logins-per-user", "2"])
+        guard let uid = SystemAccounts.uid(of: host.user) else {
+            Issue.record("no uid for \(host.user)")
+            return
+        }
+        // pamtester with the user's real uid and root's effective one, as a setuid program runs, each left at
+        // its password prompt.
+        var waiting: [Spawned] = []
+        defer { for process in waiting { process.send(SIGKILL) } }
+        for _ in 0..<2 {
+            let process = try Spawned(
+                URL(fileURLWithPath: "/usr/bin/setpriv"),
+                ["--ruid=\(uid)", "pamtester", host.service, host.user, "authenticate"], mergingStandardError: true)
+            waiting.append(process)
+            #expect(eventually { process.stdout.contains("Password") }, "\(process.stdout)")
+        }
+        let third = try shell(
+            "echo \(host.fixture.password) | setpriv --ruid=\(uid) pamtester \(host.service) \(host.user) authenticate 2>&1"
+        )
+        #expect(third.status != 0 && third.output.contains("too many logins"), "\(third.output)")
+        let root = try host.pamtester("\(host.user) authenticate", input: host.fixture.password + "\n")
+        #expect(root.status == 0, "\(root.output)")
     }
 
     /// 200 logins at once through the module, each a wrong password: every one is counted, none lost.
