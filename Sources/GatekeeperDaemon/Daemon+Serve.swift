@@ -36,10 +36,14 @@ extension Daemon {
         // the user it asked about, whoever signed in. With the module's `rename_user`, a program that reads
         // PAM_USER back (login) may go on as the account's own spelling instead.
         let renames = request.flags.contains(.renamesUser) && peer.uid == 0
-        if !renames, case .known(let canonical, _) = await login.provider.lookUpAccount(request.user),
+        // The account check and the password change, before anything is asked: nothing is looked at or changed
+        // for an account the program did not name. (A login is checked once it has answered, below: refused
+        // beforehand, a spelling of an existing account would be told from an unknown name, which is asked for
+        // a password all the same.)
+        if !renames, request.operation != .authenticate,
+            case .known(let canonical, _) = await login.provider.lookUpAccount(request.user),
             !Username.same(canonical, request.user)
         {
-            // Before anything is asked: a password is never checked for an account the program did not name.
             return (.userUnknown, nil)
         }
         let result: (PAMResult, String?)
@@ -55,15 +59,15 @@ extension Daemon {
             case .success(let identity) where renames:
                 result = (.success, identity.username)
             case .success(let identity):
-                // A backend that could not tell the spelling beforehand: refused as a wrong password is, after
-                // the same wait, so the clock does not say the password was right.
+                // Refused as a wrong password is, after the same wait (the fail delay, ±25 % at random), so the
+                // clock does not say the password was right.
                 login.audit.record(
                     AuditEvent(
                         kind: .accessDenied, username: identity.username, provider: "gatekeeperd",
                         detail: "signed in as the account's own spelling, which is not the name the program asked "
                             + "for (service \(request.service)); the module's rename_user would let it",
                         terminal: origin.terminal, remoteHost: origin.remoteHost, processID: peer.pid))
-                try? await Task.sleep(for: gatekeeper.configuration.failDelay)
+                try? await Task.sleep(for: gatekeeper.configuration.failDelay * Double.random(in: 0.75...1.25))
                 result = (.authenticationError, nil)
             case .failure(let error):
                 result = (Self.pamResult(error, refusedToAsk: conversation.refusedToAsk.withLock { $0 }), nil)
