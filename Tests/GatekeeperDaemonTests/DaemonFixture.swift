@@ -113,6 +113,14 @@ final class DaemonClient {
 
     deinit { close(descriptor) }
 
+    /// A client whose login waits at its first question: `request` sent, the question read.
+    static func atQuestion(_ path: String, _ request: DaemonRequest) throws -> DaemonClient {
+        let client = try DaemonClient(path)
+        client.send(.request(request))
+        guard case .question = try client.receive() else { throw DaemonFixtureError("no question came") }
+        return client
+    }
+
     func send(_ message: DaemonMessage) { sendRaw(message.frame()) }
 
     func sendRaw(_ bytes: [UInt8]) {

@@ -136,12 +136,7 @@ struct DaemonTests {
     @Test func clientGoneCancelsTheLogin() throws {
         let fixture = try DaemonFixture()
         do {
-            let client = try DaemonClient(fixture.socket)
-            client.send(.request(request(fixture)))
-            guard case .question = try client.receive() else {
-                Issue.record("no question")
-                return
-            }
+            let client = try DaemonClient.atQuestion(fixture.socket, request(fixture))
             client.send(.cancel)
         }
         #expect(eventually { fixture.auditRecords.contains { $0.contains("\"signInCancelled\"") } })
@@ -157,12 +152,7 @@ struct DaemonTests {
         let lock = open(fixture.audit + ".lock", O_RDWR | O_CLOEXEC)
         defer { close(lock) }
         do {
-            let client = try DaemonClient(fixture.socket)
-            client.send(.request(request(fixture)))
-            guard case .question = try client.receive() else {
-                Issue.record("no question")
-                return
-            }
+            let client = try DaemonClient.atQuestion(fixture.socket, request(fixture))
             #expect(lock >= 0 && flock(lock, LOCK_EX) == 0)
             client.send(.answer(Secret(copying: Array("wrong".utf8))))
         }
@@ -176,12 +166,7 @@ struct DaemonTests {
     /// A question unanswered past --answer-timeout ends the login; it is not counted.
     @Test func unansweredQuestionTimesOut() throws {
         let fixture = try DaemonFixture(arguments: ["--answer-timeout", "1s"])
-        let client = try DaemonClient(fixture.socket)
-        client.send(.request(request(fixture)))
-        guard case .question = try client.receive() else {
-            Issue.record("no question")
-            return
-        }
+        let client = try DaemonClient.atQuestion(fixture.socket, request(fixture))
         #expect(client.isClosed(within: .seconds(10)))
         #expect(try fixture.failures(of: fixture.account) == 0)
     }
@@ -191,12 +176,7 @@ struct DaemonTests {
         let fixture = try DaemonFixture(arguments: ["--max-logins", "2"])
         var waiting: [DaemonClient] = []
         for _ in 0..<2 {
-            let client = try DaemonClient(fixture.socket)
-            client.send(.request(request(fixture)))
-            guard case .question = try client.receive() else {
-                Issue.record("no question")
-                return
-            }
+            let client = try DaemonClient.atQuestion(fixture.socket, request(fixture))
             waiting.append(client)
         }
         let third = try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password)
@@ -250,12 +230,7 @@ struct DaemonTests {
     /// takes the new one.
     @Test func reloadKeepsLoginsInFlight() throws {
         let fixture = try DaemonFixture()
-        let client = try DaemonClient(fixture.socket)
-        client.send(.request(request(fixture)))
-        guard case .question = try client.receive() else {
-            Issue.record("no question")
-            return
-        }
+        let client = try DaemonClient.atQuestion(fixture.socket, request(fixture))
         try fixture.writeService("default", entry: "required mock")
         fixture.daemon?.send(SIGHUP)
         try fixture.daemon?.waitForStderr(containing: "read 1 service files again")
@@ -277,12 +252,7 @@ struct DaemonTests {
     @Test func stopAnswersLoginsInFlight() throws {
         let fixture = try DaemonFixture()
         _ = try DaemonClient(fixture.socket).converse(request(fixture), password: "wrong")
-        let client = try DaemonClient(fixture.socket)
-        client.send(.request(request(fixture)))
-        guard case .question = try client.receive() else {
-            Issue.record("no question")
-            return
-        }
+        let client = try DaemonClient.atQuestion(fixture.socket, request(fixture))
         fixture.daemon?.send(SIGTERM)
         #expect(try client.receive(timeout: .seconds(10)) == .result(.authinfoUnavailable, canonicalUser: nil))
         let stopped = fixture.stop()
@@ -369,12 +339,7 @@ struct DaemonTests {
         mallory.requestingUser = "mallory"
         var waiting: [DaemonClient] = []
         for _ in 0..<2 {
-            let client = try DaemonClient(fixture.socket)
-            client.send(.request(mallory))
-            guard case .question = try client.receive() else {
-                Issue.record("no question")
-                return
-            }
+            let client = try DaemonClient.atQuestion(fixture.socket, mallory)
             waiting.append(client)
         }
         let third = try DaemonClient(fixture.socket).converse(mallory, password: fixture.password)
