@@ -35,6 +35,8 @@
 #define EXPORTED __attribute__((visibility("default")))
 
 enum { VERSION = 1, MAX_FRAME = 32 * 1024, MAX_ANSWER = 4096 };
+/* The daemon's bounds on a request's texts: a longer name is no account's; a longer origin is left out. */
+enum { MAX_NAME = 1024, MAX_SERVICE = 256 };
 enum { T_REQUEST = 1, T_ANSWER = 2, T_CANCEL = 3, T_QUESTION = 16, T_MESSAGE = 17, T_RESULT = 18, T_KEEPALIVE = 19 };
 enum {
     F_OPERATION = 1, F_SERVICE = 2, F_USER = 3, F_RHOST = 4, F_TTY = 5, F_RUSER = 6, F_AUTHTOK = 7, F_FLAGS = 8,
@@ -303,7 +305,9 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
     const char *user = NULL;
     int status = pam_get_user(pamh, &user, NULL);
     if (status != PAM_SUCCESS) return status == PAM_CONV_AGAIN ? PAM_INCOMPLETE : status;
-    if (user == NULL || *user == '\0') return PAM_USER_UNKNOWN;
+    if (user == NULL || *user == '\0' || strlen(user) > MAX_NAME) return PAM_USER_UNKNOWN;
+    const char *service = item(pamh, PAM_SERVICE);
+    if (service == NULL || strlen(service) > MAX_SERVICE) return PAM_SERVICE_ERR;
 
     const char *authtok = NULL;
     unsigned int request_flags = 0;
@@ -338,16 +342,20 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
     frame_start(frame, T_REQUEST);
     unsigned char op = (unsigned char)operation;
     frame_field(frame, F_OPERATION, &op, 1);
-    frame_text(frame, F_SERVICE, item(pamh, PAM_SERVICE));
+    frame_text(frame, F_SERVICE, service);
     frame_text(frame, F_USER, user);
-    frame_text(frame, F_RHOST, item(pamh, PAM_RHOST));
-    frame_text(frame, F_TTY, item(pamh, PAM_TTY));
-    frame_text(frame, F_RUSER, item(pamh, PAM_RUSER));
+    const int origins[] = {PAM_RHOST, PAM_TTY, PAM_RUSER};
+    const int tags[] = {F_RHOST, F_TTY, F_RUSER};
+    for (int i = 0; i < 3; i++) {
+        const char *origin = item(pamh, origins[i]);
+        if (origin != NULL && strlen(origin) <= MAX_NAME) frame_text(frame, tags[i], origin);
+    }
     frame_text(frame, F_AUTHTOK, authtok);
     unsigned char flag_bytes[4] = {0, 0, 0, (unsigned char)request_flags};
     frame_field(frame, F_FLAGS, flag_bytes, 4);
-    if (item(pamh, PAM_SERVICE) == NULL) {
-        result = PAM_SERVICE_ERR;
+    if (frame->overflow) {
+        pam_syslog(pamh, LOG_ERR, "the request is too long to send to gatekeeperd");
+        result = PAM_AUTH_ERR;
         goto done;
     }
     /* Sent or not, what the daemon has to say is read: a daemon that refuses a connection at once (too many

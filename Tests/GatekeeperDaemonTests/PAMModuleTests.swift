@@ -111,6 +111,10 @@ struct PAMModuleTests {
         #expect(changed.status == 0, "\(changed.output)")
         #expect(try host.pamtester("\(host.user) authenticate", input: new + "\n").status == 0)
         #expect(try host.pamtester("\(host.user) authenticate", input: host.fixture.password + "\n").status != 0)
+        // A name longer than any account's is no account's, said by the module itself: not a daemon gone.
+        let long = try host.pamtester("\(String(repeating: "a", count: 2000)) authenticate", input: "x\n")
+        #expect(long.status != 0 && long.output.contains("User not known"), "\(long.output)")
+        #expect(!long.output.contains("gatekeeperd"), "\(long.output)")
     }
 
     /// The daemon not running: `authinfo_unavail`, said to the person and to syslog, so that
