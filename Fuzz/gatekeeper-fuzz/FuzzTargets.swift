@@ -3,8 +3,8 @@
 import Authentication
 import AuthenticationTesting
 import DebugProvider
-import GatekeeperDaemon
 import Foundation
+import GatekeeperDaemon
 import GatekeeperHost
 import MockProvider
 import PAMProvider
@@ -528,7 +528,8 @@ enum FuzzDaemonMessage {
             require(frame.count - 4 <= DaemonMessage.maxFrame, "a message writes a frame over the bound")
             require((try? DaemonMessage.parse(Array(frame.dropFirst(4)))) == message, "a message reads back otherwise")
             if case .request(let request) = message {
-                for text in [request.service, request.user] + [request.remoteHost, request.terminal, request.requestingUser]
+                for text in [request.service, request.user]
+                    + [request.remoteHost, request.terminal, request.requestingUser]
                     .compactMap({ $0 })
                 {
                     require(!text.utf8.contains(0) && text.utf8.count <= 1024, "a request's text out of bounds")
