@@ -292,9 +292,17 @@ public final class OIDCAuthProvider: AuthProvider {
             await conversation.show(lines.joined(separator: "\n"), as: .info)
         }
         let deadline = ContinuousClock.now + lifetime
+        // Where the message would reach the person only with a question (ssh), the question: Enter once
+        // approved, then a check at once — and on, should Enter have come first.
+        var waits = true
+        if conversation.messagesWaitForAQuestion {
+            try await conversation.pause("Press Enter once you have approved the sign-in: ")
+            waits = false
+        }
         while true {
             do {
-                try await Task.sleep(for: interval)
+                if waits { try await Task.sleep(for: interval) }
+                waits = true
             } catch {
                 throw .cancelled
             }

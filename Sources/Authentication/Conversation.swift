@@ -24,11 +24,29 @@ public protocol Conversation: Sendable {
     /// this one question and still asks the person everything else. By default it is ``ask(_:)``.
     /// - Throws: ``AuthError/cancelled`` when the person declines to answer.
     func askUsername(_ prompt: String) async throws(AuthError) -> String
+
+    /// Whether a message reaches the person only together with the next question: sshd's
+    /// keyboard-interactive login relays PAM's messages that way. A backend that shows something and then
+    /// waits without asking anything — a device login showing its code — calls ``pause(_:)`` after the
+    /// message where this is true, or the person would never see it. By default `false`.
+    var messagesWaitForAQuestion: Bool { get }
+
+    /// Asks the person to press Enter. What they type is not kept and is no credential: it is never handed
+    /// to a backend, and a login's ledger does not count it as a guess. By default ``ask(_:)``, its answer
+    /// dropped.
+    /// - Throws: ``AuthError/cancelled`` when the person declines to answer.
+    func pause(_ prompt: String) async throws(AuthError)
 }
 
 extension Conversation {
     public func askUsername(_ prompt: String) async throws(AuthError) -> String {
         try await ask(prompt)
+    }
+
+    public var messagesWaitForAQuestion: Bool { false }
+
+    public func pause(_ prompt: String) async throws(AuthError) {
+        _ = try await ask(prompt)
     }
 }
 

@@ -17,6 +17,8 @@ struct DaemonConversation: Conversation {
     private let asksPasswords: Bool
     /// Set when a hidden question was refused because `use_first_pass` forbids asking it.
     let refusedToAsk = Locked(false)
+    /// sshd (`PAM_TTY` is `ssh` while it authenticates) relays a message only with the next question.
+    let messagesWaitForAQuestion: Bool
 
     init(connection: DaemonConnection, request: DaemonRequest) {
         self.connection = connection
@@ -24,6 +26,7 @@ struct DaemonConversation: Conversation {
         let usesItem = !request.flags.isDisjoint(with: [.useFirstPass, .tryFirstPass])
         firstPassword = Locked(usesItem ? request.authenticationToken : nil)
         asksPasswords = !request.flags.contains(.useFirstPass)
+        messagesWaitForAQuestion = request.terminal == "ssh"
     }
 
     func askUsername(_ prompt: String) async throws(AuthError) -> String { username }

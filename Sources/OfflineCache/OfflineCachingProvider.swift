@@ -556,6 +556,8 @@ final class CapturingConversation: Conversation, Sendable {
     func ask(_ prompt: String) async throws(AuthError) -> String { try await base.ask(prompt) }
     func askUsername(_ prompt: String) async throws(AuthError) -> String { try await base.askUsername(prompt) }
     func show(_ message: String, as kind: MessageKind) async { await base.show(message, as: kind) }
+    var messagesWaitForAQuestion: Bool { base.messagesWaitForAQuestion }
+    func pause(_ prompt: String) async throws(AuthError) { try await base.pause(prompt) }
 
     /// The first password asked, unless a new one is set during the login (an expired password changed
     /// at the prompt): then the new one, the one that signs in from now on.

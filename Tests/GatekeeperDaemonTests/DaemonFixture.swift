@@ -78,6 +78,13 @@ final class DaemonFixture {
         return listed.output.split(separator: "\n").filter { $0.hasSuffix(" V") || $0.hasSuffix(" I") }.count
     }
 
+    /// The failures counted against names no backend's look-up knows (a device login's, a directory's that
+    /// cannot tell), all of them: pam_faillock's files in the lockout's `.unknown` directory.
+    func unknownNameFailures() throws -> Int {
+        let listed = try shell("faillock --dir \(stateDirectory)/faillock.unknown")
+        return listed.output.split(separator: "\n").filter { $0.hasSuffix(" V") || $0.hasSuffix(" I") }.count
+    }
+
     deinit {
         stop(SIGKILL)
     }

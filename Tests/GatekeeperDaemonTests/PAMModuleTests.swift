@@ -56,12 +56,12 @@ struct PAMModuleTests {
             try fixture.start()
         }
 
-        /// The service file: every phase through the module (`auth` as given).
-        func writeService(auth: String? = nil) throws {
+        /// The service file: every phase through the module (`auth` and `account` as given).
+        func writeService(auth: String? = nil, account: String? = nil) throws {
             let entry = "\(module) socket=\(fixture.socket)"
             let text = """
                 \(auth ?? "auth required \(entry)")
-                account required \(entry)
+                \(account ?? "account required \(entry)")
                 password required \(entry)
                 session required \(entry)
 

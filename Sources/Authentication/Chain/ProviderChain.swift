@@ -656,4 +656,6 @@ final class SharingConversation: Conversation {
     func show(_ message: String, as kind: MessageKind) async {
         await base.show(message, as: kind)
     }
+    var messagesWaitForAQuestion: Bool { base.messagesWaitForAQuestion }
+    func pause(_ prompt: String) async throws(AuthError) { try await base.pause(prompt) }
 }

@@ -576,4 +576,11 @@ struct ValidatingConversation: Conversation {
     func show(_ message: String, as kind: MessageKind) async {
         await base.show(message, as: kind)
     }
+
+    var messagesWaitForAQuestion: Bool { base.messagesWaitForAQuestion }
+
+    /// Not a presentation: nothing the person types here reaches a backend.
+    func pause(_ prompt: String) async throws(AuthError) {
+        try await base.pause(prompt)
+    }
 }
