@@ -93,7 +93,7 @@ public final class LDAPAuthProvider: ReachabilityReporting {
 
     public init(_ configuration: Configuration) {
         self.configuration = configuration
-        pool = LDAPConnectionPool(capacity: configuration.connections)
+        pool = LDAPConnectionPool.shared(for: configuration)
     }
 
     /// The login; "no server could be reached" is `unavailable` (an offline cache wrapping the provider
@@ -305,8 +305,19 @@ struct LDAPLogin {
         /// matching several entries): an error of the configuration, told at once.
         case refused(String)
 
+        /// The server did not answer within the time-out (as `unreachable`, but waiting for it again costs the
+        /// time-out again: not retried on a fresh connection, and skipped for a while).
+        case timedOut(String)
+
         var isUnreachable: Bool {
-            if case .unreachable = self { return true }
+            switch self {
+            case .unreachable, .timedOut: true
+            case .unavailable, .refused: false
+            }
+        }
+
+        var isTimeout: Bool {
+            if case .timedOut = self { return true }
             return false
         }
     }
@@ -322,15 +333,16 @@ struct LDAPLogin {
         case unreachable(String)
     }
 
-    /// Runs `operation` on the first server that can serve it (servers that failed a moment ago last).
-    /// - Parameter skippingResting: Leave out servers that failed a moment ago altogether.
+    /// Runs `operation` on the first server that can serve it (servers that failed at once a moment ago last;
+    /// those that timed out a moment ago not at all: the directory costs the login its time-out once).
+    /// - Parameter skippingResting: Leave out every server that failed a moment ago.
     func run<T: Sendable>(skippingResting: Bool = false, _ operation: Operation<T>) -> (Answer<T>, [String]) {
         var reasons: [String] = []
         var everyServerUnreachable = true
-        let resting = Set(configuration.uris.filter { pool.isResting($0) })
+        let rests = configuration.uris.map { pool.rest(of: $0) }
         let order =
-            configuration.uris.filter { !resting.contains($0) }
-            + (skippingResting ? [] : configuration.uris.filter { resting.contains($0) })
+            zip(configuration.uris, rests).filter { $0.1 == nil }.map(\.0)
+            + (skippingResting ? [] : zip(configuration.uris, rests).filter { $0.1 == .failed }.map(\.0))
         if order.isEmpty { return (.unreachable("every directory server failed a moment ago"), []) }
         for uri in order {
             if slot.isCancelled { return (.unavailable("cancelled"), []) }
@@ -341,10 +353,11 @@ struct LDAPLogin {
                 return (.served(value), messages)
             case .failure(.refused(let why)): return (.unavailable("\(uri): \(why)"), [])
             case .failure(let failure):
-                if !slot.isCancelled { pool.failed(uri) }
+                if !slot.isCancelled { pool.failed(uri, timedOut: failure.isTimeout) }
                 everyServerUnreachable = everyServerUnreachable && failure.isUnreachable
                 switch failure {
-                case .unreachable(let why), .unavailable(let why), .refused(let why): reasons.append("\(uri): \(why)")
+                case .unreachable(let why), .timedOut(let why), .unavailable(let why), .refused(let why):
+                    reasons.append("\(uri): \(why)")
                 }
             }
         }
@@ -782,7 +795,9 @@ struct LDAPLogin {
     private static func failure(_ status: Int32, _ step: String) -> Failure {
         let message = gk_ldap_err2string(status).map { String(cString: $0) } ?? "error \(status)"
         switch status {
-        case LDAP_SERVER_DOWN, LDAP_TIMEOUT, LDAP_CONNECT_ERROR:
+        case LDAP_TIMEOUT:
+            return .timedOut("\(step): \(message)")
+        case LDAP_SERVER_DOWN, LDAP_CONNECT_ERROR:
             return .unreachable("\(step): \(message)")
         case LDAP_UNAVAILABLE, LDAP_BUSY:
             return .unavailable("\(step): \(message)")

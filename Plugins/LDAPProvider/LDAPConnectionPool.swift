@@ -8,14 +8,16 @@ import GatekeeperSupport
 /// Connections kept open between logins — connected, TLS set up — so a login pays for the handshake only
 /// when no connection is idle. At most `capacity` are open at once, in use or idle; a login that finds
 /// them all in use waits for one (at most `wait`). A server that failed to answer is skipped for a while,
-/// one second after its first failure, doubling to thirty, unless every server is in that state.
+/// one second after its first failure, doubling to thirty — unless every server is in that state and it
+/// failed at once (a refused connection is cheap to try again); one that timed out is skipped all the same
+/// (trying it again would cost the login another time-out: the offline cache answers meanwhile).
 final class LDAPConnectionPool: @unchecked Sendable {
     let capacity: Int
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let freed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var idle: [String: [OpaquePointer]] = [:]
     private var open = 0
-    private var down: [String: (until: Int64, backoff: Int64)] = [:]
+    private var down: [String: (until: Int64, backoff: Int64, timedOut: Bool)] = [:]
     /// For tests and `make bench`: the most connections ever open at once, and how many were made.
     private(set) var mostOpen = 0
     private(set) var made = 0
@@ -104,19 +106,26 @@ final class LDAPConnectionPool: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
-    /// Whether `uri` failed recently enough to be skipped now.
-    func isResting(_ uri: String) -> Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        guard let state = down[uri] else { return false }
-        return Self.now() < state.until
+    /// How `uri` failed, if recently enough to be skipped now.
+    enum Rest {
+        /// It refused or closed at once.
+        case failed
+        /// It did not answer in time.
+        case timedOut
     }
 
-    func failed(_ uri: String) {
+    func rest(of uri: String) -> Rest? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard let state = down[uri], Self.now() < state.until else { return nil }
+        return state.timedOut ? .timedOut : .failed
+    }
+
+    func failed(_ uri: String, timedOut: Bool) {
         pthread_mutex_lock(mutex)
         let previous = down[uri]?.backoff ?? 0
         let backoff: Int64 = previous == 0 ? 1_000 : min(previous * 2, 30_000)
-        down[uri] = (Self.now() + backoff, backoff)
+        down[uri] = (Self.now() + backoff, backoff, timedOut)
         // Its idle connections are of no use either.
         for handle in idle[uri] ?? [] {
             gk_ldap_unbind_ext_s(handle, nil, nil)
@@ -137,5 +146,43 @@ final class LDAPConnectionPool: @unchecked Sendable {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+}
+
+extension LDAPConnectionPool {
+    /// What makes two providers' connections interchangeable: the same servers, reached the same way, as
+    /// the same service account, with the same bound.
+    struct Key: Hashable {
+        let uris: [String]
+        let requiresTLS: Bool
+        let caFile: String?
+        let timeout: Duration
+        let bindDN: String?
+        let connections: Int
+    }
+
+    /// The pools in use, each held weakly: a pool lives as long as a provider uses it.
+    private static let pools = Locked<[Key: WeakPool]>([:])
+
+    private final class WeakPool: @unchecked Sendable {
+        weak var pool: LDAPConnectionPool?
+        init(_ pool: LDAPConnectionPool) { self.pool = pool }
+    }
+
+    /// The process's one pool for `configuration`'s directory: every provider naming the same servers the
+    /// same way — each PAM service's stack in gatekeeperd, a stack read again at SIGHUP — shares its
+    /// connections, its bound on them, and what it knows of servers that are down, so a failover one login
+    /// saw is seen by the next login of every program.
+    static func shared(for configuration: LDAPAuthProvider.Configuration) -> LDAPConnectionPool {
+        let key = Key(
+            uris: configuration.uris, requiresTLS: configuration.requiresTLS, caFile: configuration.caFile,
+            timeout: configuration.timeout, bindDN: configuration.bindDN, connections: configuration.connections)
+        return pools.withLock { pools in
+            if let pool = pools[key]?.pool { return pool }
+            pools = pools.filter { $0.value.pool != nil }
+            let pool = LDAPConnectionPool(capacity: configuration.connections)
+            pools[key] = WeakPool(pool)
+            return pool
+        }
     }
 }

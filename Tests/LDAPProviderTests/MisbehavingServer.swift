@@ -62,6 +62,9 @@ final class MisbehavingServer: @unchecked Sendable {
         return nil
     }
 
+    /// How many connections a silent server has accepted so far.
+    var connections: Int { accepted.withLock { $0.count } }
+
     deinit {
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)

@@ -1,7 +1,5 @@
 import Foundation
 import GatekeeperSupport
-import TestSupport
-import Testing
 
 /// The running slapds' pid files, for the exit handler (which can capture nothing).
 private let slapdPidFiles = Locked<[String]>([])
@@ -9,44 +7,85 @@ private let slapdPidFiles = Locked<[String]>([])
 /// A throwaway slapd on loopback ports, in a temporary directory with its own slapd.conf, LDIF and TLS
 /// certificate; nothing of the system's configuration is touched. A watchdog stops it when this test
 /// process ends, however it ends.
-final class SlapdFixture: @unchecked Sendable {
-    let directory: String
-    let port: Int
-    let base = "dc=example,dc=test"
-    let server: Spawned
+public final class SlapdFixture: @unchecked Sendable {
+    public let directory: String
+    public private(set) var port: Int
+    public let base = "dc=example,dc=test"
+    private var server: Spawned?
+    /// Whether slapd logs every operation (`-d stats`), for ``operations``.
+    private let logsOperations: Bool
 
-    var uri: String { "ldap://127.0.0.1:\(port)" }
-    var caFile: String { directory + "/cert.pem" }
-    func dn(_ uid: String) -> String { "uid=\(uid),ou=people,\(base)" }
+    public var uri: String { "ldap://127.0.0.1:\(port)" }
+    public var caFile: String { directory + "/cert.pem" }
+    public func dn(_ uid: String) -> String { "uid=\(uid),ou=people,\(base)" }
 
-    /// Kills the server, as a crash or a pulled cable would, and waits until it no longer answers; one
-    /// that still answers after 5 s fails the test (what follows would test a live server).
-    func kill() {
-        if let text = try? String(contentsOfFile: directory + "/slapd.pid", encoding: .utf8),
-            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        {
-            Glibc.kill(pid, SIGKILL)
-        }
+    /// slapd's pid now, from its pid file.
+    private var pid: Int32? {
+        (try? String(contentsOfFile: directory + "/slapd.pid", encoding: .utf8))
+            .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    /// Kills the server, as a crash or a pulled cable would, and waits until it no longer answers; false if
+    /// it still answers after 5 s (what follows would test a live server).
+    @discardableResult
+    public func kill() -> Bool {
+        if let pid { Glibc.kill(pid, SIGKILL) }
         let deadline = ContinuousClock.now + .seconds(5)
         while ContinuousClock.now < deadline {
-            guard (try? shell("ldapwhoami -x -H \(uri) >/dev/null 2>&1"))?.status == 0 else { return }
+            guard (try? shell("ldapwhoami -x -H \(uri) >/dev/null 2>&1"))?.status == 0 else {
+                _ = server?.finish(timeout: .seconds(5))
+                server = nil
+                return true
+            }
             usleep(10_000)
         }
-        Issue.record("the directory on \(uri) still answers 5 s after it was killed")
+        return false
+    }
+
+    /// Starts the server again, on the same port with the same data, after ``kill()``.
+    public func restart() throws {
+        try start(ports: [port])
+    }
+
+    /// Stops the server without closing anything (SIGSTOP): connections and new ones hang, as with a
+    /// server that stopped answering. ``resume()`` continues it.
+    public func hang() { if let pid { Glibc.kill(pid, SIGSTOP) } }
+    public func resume() { if let pid { Glibc.kill(pid, SIGCONT) } }
+
+    /// Sets `uid`'s password as the directory's administrator.
+    public func setPassword(of uid: String, to password: String) throws {
+        let (status, output) = try shell(
+            "ldappasswd -x -H \(uri) -D 'cn=admin,\(base)' -w admin-secret -s '\(password)' '\(dn(uid))' 2>&1")
+        guard status == 0 else { throw FixtureFailure("ldappasswd: \(output)") }
+    }
+
+    /// The operations slapd served so far, by kind (`BIND`, `SRCH`, `UNBIND`, `EXT` …), from its `stats`
+    /// log; empty unless the fixture was made with `logsOperations`.
+    public var operations: [String: Int] {
+        var counts: [String: Int] = [:]
+        for line in (server?.stderr ?? "").split(separator: "\n") {
+            // "conn=1000 op=0 BIND dn=... method=128": the word after op=N.
+            let words = line.split(separator: " ")
+            guard let at = words.firstIndex(where: { $0.hasPrefix("op=") }), at + 1 < words.count else { continue }
+            let kind = String(words[at + 1])
+            guard kind.allSatisfy({ $0.isUppercase }) else { continue }
+            counts[kind, default: 0] += 1
+        }
+        return counts
     }
 
     /// The accounts: user name, password, whether in the staff group.
-    static let accounts =
+    public static let accounts =
         [("alice", "wonderland", true), ("bob", "builder", false), ("carol", "carol-2026", true)]
         + loadAccounts.map { ($0.username, $0.password, false) }
 
     /// Sixty more accounts for the load test: `load0` to `load59`, password `load-password-N`.
-    static let loadAccounts = (0..<60).map { (username: "load\($0)", password: "load-password-\($0)") }
+    public static let loadAccounts = (0..<60).map { (username: "load\($0)", password: "load-password-\($0)") }
 
-    static let shared = Result { try SlapdFixture() }
+    public static let shared = Result { try SlapdFixture() }
 
     /// Now, in LDAP's generalized time.
-    static var now: String {
+    public static var now: String {
         var seconds = time(nil)
         var parts = tm()
         gmtime_r(&seconds, &parts)
@@ -64,8 +103,12 @@ final class SlapdFixture: @unchecked Sendable {
         return directory
     }
 
-    /// - Parameter tls: Whether the server offers TLS (StartTLS); without it, StartTLS is refused.
-    init(tls: Bool = true) throws {
+    /// - Parameters:
+    ///   - tls: Whether the server offers TLS (StartTLS); without it, StartTLS is refused.
+    ///   - logsOperations: Whether slapd logs each operation, for ``operations``.
+    public init(tls: Bool = true, logsOperations: Bool = false) throws {
+        self.logsOperations = logsOperations
+        port = 0
         directory = temporaryDirectory("gatekeeper-slapd")
         try FileManager.default.createDirectory(atPath: directory + "/db", withIntermediateDirectories: true)
         // One certificate for every server of the run, so a client trusting it can fail over between them.
@@ -212,34 +255,7 @@ final class SlapdFixture: @unchecked Sendable {
         let (added, addOutput) = try shell("slapadd -f '\(directory)/slapd.conf' -l '\(directory)/data.ldif'")
         guard added == 0 else { throw FixtureFailure("slapadd: \(addOutput)") }
 
-        var started: (Spawned, Int)?
-        for _ in 0..<10 {
-            let candidate = Int.random(in: 20_000...60_000)
-            // The watchdog: slapd in the foreground, stopped when this process or slapd itself is gone.
-            let script = """
-                slapd -d 0 -f '\(directory)/slapd.conf' -h 'ldap://127.0.0.1:\(candidate)/' & server=$!
-                trap 'kill $server 2>/dev/null' EXIT
-                while kill -0 \(getpid()) 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 1; done
-                """
-            let process = try Spawned(URL(fileURLWithPath: "/bin/sh"), ["-c", script])
-            let deadline = ContinuousClock.now + .seconds(10)
-            var ready = false
-            while ContinuousClock.now < deadline {
-                if (try? shell("ldapwhoami -x -H ldap://127.0.0.1:\(candidate) >/dev/null 2>&1"))?.status == 0 {
-                    ready = true
-                    break
-                }
-                usleep(50_000)
-            }
-            if ready {
-                started = (process, candidate)
-                break
-            }
-            process.interrupt()
-            _ = process.finish()
-        }
-        guard let started else { throw FixtureFailure("slapd did not start on any port") }
-        (server, port) = started
+        try start(ports: (0..<10).map { _ in Int.random(in: 20_000...60_000) })
         slapdPidFiles.withLock { $0.append(directory + "/slapd.pid") }
         atexit {
             for path in slapdPidFiles.withLock({ $0 }) {
@@ -250,9 +266,33 @@ final class SlapdFixture: @unchecked Sendable {
             }
         }
     }
+
+    /// Starts slapd on the first of `ports` it can serve on.
+    private func start(ports: [Int]) throws {
+        for candidate in ports {
+            // The watchdog: slapd in the foreground, stopped when this process or slapd itself is gone.
+            let script = """
+                slapd -d \(logsOperations ? "stats" : "0") -f '\(directory)/slapd.conf' -h 'ldap://127.0.0.1:\(candidate)/' & server=$!
+                trap 'kill $server 2>/dev/null' EXIT
+                while kill -0 \(getpid()) 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 1; done
+                """
+            let process = try Spawned(URL(fileURLWithPath: "/bin/sh"), ["-c", script])
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if (try? shell("ldapwhoami -x -H ldap://127.0.0.1:\(candidate) >/dev/null 2>&1"))?.status == 0 {
+                    (server, port) = (process, candidate)
+                    return
+                }
+                usleep(50_000)
+            }
+            process.interrupt()
+            _ = process.finish()
+        }
+        throw FixtureFailure("slapd did not start on any of the ports \(ports)")
+    }
 }
 
-struct FixtureFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct FixtureFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
