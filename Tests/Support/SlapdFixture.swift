@@ -59,6 +59,13 @@ public final class SlapdFixture: @unchecked Sendable {
         guard status == 0 else { throw FixtureFailure("ldappasswd: \(output)") }
     }
 
+    /// `uid` changes its own password, as with `passwd` on another host (no administrator's reset).
+    public func changeOwnPassword(of uid: String, from old: String, to new: String) throws {
+        let (status, output) = try shell(
+            "ldappasswd -x -H \(uri) -D '\(dn(uid))' -w '\(old)' -a '\(old)' -s '\(new)' 2>&1")
+        guard status == 0 else { throw FixtureFailure("ldappasswd as \(uid): \(output)") }
+    }
+
     /// The operations slapd served so far, by kind (`BIND`, `SRCH`, `UNBIND`, `EXT` …), from its `stats`
     /// log; empty unless the fixture was made with `logsOperations`.
     public var operations: [String: Int] {
