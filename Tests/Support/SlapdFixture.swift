@@ -12,8 +12,6 @@ public final class SlapdFixture: @unchecked Sendable {
     public private(set) var port: Int
     public let base = "dc=example,dc=test"
     private var server: Spawned?
-    /// Whether slapd logs every operation (`-d stats`), for ``operations``.
-    private let logsOperations: Bool
 
     public var uri: String { "ldap://127.0.0.1:\(port)" }
     public var caFile: String { directory + "/cert.pem" }
@@ -66,21 +64,6 @@ public final class SlapdFixture: @unchecked Sendable {
         guard status == 0 else { throw FixtureFailure("ldappasswd as \(uid): \(output)") }
     }
 
-    /// The operations slapd served so far, by kind (`BIND`, `SRCH`, `UNBIND`, `EXT` …), from its `stats`
-    /// log; empty unless the fixture was made with `logsOperations`.
-    public var operations: [String: Int] {
-        var counts: [String: Int] = [:]
-        for line in (server?.stderr ?? "").split(separator: "\n") {
-            // "conn=1000 op=0 BIND dn=... method=128": the word after op=N.
-            let words = line.split(separator: " ")
-            guard let at = words.firstIndex(where: { $0.hasPrefix("op=") }), at + 1 < words.count else { continue }
-            let kind = String(words[at + 1])
-            guard kind.allSatisfy({ $0.isUppercase }) else { continue }
-            counts[kind, default: 0] += 1
-        }
-        return counts
-    }
-
     /// The accounts: user name, password, whether in the staff group.
     public static let accounts =
         [("alice", "wonderland", true), ("bob", "builder", false), ("carol", "carol-2026", true)]
@@ -110,11 +93,8 @@ public final class SlapdFixture: @unchecked Sendable {
         return directory
     }
 
-    /// - Parameters:
-    ///   - tls: Whether the server offers TLS (StartTLS); without it, StartTLS is refused.
-    ///   - logsOperations: Whether slapd logs each operation, for ``operations``.
-    public init(tls: Bool = true, logsOperations: Bool = false) throws {
-        self.logsOperations = logsOperations
+    /// - Parameter tls: Whether the server offers TLS (StartTLS); without it, StartTLS is refused.
+    public init(tls: Bool = true) throws {
         port = 0
         directory = temporaryDirectory("gatekeeper-slapd")
         try FileManager.default.createDirectory(atPath: directory + "/db", withIntermediateDirectories: true)
@@ -279,7 +259,7 @@ public final class SlapdFixture: @unchecked Sendable {
         for candidate in ports {
             // The watchdog: slapd in the foreground, stopped when this process or slapd itself is gone.
             let script = """
-                slapd -d \(logsOperations ? "stats" : "0") -f '\(directory)/slapd.conf' -h 'ldap://127.0.0.1:\(candidate)/' & server=$!
+                slapd -d 0 -f '\(directory)/slapd.conf' -h 'ldap://127.0.0.1:\(candidate)/' & server=$!
                 trap 'kill $server 2>/dev/null' EXIT
                 while kill -0 \(getpid()) 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 1; done
                 """
