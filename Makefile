@@ -170,6 +170,8 @@ TOOLS := gatekeeper-run gatekeeper-passwd gatekeeper-repl gatekeeper-pam-helper 
 # pam_gatekeeper.so: C, so that no Swift runtime is loaded into sudo or sshd; hardened as Debian builds.
 PAM_MODULE = gcc -shared -fPIC -Wall -Wextra -Werror -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
 	-fvisibility=hidden -Wl,-z,relro -Wl,-z,now -Wl,--as-needed -o $(1) PAMModule/pam_gatekeeper.c -lpam
+# pam-load: make bench's driver of whole PAM logins (gatekeeperd against SSSD).
+PAM_LOAD = gcc -Wall -Wextra -Werror -O2 -o $(1) Benchmarks/pam-load/pam_load.c -lpam
 # SwiftPM does not know the start-up list or these link flags as inputs of the link: a tool linked before
 # the list or this file last changed is removed, so that it is linked again as they say.
 FORGET_STALE_LAYOUT = for tool in $(TOOLS) gatekeeper-bench-hello gatekeeper-bench-floor; do \
@@ -224,9 +226,11 @@ bench: deps
 	$(STATIC_BUILD) --product gatekeeper-bench-floor
 	$(STATIC_BUILD) --product gatekeeperd
 	$(call PAM_MODULE,.build/static/release/pam_gatekeeper.so)
+	$(call PAM_LOAD,.build/static/release/pam-load)
 	mkdir -p .build/bench
 	set -o pipefail; GATEKEEPER_RUN=.build/static/release/gatekeeper-run \
 		GATEKEEPERD=.build/static/release/gatekeeperd GATEKEEPER_PAM_MODULE=$(CURDIR)/.build/static/release/pam_gatekeeper.so \
+		GATEKEEPER_PAM_LOAD=$(CURDIR)/.build/static/release/pam-load \
 		GATEKEEPER_PASSWD=.build/static/release/gatekeeper-passwd \
 		GATEKEEPER_HELLO=.build/static/release/gatekeeper-bench-hello \
 		GATEKEEPER_FLOOR=.build/static/release/gatekeeper-bench-floor \
@@ -248,6 +252,7 @@ bench-smoke: deps
 	$(SWIFT) build --product gatekeeper-bench-floor
 	$(SWIFT) build --product gatekeeperd
 	$(call PAM_MODULE,$$($(SWIFT) build --show-bin-path)/pam_gatekeeper.so)
+	$(call PAM_LOAD,$$($(SWIFT) build --show-bin-path)/pam-load)
 	mkdir -p .build/bench
 	$$($(SWIFT) build --show-bin-path)/gatekeeper-bench --smoke --json-file .build/bench/smoke.json > .build/bench/smoke.txt
 	python3 Benchmarks/check-report.py < .build/bench/smoke.json

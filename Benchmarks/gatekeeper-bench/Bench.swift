@@ -159,7 +159,7 @@ enum Bench {
         let arguments = CommandLine.arguments
         let parts = [
             "--fast-path", "--processes", "--passwd", "--stacks", "--pam", "--load", "--ldap", "--oidc", "--helpers",
-            "--host", "--daemon",
+            "--host", "--daemon", "--sssd",
         ]
         let known = Set(parts + ["--smoke", "--json", "--json-file", "--pam-leak-loop"])
         if let unknown = arguments.dropFirst().first(where: { $0.hasPrefix("-") && !known.contains($0) }) {
@@ -192,6 +192,12 @@ enum Bench {
         if arguments.contains("--daemon") {
             let figures = await measuring { try await DaemonBench.run() }
             report(daemonTable(figures), json: "{\"daemon\":\(daemonJSON(figures))}")
+            return
+        }
+        // `gatekeeper-bench --sssd`: only gatekeeperd against SSSD, side by side on one directory.
+        if arguments.contains("--sssd") {
+            let figures = await measuring { try await SSSDBench.run() }
+            report(sssdTable(figures), json: "{\"sssd\":\(sssdJSON(figures))}")
             return
         }
         // `gatekeeper-bench --passwd`: only gatekeeper-passwd add against htpasswd -B.
@@ -298,6 +304,7 @@ enum Bench {
         let passwdFigures = Result { try PasswdBench.run() }
         let processFigures = Result { try ProcessBench.run() }
         let daemonFigures = await measuring { try await DaemonBench.run() }
+        let sssdFigures = await measuring { try await SSSDBench.run() }
 
         let table = """
             gatekeeper-bench\(smoke ? " --smoke (a hundredth of the work: not measurements)" : "") (\(iterations) calls x \(rounds) rounds, best round; \(samples) cancellations)
@@ -315,7 +322,7 @@ enum Bench {
             cancel a login in flight, p50                   \(fixed(p50, 3)) ms
             cancel a login in flight, p99                   \(fixed(p99, 3)) ms     \(Goals.atMost("cancel a login in flight, p99 (ms)", p99, delayMs / 100, digits: 3)) (1% of the \(Int(delayMs)) ms delay)
             cancel a login in flight, max                   \(fixed(maximum, 3)) ms
-            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(oidcTable(oidcFigures))\(loadTable(loadFigures))\(chainTable(chainFigures))\(passwdTable(passwdFigures))\(processTable(processFigures))\(daemonTable(daemonFigures))
+            \(pamTable(pamFigures))\(fileTable(fileFigures))\(hostTable(hostFigures))\(helperTable(helperFigures))\(ldapTable(ldapFigures))\(oidcTable(oidcFigures))\(loadTable(loadFigures))\(chainTable(chainFigures))\(passwdTable(passwdFigures))\(processTable(processFigures))\(daemonTable(daemonFigures))\(sssdTable(sssdFigures))
             """
         let json = """
             {"fast_path":{"bare_ns":\(fixed(bare)),"signed_in_ns":\(fixed(signedIn)),"ratio":\(fixed(ratio)),\
@@ -323,7 +330,7 @@ enum Bench {
             "untimed_ns":\(fixed(untimed)),"untimed_ratio":\(fixed(untimed / bare)),"clock_read_ns":\(fixed(clockRead)),"bare_with_clock_ns":\(fixed(clocked)),"bare_inlined_ns":\(fixed(inlined))},"cancellation":{"samples":\(samples),\
             "delay_ms":\(Int(delayMs)),"p50_ms":\(fixed(p50, 3)),"p99_ms":\(fixed(p99, 3)),"max_ms":\(fixed(maximum, 3)),\
             "p99_share_of_delay":\(fixed(p99 / delayMs, 5)),"goal_share":0.01},"pam":\(pamJSON(pamFigures)),"file":\(fileJSON(fileFigures)),"host":\(hostJSON(hostFigures)),"helpers":\(helperJSON(helperFigures)),"ldap":\(ldapJSON(ldapFigures)),"oidc":\(oidcJSON(oidcFigures)),"load":\(loadJSON(loadFigures)),"stacks":\(chainJSON(chainFigures)),"passwd":\(passwdJSON(passwdFigures)),\
-            "processes":\(processJSON(processFigures)),"daemon":\(daemonJSON(daemonFigures))}
+            "processes":\(processJSON(processFigures)),"daemon":\(daemonJSON(daemonFigures)),"sssd":\(sssdJSON(sssdFigures))}
             """
         report(table, json: json)
     }

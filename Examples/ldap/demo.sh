@@ -33,6 +33,7 @@ include /etc/ldap/schema/nis.schema
 include /etc/ldap/schema/inetorgperson.schema
 modulepath /usr/lib/ldap
 moduleload back_mdb
+moduleload back_monitor
 pidfile $work/slapd.pid
 TLSCertificateFile $work/cert.pem
 TLSCertificateKeyFile $work/key.pem
@@ -42,6 +43,9 @@ rootdn "cn=admin,dc=example,dc=test"
 rootpw admin-secret
 directory $work/db
 access to attrs=userPassword by anonymous auth by * none
+access to * by * read
+# cn=Monitor: the operations served and connections open, for make bench's load per login.
+database monitor
 access to * by * read
 CONF
 {

@@ -113,10 +113,13 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         guard password.count > 0 else { return .answered(.rejected(.wrongCredentials)) }
         let username = request.username
         let changes = request.mayChangeExpiredPassword
+        let readsGroups = request.readsGroups
         guard
             let (answer, messages) = await onThread({ login in
                 login.run { handle, uri, messages in
-                    login.attempt(on: handle, uri, username, password, changesExpired: changes, &messages)
+                    login.attempt(
+                        on: handle, uri, username, password, changesExpired: changes, readsGroups: readsGroups,
+                        &messages)
                 }
             })
         else { throw .cancelled }
@@ -456,17 +459,21 @@ struct LDAPLogin {
 
     /// The account's standing, read with the service account's rights: see
     /// ``LDAPAuthProvider/standing(of:)``.
+    /// A login's own search read it a moment ago (``find(on:_:)`` reads the standing's attributes too): then
+    /// that answers, read before the login's bind — a reset in the moment between makes the stamp kept older
+    /// than the directory's, which withdraws the cached password at its next check, never keeps it.
     func standing(on handle: OpaquePointer, _ username: String) -> Result<AccountStanding, Failure> {
-        let found: [LDAPEntry]
-        switch entries(on: handle, username, attributes: Self.standingAttributes) {
-        case .success(let entries): found = entries
+        let found: LDAPEntry?
+        switch find(on: handle, username) {
+        case .success(let entry): found = entry
+        // The login itself is refused so (the filter is ambiguous): no cached password stands for it either.
+        case .failure(.refused(let why)) where why == Self.ambiguous:
+            return .success(.withdrawn(reason: "the filter matches more than one entry"))
         case .failure(let failure): return .failure(failure)
         }
-        guard let entry = found.first else {
+        guard let entry = found else {
             return .success(.withdrawn(reason: "the directory no longer has the account"))
         }
-        // The login itself is refused so (the filter is ambiguous): no cached password stands for it either.
-        guard found.count == 1 else { return .success(.withdrawn(reason: "the filter matches more than one entry")) }
         let now = Int64(time(nil))
         let today = now / 86_400
         if entry.first("pwdAccountLockedTime") != nil || entry.first("nsAccountLock")?.lowercased() == "true"
@@ -521,23 +528,43 @@ struct LDAPLogin {
         return String(decoding: digits, as: UTF8.self)
     }
 
-    /// The service account's bind (or an anonymous one), then the search for the user's one entry
-    /// (`nil`: there is none), with `attributes` (every user attribute when `nil`).
-    func find(on handle: OpaquePointer, _ username: String, attributes: [String]? = nil) -> Result<LDAPEntry?, Failure>
-    {
-        switch entries(on: handle, username, attributes: attributes) {
+    /// What a login's search reads of the user's entry: what the identity is made of, and the account's
+    /// standing (for the offline cache).
+    static let foundAttributes =
+        LDAPEntry.loginAttributes
+        + standingAttributes.filter {
+            !LDAPEntry.loginAttributes.contains($0)
+        }
+
+    static let ambiguous = "the filter matches more than one entry"
+
+    /// The service account's bind (or an anonymous one), then the search for the user's one entry (`nil`: there
+    /// is none), reading ``foundAttributes``. A login's look-up, its bind, the offline cache's stamp and the
+    /// account check after it ask for the same entry within moments: one search serves them
+    /// (``LDAPConnectionPool/foundLifetime``).
+    func find(on handle: OpaquePointer, _ username: String) -> Result<LDAPEntry?, Failure> {
+        let key = "\(configuration.base)\u{0}\(filter(for: username))"
+        if let kept = pool.found(key) { return .success(kept) }
+        switch entries(on: handle, username, attributes: Self.foundAttributes) {
         case .success(let entries):
-            guard entries.count <= 1 else { return .failure(.refused("the filter matches more than one entry")) }
+            guard entries.count <= 1 else { return .failure(.refused(Self.ambiguous)) }
+            pool.keep(entries.first, for: key)
             return .success(entries.first)
         case .failure(let failure): return .failure(failure)
         }
     }
 
-    /// The service account's bind, then the entries the filter finds for `username` (at most two).
+    /// The search filter for `username`, escaped.
+    private func filter(for username: String) -> String {
+        configuration.filter.replacing("%s", with: LDAPAuthProvider.escapedForFilter(username))
+    }
+
+    /// The service account's bind (none when the connection is bound as it already), then the entries the
+    /// filter finds for `username` (at most two).
     private func entries(on handle: OpaquePointer, _ username: String, attributes: [String]?) -> Result<
         [LDAPEntry], Failure
     > {
-        let serviceStatus = bind(handle, configuration.bindDN, configuration.bindPassword)
+        let serviceStatus = serviceBind(handle)
         guard serviceStatus == LDAP_SUCCESS else {
             // Any refusal of this bind is the configuration's (a wrong or locked service account), never
             // "offline": only a server that cannot be reached is.
@@ -545,19 +572,31 @@ struct LDAPLogin {
                 serviceStatus == LDAP_INVALID_CREDENTIALS
                     ? .refused("the service account's bind was refused") : Self.failure(serviceStatus, "bind"))
         }
-        let filter = configuration.filter.replacing("%s", with: LDAPAuthProvider.escapedForFilter(username))
-        return search(handle, base: configuration.base, filter: filter, limit: 2, attributes: attributes)
+        return search(handle, base: configuration.base, filter: filter(for: username), limit: 2, attributes: attributes)
     }
 
-    /// The login's operations on a connection: service bind, search, user bind, groups.
-    /// - Parameter changesExpired: Whether the person may change an expired password now: a password
-    ///   used on a grace login is then one to change, not a login.
+    /// Binds `handle` as the service account (anonymously without one), unless it is bound so already.
+    private func serviceBind(_ handle: OpaquePointer) -> Int32 {
+        if pool.isServiceBound(handle) { return LDAP_SUCCESS }
+        let status = bind(handle, configuration.bindDN, configuration.bindPassword)
+        if status == LDAP_SUCCESS { pool.noteServiceBound(handle, true) }
+        return status
+    }
+
+    /// The login's operations on a connection: service bind, search (each skipped when done a moment ago), user
+    /// bind, groups.
+    /// - Parameters:
+    ///   - changesExpired: Whether the person may change an expired password now: a password used on a grace
+    ///     login is then one to change, not a login.
+    ///   - readsGroups: Whether anything reads the identity's groups: without, no search for `posixGroup`
+    ///     entries (`memberOf` comes with the entry).
     func attempt(
         on handle: OpaquePointer,
         _ uri: String,
         _ username: String,
         _ password: Secret,
         changesExpired: Bool = false,
+        readsGroups: Bool = true,
         _ messages: inout [String]
     ) -> Result<AuthOutcome, Failure> {
         let found: LDAPEntry?
@@ -595,14 +634,14 @@ struct LDAPLogin {
         // Groups: posixGroup entries naming the user, read with the service account's rights when there is
         // one (it may read what users may not); without one, the user's own rights serve, which saves a
         // round trip (the next login binds afresh in any case).
-        if configuration.bindDN != nil { _ = bind(handle, configuration.bindDN, configuration.bindPassword) }
+        if readsGroups && configuration.bindDN != nil { _ = serviceBind(handle) }
         let account = canonical ?? username
         // Everything from the directory is text to show: escaped like any other input.
         var groups =
             configuration.groupSources.contains(.memberOf)
             ? Set(entry.values("memberOf").compactMap(Self.firstRDNValue).map { TextSafety.escaped($0) }) : []
         let groupFilter = "(&(objectClass=posixGroup)(memberUid=\(LDAPAuthProvider.escapedForFilter(account))))"
-        if configuration.groupSources.contains(.memberUid),
+        if readsGroups, configuration.groupSources.contains(.memberUid),
             case .success(let found) = search(
                 handle, base: configuration.groupBase ?? configuration.base, filter: groupFilter, limit: 1000)
         {
@@ -698,6 +737,7 @@ struct LDAPLogin {
 
     /// A simple bind as `dn` asking for the password-policy control (slapd's ppolicy overlay answers it).
     private func bindWithPolicy(_ handle: OpaquePointer, _ dn: String, _ password: Secret) -> (Int32, Policy) {
+        pool.noteServiceBound(handle, false)
         var request: UnsafeMutablePointer<LDAPControl>?
         guard gk_ldap_create_passwordpolicy_control(handle, &request) == LDAP_SUCCESS, let request else {
             return (bind(handle, dn, password), Policy())

@@ -1,3 +1,4 @@
+import Authentication
 import CLDAPLoader
 import GatekeeperSupport
 
@@ -18,6 +19,11 @@ final class LDAPConnectionPool: @unchecked Sendable {
     private var idle: [String: [OpaquePointer]] = [:]
     private var open = 0
     private var down: [String: (until: Int64, backoff: Int64, timedOut: Bool)] = [:]
+    /// Connections bound as the service account (or anonymously, without one) and not since as anyone else: a
+    /// search on them needs no bind first.
+    private var serviceBound: Set<OpaquePointer> = []
+    /// Searches for one user's entry answered a moment ago (``found(_:)``), by base, filter and name.
+    private var found: [String: (at: Int64, entry: LDAPEntry?)] = [:]
     /// For tests and `make bench`: the most connections ever open at once, and how many were made.
     private(set) var mostOpen = 0
     private(set) var made = 0
@@ -62,6 +68,7 @@ final class LDAPConnectionPool: @unchecked Sendable {
             }
             // Full: close an idle connection to another server to make room, or wait for one.
             if let other = idle.first(where: { !$0.value.isEmpty })?.key, let handle = idle[other]?.popLast() {
+                serviceBound.remove(handle)
                 gk_ldap_unbind_ext_s(handle, nil, nil)
                 open -= 1
                 continue
@@ -99,10 +106,49 @@ final class LDAPConnectionPool: @unchecked Sendable {
         if healthy {
             idle[uri, default: []].append(handle)
         } else {
+            serviceBound.remove(handle)
             gk_ldap_unbind_ext_s(handle, nil, nil)
             open -= 1
         }
         pthread_cond_signal(freed)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Whether `handle` is bound as the service account now.
+    func isServiceBound(_ handle: OpaquePointer) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return serviceBound.contains(handle)
+    }
+
+    /// Notes what `handle` is bound as: before any other bind is sent, `false` (whatever it answers, the
+    /// connection is no longer the service's); after the service's bind succeeded, `true`.
+    func noteServiceBound(_ handle: OpaquePointer, _ bound: Bool) {
+        pthread_mutex_lock(mutex)
+        if bound { serviceBound.insert(handle) } else { serviceBound.remove(handle) }
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// How long a user's entry found by a search is used again: long enough for the login that looked the
+    /// name up to bind with it and for the account check that follows (PAM's `acct_mgmt`), short enough that
+    /// nothing is decided on it — the bind itself goes to the server, which refuses an entry locked or gone.
+    static let foundLifetime: Int64 = 5_000
+
+    /// The entry a search for `key` found less than ``foundLifetime`` ago (`.some(nil)`: none), or `nil`.
+    func found(_ key: String) -> LDAPEntry?? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard let kept = found[key], Self.now() - kept.at < Self.foundLifetime else { return nil }
+        return .some(kept.entry)
+    }
+
+    /// Keeps what a search for `key` found; at most 4,096 searches are kept, the expired ones dropped first.
+    func keep(_ entry: LDAPEntry?, for key: String) {
+        pthread_mutex_lock(mutex)
+        let now = Self.now()
+        if found.count >= 4_096 { found = found.filter { now - $0.value.at < Self.foundLifetime } }
+        if found.count >= 4_096 { found.removeAll() }
+        found[key] = (now, entry)
         pthread_mutex_unlock(mutex)
     }
 
@@ -128,6 +174,7 @@ final class LDAPConnectionPool: @unchecked Sendable {
         down[uri] = (Self.now() + backoff, backoff, timedOut)
         // Its idle connections are of no use either.
         for handle in idle[uri] ?? [] {
+            serviceBound.remove(handle)
             gk_ldap_unbind_ext_s(handle, nil, nil)
             open -= 1
         }
@@ -158,6 +205,9 @@ extension LDAPConnectionPool {
         let caFile: String?
         let timeout: Duration
         let bindDN: String?
+        /// The service account's password, hashed: a connection bound with one password is never taken for a
+        /// provider configured with another.
+        let bindPassword: [UInt8]?
         let connections: Int
     }
 
@@ -176,7 +226,9 @@ extension LDAPConnectionPool {
     static func shared(for configuration: LDAPAuthProvider.Configuration) -> LDAPConnectionPool {
         let key = Key(
             uris: configuration.uris, requiresTLS: configuration.requiresTLS, caFile: configuration.caFile,
-            timeout: configuration.timeout, bindDN: configuration.bindDN, connections: configuration.connections)
+            timeout: configuration.timeout, bindDN: configuration.bindDN,
+            bindPassword: configuration.bindPassword?.withUnsafeBytes { SHA256.hash($0) },
+            connections: configuration.connections)
         return pools.withLock { pools in
             if let pool = pools[key]?.pool { return pool }
             pools = pools.filter { $0.value.pool != nil }
