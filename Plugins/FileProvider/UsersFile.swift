@@ -64,9 +64,13 @@ public struct UsersFile: Sendable {
     /// A name as the index keys it: its bytes. `String`'s `==` holds canonically equivalent spellings equal
     /// (`Å` U+00C5 and `Å` U+212B, `K` and the Kelvin sign U+212A), which the file, like pam_unix, keeps as
     /// two accounts.
+    /// The name is kept as a `String` (up to 15 bytes inline, no allocation: a million-account file's index
+    /// stays small) and compared by its bytes; its hash is `String`'s, which equal bytes share.
     private struct NameKey: Hashable {
-        let bytes: [UInt8]
-        init(_ name: String) { bytes = Array(name.utf8) }
+        let name: String
+        init(_ name: String) { self.name = name }
+        static func == (lhs: NameKey, rhs: NameKey) -> Bool { lhs.name.utf8.elementsEqual(rhs.name.utf8) }
+        func hash(into hasher: inout Hasher) { hasher.combine(name) }
     }
     /// The line of the first entry in the file's most common scheme.
     private var representative: Int?

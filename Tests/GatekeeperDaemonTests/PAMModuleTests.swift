@@ -56,6 +56,27 @@ struct PAMModuleTests {
             try fixture.start()
         }
 
+        /// RFC 4226's secret, which the stacks with one-time codes give the account.
+        static let codeSecret = "3132333435363738393031323334353637383930"
+
+        /// A host whose stack is the users file, then one-time codes from pam_oath's file holding
+        /// ``codeSecret`` for the account.
+        static func withOneTimeCodes() throws -> Host {
+            var codes = ""
+            let host = try Host { fixture in
+                codes = fixture.directory + "/users.oath"
+                return "required file users=\(fixture.users)\nrequired otp usersfile=\(codes) window=3"
+            }
+            try "HOTP/T30/6 \(host.user) - \(codeSecret)\n".write(toFile: codes, atomically: false, encoding: .utf8)
+            chmod(codes, 0o600)
+            return host
+        }
+
+        /// The code `oathtool` computes now from ``codeSecret``.
+        static func currentCode() throws -> String {
+            try shell("oathtool --totp \(codeSecret)").output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
         /// The service file: every phase through the module (`auth` and `account` as given).
         func writeService(auth: String? = nil, account: String? = nil) throws {
             let entry = "\(module) socket=\(fixture.socket)"
@@ -177,21 +198,14 @@ struct PAMModuleTests {
     /// sudo through a stack of a users file and one-time codes (pam_oath's file): the password, then the code
     /// `oathtool` computes from the same secret; a wrong code is refused.
     @Test func sudoWithAPasswordAndAOneTimeCode() throws {
-        let secret = "3132333435363738393031323334353637383930"
-        var codes = ""
-        let host = try Host { fixture in
-            codes = fixture.directory + "/users.oath"
-            return "required file users=\(fixture.users)\nrequired otp usersfile=\(codes) window=3"
-        }
-        try "HOTP/T30/6 \(host.user) - \(secret)\n".write(toFile: codes, atomically: false, encoding: .utf8)
-        chmod(codes, 0o600)
+        let host = try Host.withOneTimeCodes()
         try host.allowSudo()
-        for (code, admitted) in [(try shell("oathtool --totp \(secret)").output, true), ("000000", false)] {
+        for (code, admitted) in [(try Host.currentCode(), true), ("000000", false)] {
             let session = try host.sudo()
             try session.waitFor("assword")
             session.type(host.fixture.password + "\r")
             try session.waitFor("Verification code: ")
-            session.type(code.trimmingCharacters(in: .whitespacesAndNewlines) + "\r")
+            session.type(code + "\r")
             if admitted {
                 #expect(session.finish() == 0 && session.output.contains("root"), "\(session.output)")
             } else {

@@ -40,21 +40,14 @@ struct SSHLoginTests {
     /// Password, then a one-time code (pam_oath's file, `oathtool`'s code): sshd relays each question of the
     /// daemon's as a keyboard-interactive round; a wrong code is refused.
     @Test func passwordAndOneTimeCodeOverSSH() throws {
-        let secret = "3132333435363738393031323334353637383930"
-        var codes = ""
-        let host = try Host { fixture in
-            codes = fixture.directory + "/users.oath"
-            return "required file users=\(fixture.users)\nrequired otp usersfile=\(codes) window=3"
-        }
-        try "HOTP/T30/6 \(host.user) - \(secret)\n".write(toFile: codes, atomically: false, encoding: .utf8)
-        chmod(codes, 0o600)
+        let host = try Host.withOneTimeCodes()
         let sshd = try SSHServer(service: host.service)
-        for (code, admitted) in [(try shell("oathtool --totp \(secret)").output, true), ("000000", false)] {
+        for (code, admitted) in [(try Host.currentCode(), true), ("000000", false)] {
             let session = try sshd.login(host.user)
             try session.waitFor("Password: ")
             session.type(host.fixture.password + "\r")
             try session.waitFor("Verification code: ")
-            session.type(code.trimmingCharacters(in: .whitespacesAndNewlines) + "\r")
+            session.type(code + "\r")
             if admitted {
                 #expect(session.finish() == 0, "\(session.output)\n\(sshd.log)")
                 #expect(session.output.hasSuffix("\(host.user)\r\n"), "\(session.output)")
@@ -69,14 +62,7 @@ struct SSHLoginTests {
     /// ends at once, nothing is admitted, and the ledger counts as docs/host-protection.md says — nothing at
     /// the password's prompt, one failure once the password was presented (a cancel at the code).
     @Test func ctrlCAndDisconnectAtEachQuestion() throws {
-        let secret = "3132333435363738393031323334353637383930"
-        var codes = ""
-        let host = try Host { fixture in
-            codes = fixture.directory + "/users.oath"
-            return "required file users=\(fixture.users)\nrequired otp usersfile=\(codes) window=3"
-        }
-        try "HOTP/T30/6 \(host.user) - \(secret)\n".write(toFile: codes, atomically: false, encoding: .utf8)
-        chmod(codes, 0o600)
+        let host = try Host.withOneTimeCodes()
         let sshd = try SSHServer(service: host.service)
         var ended = 0
         func cancelledRecords() -> Int {
