@@ -61,11 +61,10 @@ public struct UsersFile: Sendable {
     private var edits: [Entry] = []
     private var index: [NameKey: Int] = [:]
 
-    /// A name as the index keys it: its bytes. `String`'s `==` holds canonically equivalent spellings equal
+    /// A name as the index keys it: by its bytes. `String`'s `==` holds canonically equivalent spellings equal
     /// (`Å` U+00C5 and `Å` U+212B, `K` and the Kelvin sign U+212A), which the file, like pam_unix, keeps as
-    /// two accounts.
-    /// The name is kept as a `String` (up to 15 bytes inline, no allocation: a million-account file's index
-    /// stays small) and compared by its bytes; its hash is `String`'s, which equal bytes share.
+    /// two accounts. Kept as a `String` all the same (up to 15 bytes inline, with no allocation: a
+    /// million-account file's index stays small); its hash is `String`'s, which equal bytes share.
     private struct NameKey: Hashable {
         let name: String
         init(_ name: String) { self.name = name }

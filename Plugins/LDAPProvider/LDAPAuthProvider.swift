@@ -458,10 +458,10 @@ struct LDAPLogin {
     ]
 
     /// The account's standing, read with the service account's rights: see
-    /// ``LDAPAuthProvider/standing(of:)``.
-    /// A login's own search read it a moment ago (``find(on:_:)`` reads the standing's attributes too): then
-    /// that answers, read before the login's bind — a reset in the moment between makes the stamp kept older
-    /// than the directory's, which withdraws the cached password at its next check, never keeps it.
+    /// ``LDAPAuthProvider/standing(of:)``. Where a login's own search read it a moment ago (``find(on:_:)``
+    /// reads the standing's attributes too), that answers, read before the login's bind: a reset in the moment
+    /// between makes the stamp kept older than the directory's, which withdraws the cached password at its next
+    /// check, never keeps it.
     func standing(on handle: OpaquePointer, _ username: String) -> Result<AccountStanding, Failure> {
         let found: LDAPEntry?
         switch find(on: handle, username) {
@@ -542,9 +542,10 @@ struct LDAPLogin {
     /// is none), reading ``foundAttributes``. A login's look-up, its bind, the offline cache's stamp and the
     /// account check after it ask for the same entry within moments: one search serves them
     /// (``LDAPConnectionPool/foundLifetime``).
-    func find(on handle: OpaquePointer, _ username: String) -> Result<LDAPEntry?, Failure> {
-        let key = "\(configuration.base)\u{0}\(filter(for: username))"
-        if let kept = pool.found(key) { return .success(kept) }
+    /// - Parameter forBind: For a login's bind: an entry no bind has used yet (``LDAPConnectionPool/found(_:forBind:)``).
+    func find(on handle: OpaquePointer, _ username: String, forBind: Bool = false) -> Result<LDAPEntry?, Failure> {
+        let key = foundKey(username)
+        if let kept = pool.found(key, forBind: forBind) { return .success(kept) }
         switch entries(on: handle, username, attributes: Self.foundAttributes) {
         case .success(let entries):
             guard entries.count <= 1 else { return .failure(.refused(Self.ambiguous)) }
@@ -553,6 +554,9 @@ struct LDAPLogin {
         case .failure(let failure): return .failure(failure)
         }
     }
+
+    /// What ``find(on:_:forBind:)`` keeps an entry under: the base and the filter.
+    func foundKey(_ username: String) -> String { "\(configuration.base)\u{0}\(filter(for: username))" }
 
     /// The search filter for `username`, escaped.
     private func filter(for username: String) -> String {
@@ -600,7 +604,7 @@ struct LDAPLogin {
         _ messages: inout [String]
     ) -> Result<AuthOutcome, Failure> {
         let found: LDAPEntry?
-        switch find(on: handle, username) {
+        switch find(on: handle, username, forBind: true) {
         case .success(let entry): found = entry
         case .failure(let failure): return .failure(failure)
         }
@@ -608,6 +612,7 @@ struct LDAPLogin {
         // Failures are counted against the entry's own spelling of the account.
         let canonical = entry.first("uid").flatMap { try? Username.validate($0) }
         let (userStatus, policy) = bindWithPolicy(handle, entry.dn, password)
+        pool.bound(foundKey(username))
         switch (userStatus, policy.error) {
         case (LDAP_INVALID_CREDENTIALS, PP_accountLocked?):
             return .success(.rejected(.locked(until: nil), canonicalUsername: canonical))
@@ -668,12 +673,14 @@ struct LDAPLogin {
         -> Result<PasswordChangeOutcome, Failure>
     {
         let found: LDAPEntry?
-        switch find(on: handle, username) {
+        switch find(on: handle, username, forBind: true) {
         case .success(let entry): found = entry
         case .failure(let failure): return .failure(failure)
         }
         guard let entry = found else { return .success(.notMine) }
         let (status, policy) = bindWithPolicy(handle, entry.dn, current)
+        // A change makes what was read of the entry old (its password's stamp): the next login searches afresh.
+        pool.forget(foundKey(username))
         switch (status, policy.error) {
         case (LDAP_SUCCESS, _): break
         case (LDAP_INVALID_CREDENTIALS, PP_accountLocked?), (LDAP_INVALID_CREDENTIALS, PP_passwordExpired?):

@@ -22,8 +22,9 @@ final class LDAPConnectionPool: @unchecked Sendable {
     /// Connections bound as the service account (or anonymously, without one) and not since as anyone else: a
     /// search on them needs no bind first.
     private var serviceBound: Set<OpaquePointer> = []
-    /// Searches for one user's entry answered a moment ago (``found(_:)``), by base, filter and name.
-    private var found: [String: (at: Int64, entry: LDAPEntry?)] = [:]
+    /// Searches for one user's entry answered a moment ago (``found(_:)``), by base, filter and name, and whether
+    /// a bind has used the entry since.
+    private var found: [String: (at: Int64, entry: LDAPEntry?, bound: Bool)] = [:]
     /// For tests and `make bench`: the most connections ever open at once, and how many were made.
     private(set) var mostOpen = 0
     private(set) var made = 0
@@ -134,11 +135,15 @@ final class LDAPConnectionPool: @unchecked Sendable {
     /// nothing is decided on it — the bind itself goes to the server, which refuses an entry locked or gone.
     static let foundLifetime: Int64 = 5_000
 
-    /// The entry a search for `key` found less than ``foundLifetime`` ago (`.some(nil)`: none), or `nil`.
-    func found(_ key: String) -> LDAPEntry?? {
+    /// The entry a search for `key` found less than ``foundLifetime`` ago (`.some(nil)`: none), or `nil`. With
+    /// `forBind`, only one no bind has used yet: each login's bind gets an entry searched for that login, so the
+    /// standing read with it (the offline cache's stamp) is never an earlier login's.
+    func found(_ key: String, forBind: Bool = false) -> LDAPEntry?? {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        guard let kept = found[key], Self.now() - kept.at < Self.foundLifetime else { return nil }
+        guard let kept = found[key], Self.now() - kept.at < Self.foundLifetime, !(forBind && kept.bound) else {
+            return nil
+        }
         return .some(kept.entry)
     }
 
@@ -148,7 +153,21 @@ final class LDAPConnectionPool: @unchecked Sendable {
         let now = Self.now()
         if found.count >= 4_096 { found = found.filter { now - $0.value.at < Self.foundLifetime } }
         if found.count >= 4_096 { found.removeAll() }
-        found[key] = (now, entry)
+        found[key] = (now, entry, false)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// What was found for `key` is no longer to be used.
+    func forget(_ key: String) {
+        pthread_mutex_lock(mutex)
+        found[key] = nil
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// A bind used the entry found for `key`.
+    func bound(_ key: String) {
+        pthread_mutex_lock(mutex)
+        found[key]?.bound = true
         pthread_mutex_unlock(mutex)
     }
 

@@ -154,4 +154,29 @@ struct LDAPOfflineCacheTests {
         }
         #expect(identity.attributes["offline"] == "yes")
     }
+
+    /// A password changed in the directory moments after a login (within the 5 s a look-up's entry is used
+    /// again): the next online login, with the new password, reads the entry afresh for its bind, so the cache
+    /// keeps the new password's verifier — offline, the new password signs in and the old one does not.
+    @Test func aPasswordChangedMomentsAfterALoginIsTheOneCached() async throws {
+        let slapd = try SlapdFixture()  // its own: this test changes a password
+        defer { slapd.kill() }
+        let provider = try OfflineCachingProvider(
+            wrapping: LDAPAuthProvider(
+                .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
+            directory: directory, maxAge: .seconds(86_400))
+        #expect(try await login(provider, "wonderland").pamResult == .success)
+        let new = "Changed-Moments-Later-2026"
+        try slapd.changeOwnPassword(of: "alice", from: "wonderland", to: new)
+        #expect(try await login(provider, new).pamResult == .success)
+        #expect(slapd.kill())
+        guard case .authenticated = try await login(provider, new) else {
+            Issue.record("the new password was refused offline")
+            return
+        }
+        guard case .rejected = try await login(provider, "wonderland") else {
+            Issue.record("the old password was admitted offline after the new one signed in")
+            return
+        }
+    }
 }
