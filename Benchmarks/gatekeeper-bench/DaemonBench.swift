@@ -172,7 +172,7 @@ struct DaemonBench {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        guard posix_spawn(&pid, path, &actions, nil, argv, environ) == 0 else {
+        guard withCleanSignals({ posix_spawn(&pid, path, &actions, &$0, argv, environ) }) == 0 else {
             throw ProcessBench.Skipped.failed("gatekeeperd did not start")
         }
         let started = pid

@@ -261,7 +261,10 @@ final class Running {
         let argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
-        guard posix_spawn(&child, arguments[0], &actions, nil, argv, environ) == 0 else {
+        let started = withCleanSignals { attributes in
+            posix_spawn(&child, arguments[0], &actions, &attributes, argv, environ)
+        }
+        guard started == 0 else {
             throw ProcessBench.Skipped.failed("\(arguments[0]) could not be started")
         }
         pid = child
@@ -278,6 +281,23 @@ final class Running {
         let exited = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         return (exited, read(output), read(errors))
     }
+}
+
+/// Runs `body` with spawn attributes that give the child default signal dispositions and an empty signal
+/// mask. This process ignores SIGINT and SIGTERM (``ThrowawayState/prepare()``), and a child would inherit
+/// that: a daemon, or a shell and the sssd it starts, that SIGTERM then could not stop.
+func withCleanSignals<T>(_ body: (inout posix_spawnattr_t) -> T) -> T {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var every = sigset_t()
+    sigfillset(&every)
+    var none = sigset_t()
+    sigemptyset(&none)
+    posix_spawnattr_setsigdefault(&attributes, &every)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+    return body(&attributes)
 }
 
 extension DemoDirectory {

@@ -68,6 +68,7 @@ printf 'auth required pam_sss.so\naccount required pam_sss.so\npassword required
 printf 'auth required $entry\naccount required $entry\npassword required $entry\n' > /etc/pam.d/gk-compare
 /usr/sbin/sssd -i -c "$dir/sssd.conf" --logger=stderr 2>>"$dir/sssd.log" &
 sssd=\$!
+echo \$sssd > "$dir/sssd.pid"
 trap 'kill \$sssd 2>/dev/null; wait' EXIT
 trap 'exit 0' TERM
 echo \$\$ > "$dir/namespace.pid"
@@ -88,11 +89,16 @@ run)
     inside "$@"
     ;;
 stop)
-    [ -f "$dir/namespace.pid" ] || exit 0
-    pid=$(cat "$dir/namespace.pid")
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || exit 0; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
+    # sssd first (it ends its children), then the namespace's holder; killed outright if either lingers (a
+    # caller that ignores SIGTERM passes that on to what it starts).
+    for file in sssd.pid namespace.pid; do
+        [ -f "$dir/$file" ] || continue
+        pid=$(cat "$dir/$file")
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || continue 2; sleep 0.1; done
+        pkill -KILL -P "$pid" 2>/dev/null || true
+        kill -KILL "$pid" 2>/dev/null || true
+    done
     ;;
 *)
     echo "usage: side-by-side.sh start|run|stop DIR ..." >&2
