@@ -2,7 +2,8 @@
 # SSSD beside gatekeeperd on one host, to compare them login for login: sssd (Debian's sssd-ldap) against a
 # directory, in a mount namespace of its own — /var/lib/sss, /var/log/sssd and /run tmpfs, /etc an overlay —
 # so the host's SSSD state and PAM files are never touched. In it, two PAM services: sss-compare (every phase
-# pam_sss) and gk-compare (every phase pam_gatekeeper.so, talking to a gatekeeperd you run on SOCKET), both
+# pam_sss) and gk-compare (every phase pam_gatekeeper.so, talking to a gatekeeperd you run on SOCKET; its
+# account phase `ignore` falling to pam_permit, as to the host's own account modules), both
 # configured alike: StartTLS checked against CAFILE, offline logins for 7 days, 5 failed offline logins before
 # they are refused, 3 s time-outs. The namespace ends (sssd stopped) when the process OWNER ends, or at `stop`.
 # Used by the tests (SSSDComparisonTests) and by `make bench` (gatekeeper-bench --sssd).
@@ -65,7 +66,7 @@ mkdir -p /var/lib/sss/db /var/lib/sss/pipes/private /var/lib/sss/mc /var/lib/sss
 chmod 0700 /var/lib/sss/db /var/lib/sss/pipes/private
 mount -t overlay overlay -o lowerdir=/etc,upperdir=$dir/etc.upper,workdir=$dir/etc.work /etc
 printf 'auth required pam_sss.so\naccount required pam_sss.so\npassword required pam_sss.so\n' > /etc/pam.d/sss-compare
-printf 'auth required $entry\naccount required $entry\npassword required $entry\n' > /etc/pam.d/gk-compare
+printf 'auth required $entry\naccount [success=ok ignore=ignore default=bad] $entry\naccount required pam_permit.so\npassword required $entry\n' > /etc/pam.d/gk-compare
 /usr/sbin/sssd -i -c "$dir/sssd.conf" --logger=stderr 2>>"$dir/sssd.log" &
 sssd=\$!
 echo \$sssd > "$dir/sssd.pid"

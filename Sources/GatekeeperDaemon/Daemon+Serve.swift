@@ -157,18 +157,18 @@ extension Daemon {
 
     /// `pam_sm_acct_mgmt`: whether `user` may log in now, asked of the stack without a password. Each
     /// backend that keeps the account is asked (``AuthProvider/recheck(_:)``); one that refuses decides
-    /// (locked, expired, not activated, must change its password). An account a backend's look-up found, and
-    /// none refuses: `success`, as pam_sss and pam_unix answer for an account they know. One no backend can
-    /// tell anything about (a device login's): `ignore`, for the program's other account modules.
+    /// (locked, expired, not activated, must change its password); none that can tell: `ignore`, for the
+    /// program's other account modules — even for an account a look-up found, since a backend that cannot
+    /// recheck (a directory's) cannot say it is not locked.
     func checkAccount(_ user: String, provider: any AuthProvider) async -> PAMResult {
         let canonical: String
-        var answer = PAMResult.ignore
         switch await provider.lookUpAccount(user) {
         case .unknown: return .userUnknown
-        case .known(let name, _): (canonical, answer) = (name, .success)
+        case .known(let name, _): canonical = name
         case .cannotTell: canonical = user
         }
         let names = ((provider as? ProviderChain)?.providerNames ?? [provider.name]).sorted()
+        var answer = PAMResult.ignore
         for name in names {
             switch await provider.recheck(Identity(username: canonical, provider: name)) {
             case .valid: answer = .success

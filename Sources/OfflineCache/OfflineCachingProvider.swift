@@ -170,21 +170,6 @@ public final class OfflineCachingProvider: AuthProvider {
             }
             let (username, displayName, groups) = (identity.username, identity.displayName, identity.groups)
             let savedAt = clock()
-            // The directory's stamp of the password unchanged since the verifier was made: the password it just
-            // accepted is the one the verifier checks — the entry is renewed without hashing it again (a
-            // yescrypt hash is most of a login's time). Without a stamp, hashed every time.
-            if let stamp {
-                var renewed = false
-                _ = try? update { entries in
-                    guard var kept = entries[username], kept.stamp == stamp else { return }
-                    (kept.savedAt, kept.checkedAt, kept.failures) = (savedAt, savedAt, 0)
-                    (kept.displayName, kept.groups) = (displayName, groups.sorted())
-                    guard kept.line.utf8.count <= CacheEntry.maxLineBytes else { return }
-                    entries[username] = kept
-                    renewed = true
-                }
-                if renewed { return }
-            }
             let entry = await PasswordHash.checks.run { () -> CacheEntry? in
                 guard let verifier = try? PasswordHash.make(password, scheme: .yescrypt) else { return nil }
                 return CacheEntry(

@@ -366,43 +366,6 @@ struct OfflineCacheTests {
         }
     }
 
-    /// An online login whose password stamp is unchanged renews the entry — its age starts again — without
-    /// hashing the password again (the verifier is the same bytes); once the password was changed elsewhere
-    /// (a new stamp), the next online login hashes the new one: offline, the new password signs in and the old
-    /// one does not.
-    @Test func anUnchangedStampRenewsTheEntryWithoutHashingAgain() async throws {
-        let backend = Switchable()
-        let clock = ManualClock()
-        let cache = try OfflineCachingProvider(
-            wrapping: backend, directory: directory, maxAge: .seconds(86_400), clock: clock.now)
-        func line() throws -> [Substring] {
-            try String(contentsOfFile: directory + "/offline-logins", encoding: .utf8).split(separator: "\t")
-        }
-        #expect(try await login(cache, "wonderland").pamResult == .success)
-        let first = try line()
-        clock.advance(by: 80_000)
-        #expect(try await login(cache, "wonderland").pamResult == .success)
-        let renewed = try line()
-        #expect(renewed[1] == first[1] && renewed[1].hasPrefix("$y$"), "the verifier was made again")
-        #expect(renewed[2] != first[2], "the entry was not renewed")
-        // Past the first save's maximum age, within the renewal's.
-        clock.advance(by: 80_000)
-        backend.reachable.withLock { $0 = false }
-        #expect(try await login(cache, "wonderland").pamResult == .success)
-        // Changed elsewhere: a new stamp.
-        backend.reachable.withLock { $0 = true }
-        backend.password.withLock { $0 = "changed-elsewhere" }
-        backend.stamp.withLock { $0 = "set 2" }
-        #expect(try await login(cache, "changed-elsewhere").pamResult == .success)
-        #expect(try line()[1] != first[1])
-        backend.reachable.withLock { $0 = false }
-        #expect(try await login(cache, "changed-elsewhere").pamResult == .success)
-        guard case .rejected = try await login(cache, "wonderland") else {
-            Issue.record("the old password was admitted offline after the new one was cached")
-            return
-        }
-    }
-
     /// A check that confirms the account moves its check time on and keeps the entry; one made while the
     /// backend is unreachable changes nothing (the entry counted as not checked, and still due).
     @Test func aConfirmedEntryStaysAndAnUnreachableCheckChangesNothing() async throws {
