@@ -50,7 +50,9 @@ SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/u
 # for the tests' own hostile one; libpwquality (with pwscore, its command, and cracklib's dictionary) for
 # the quality of new passwords of a users file; sudo, the peer of a whole login's cost (make bench); tmux, a
 # shell with job control for the REPL's Ctrl-Z; g++, for libstdc++'s archive (linked into the release tools) and
-# the C++ PAM module make test-package logs in through.
+# the C++ PAM module make test-package logs in through; openssh-server and openssh-client, the sshd and ssh the
+# module's ssh tests log in with, and sssd-ldap with libpam-sss, the SSSD they and make bench compare with
+# (started only in a mount namespace of their own; installing libpam-sss adds pam_sss to common-auth).
 DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin libpam-wrapper pamtester gcc \
 	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3 liboath-dev oathtool libpam-oath \
 	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl mandoc lintian bash-completion \
