@@ -76,6 +76,10 @@ int gk_name_thread(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
 }
 
+int gk_set_dumpable(int on) {
+    return prctl(PR_SET_DUMPABLE, (unsigned long)(on ? 1 : 0), 0UL, 0UL, 0UL);
+}
+
 #include <sys/random.h>
 
 int gk_random_bytes(void *buffer, size_t count) {

@@ -1,4 +1,5 @@
 import Authentication
+import CProcessSpawn
 import GatekeeperBackends
 import GatekeeperSupport
 public import ProviderPlugins
@@ -62,6 +63,11 @@ public enum DaemonCommand {
     {
         // A client that goes away is a failed send, never the daemon's end.
         signal(SIGPIPE, SIG_IGN)
+        // Passwords pass through this process, and the offline cache keeps keyed digests of them in memory:
+        // no core file of it, and no ptrace by anyone without CAP_SYS_PTRACE.
+        guard gk_set_dumpable(0) == 0 else {
+            throw ToolExit(.unavailable, "prctl(PR_SET_DUMPABLE): \(errorDescription())")
+        }
         let stacks = try load(invocation, registry: registry, output: output)
         let socket = try ListeningSocket.open(invocation)
         defer { socket.close() }

@@ -170,6 +170,10 @@ public final class OfflineCachingProvider: AuthProvider {
             }
             let (username, displayName, groups) = (identity.username, identity.displayName, identity.groups)
             let savedAt = clock()
+            let digest = writes.digest(of: password, for: username)
+            if renew(username, ifItsVerifierIsOf: digest, savedAt: savedAt, stamp: stamp, displayName, groups) {
+                return
+            }
             let entry = await PasswordHash.checks.run { () -> CacheEntry? in
                 guard let verifier = try? PasswordHash.make(password, scheme: .yescrypt) else { return nil }
                 return CacheEntry(
@@ -178,13 +182,16 @@ public final class OfflineCachingProvider: AuthProvider {
             }
             // An account whose values make a line longer than a line may be (a display name or groups
             // of megabytes) is not cached: it would crowd others out of the file.
-            _ = try? update { entries in
+            writes.forget(username)
+            let written = try? update { entries -> String? in
                 guard let entry = entry ?? nil, entry.line.utf8.count <= CacheEntry.maxLineBytes else {
                     entries[username] = nil
-                    return
+                    return nil
                 }
                 entries[entry.username] = entry
+                return entry.verifier
             }
+            if let verifier = written ?? nil { writes.note(verifier, of: digest, for: username) }
         case .notMine, .rejected(.locked, _), .rejected(.expiredAccount, _), .rejected(.refusedByPolicy, _),
             .rejected(.wrongCredentials, _), .rejected(.passwordChangeRequired, _):
             // The directory refused this password, or the account: what was cached for it is no longer
@@ -197,6 +204,35 @@ public final class OfflineCachingProvider: AuthProvider {
         default:
             break
         }
+    }
+
+    /// Saves the entry of a login whose password is the one its verifier was made of, in this process, by
+    /// `writes`: its times, stamp and identity renewed, its failures cleared, as a new entry of the same
+    /// password would have them, without hashing the password again. `false` when there is no such entry —
+    /// this process did not write it, another process or login wrote another since, or the password is
+    /// not the one it was made of — and nothing was changed.
+    private func renew(
+        _ username: String, ifItsVerifierIsOf digest: [UInt8], savedAt: Int64, stamp: String?,
+        _ displayName: String?, _ groups: Set<String>
+    ) -> Bool {
+        guard let verifier = writes.verifier(of: digest, for: username) else { return false }
+        let renewed = try? update { entries -> Bool in
+            guard var entry = entries[username], entry.verifier == verifier else { return false }
+            entry.savedAt = savedAt
+            entry.checkedAt = savedAt
+            entry.failures = 0
+            entry.stamp = stamp
+            entry.adoptsStamp = false
+            entry.displayName = displayName
+            entry.groups = groups.sorted()
+            guard entry.line.utf8.count <= CacheEntry.maxLineBytes else {
+                entries[username] = nil
+                return true
+            }
+            entries[username] = entry
+            return true
+        }
+        return renewed ?? false
     }
 
     /// Where the cache is kept.
@@ -529,17 +565,63 @@ public final class OfflineCachingProvider: AuthProvider {
     /// across the read, the change and the write, so that no count is lost to another writer.
     /// - Throws: ``StateFileError`` when the lock cannot be taken or the file cannot be written; nothing is
     ///   then changed.
-    private func update(_ change: (inout [String: CacheEntry]) -> Void) throws(StateFileError) {
+    @discardableResult
+    private func update<Result>(_ change: (inout [String: CacheEntry]) -> Result) throws(StateFileError) -> Result {
         try lock.withLock { _ throws(StateFileError) in
             let held = try directory.openFile(lockName, creatingWith: 0o600)
             defer { close(held) }
             try StateDirectory.lock(held)
             var entries = read()
             let original = entries.mapValues(\.line)
-            change(&entries)
-            guard entries.mapValues(\.line) != original else { return }
+            let result = change(&entries)
+            guard entries.mapValues(\.line) != original else { return result }
             let text = entries.values.sorted { $0.username < $1.username }.map { $0.line + "\n" }.joined()
             try directory.replace(fileName, with: Array(text.utf8))
+            return result
+        }
+    }
+
+    /// The verifiers this process wrote, each with a keyed digest of the password it was made of: what
+    /// lets an online login of an unchanged password renew its entry instead of hashing the password again
+    /// (yescrypt's cost, on every login's path, is what an offline cache is otherwise slowest at).
+    ///
+    /// The digest is HMAC-SHA-256 under a key made of 32 random bytes drawn when the cache is made and the
+    /// account's name, so equal passwords of two accounts have unequal digests; key and digests live in this
+    /// process's memory only, never in a file, a log or an error. A reader of the process's memory could
+    /// test guesses against a digest faster than against a verifier — and could read the passwords
+    /// themselves as they arrive: gatekeeperd is not dumpable.
+    private let writes = Writes()
+
+    final class Writes: Sendable {
+        private let key = randomBytes(32)
+        private let written = Locked<[String: (verifier: String, digest: [UInt8])]>([:])
+        /// Beyond as many accounts the notes start over (each account's next login hashes again).
+        static let limit = 4096
+
+        func digest(of password: Secret, for username: String) -> [UInt8] {
+            let key = SHA256.hash(self.key + Array(username.utf8))
+            return password.withUnsafeBytes { SHA256.authenticationCode($0, key: key) }
+        }
+
+        /// The verifier written for `username` of the password whose digest is `digest`, if any.
+        func verifier(of digest: [UInt8], for username: String) -> String? {
+            written.withLock { written in
+                guard let note = written[username], note.digest.count == digest.count else { return nil }
+                // Compared in constant time: how much of a digest matched is nobody's business.
+                let difference = zip(note.digest, digest).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) }
+                return difference == 0 ? note.verifier : nil
+            }
+        }
+
+        func note(_ verifier: String, of digest: [UInt8], for username: String) {
+            written.withLock { written in
+                if written.count >= Self.limit && written[username] == nil { written.removeAll() }
+                written[username] = (verifier, digest)
+            }
+        }
+
+        func forget(_ username: String) {
+            _ = written.withLock { $0.removeValue(forKey: username) }
         }
     }
 }

@@ -528,4 +528,69 @@ struct OfflineCacheTests {
         }
         #expect(try await login(cache, as: "alice", "pw-alice").pamResult == .success)
     }
+
+    /// alice's line of the cache file, split into its fields (name, verifier, saved, failures, ...).
+    func aliceFields() throws -> [String] {
+        let text = try String(contentsOfFile: directory + "/offline-logins", encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("alice\t") })
+        return line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    /// An online login of the password this cache hashed renews its entry — saved and checked now, its
+    /// offline failures cleared — with the verifier it has (no second yescrypt on the login's path); a
+    /// password set online since is hashed anew, and only it serves offline.
+    @Test func anUnchangedPasswordRenewsItsEntryWithoutHashingAgain() async throws {
+        let backend = Switchable()
+        let clock = ManualClock()
+        let cache = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(3_600), clock: clock.now)
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        let first = try aliceFields()
+        backend.reachable.withLock { $0 = false }
+        #expect(try await login(cache, "wrong") == .rejected(.wrongCredentials))
+        #expect(try await login(cache, "wrong") == .rejected(.wrongCredentials))
+        #expect(try aliceFields()[3] == "2")
+        backend.reachable.withLock { $0 = true }
+        backend.stamp.withLock { $0 = "set 1 again" }
+        backend.groups.withLock { $0 = ["staff", "ops"] }
+        clock.advance(by: 600)
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        let renewed = try aliceFields()
+        #expect(renewed[1] == first[1], "the same password was hashed again")
+        #expect(renewed[2] == String(Int64(first[2])! + 600) && renewed[6] == renewed[2])
+        #expect(renewed[3] == "0" && renewed[5] == "ops,staff" && renewed[7] == "=set 1 again")
+        // Its age counts from the renewal.
+        backend.reachable.withLock { $0 = false }
+        clock.advance(by: 3_599)
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        // A password set online since: hashed anew; the old one no longer serves.
+        backend.reachable.withLock { $0 = true }
+        backend.password.withLock { $0 = "looking-glass" }
+        #expect(try await login(cache, "looking-glass").pamResult == .success)
+        #expect(try aliceFields()[1] != first[1])
+        backend.reachable.withLock { $0 = false }
+        #expect(try await login(cache, "wonderland") == .rejected(.wrongCredentials))
+        #expect(try await login(cache, "looking-glass").pamResult == .success)
+    }
+
+    /// An entry another process (or cache) wrote since is never renewed on this one's word: its verifier
+    /// may be of another password. Here it is of an older password, which must not serve offline once this
+    /// cache's login proved another.
+    @Test func anEntryAnotherProcessWroteIsHashedAgain() async throws {
+        let backend = Switchable()
+        let mine = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(3_600))
+        let other = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(3_600))
+        #expect(try await login(mine, "wonderland").pamResult == .success)
+        let first = try aliceFields()[1]
+        backend.password.withLock { $0 = "looking-glass" }
+        #expect(try await login(other, "looking-glass").pamResult == .success)
+        let others = try aliceFields()[1]
+        #expect(others != first)
+        backend.password.withLock { $0 = "wonderland" }
+        #expect(try await login(mine, "wonderland").pamResult == .success)
+        #expect(try aliceFields()[1] != others && aliceFields()[1] != first)
+        backend.reachable.withLock { $0 = false }
+        #expect(try await login(mine, "looking-glass") == .rejected(.wrongCredentials))
+        #expect(try await login(mine, "wonderland").pamResult == .success)
+    }
 }

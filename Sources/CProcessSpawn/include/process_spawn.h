@@ -33,6 +33,10 @@ int gk_signal_fd_wait(int signal_fd, int forward_fd, int stop_fd);
    PR_SET_NAME. Returns 0, or -1 with errno. */
 int gk_name_thread(const char *name);
 
+/* Whether the calling process may be dumped (core files) or attached to by processes of its own uid that
+   lack CAP_SYS_PTRACE: prctl's PR_SET_DUMPABLE. Returns 0, or -1 with errno. */
+int gk_set_dumpable(int on);
+
 /* Fills `count` bytes at `buffer` from the kernel's generator (getrandom, blocking until it is seeded),
    straight into the buffer. Returns 0, or -1 with errno. */
 int gk_random_bytes(void *buffer, size_t count);
