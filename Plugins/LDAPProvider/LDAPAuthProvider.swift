@@ -76,6 +76,19 @@ public final class LDAPAuthProvider: ReachabilityReporting {
 
     public let name = "ldap"
     public let configuration: Configuration
+
+    /// The servers and how they are trusted (TLS, CA), the search (base, filter, service account's DN) and
+    /// where groups come from, each field length-prefixed: what decides who is admitted and with which
+    /// groups. Not the time-out, the connection count, the threads, nor the service account's password.
+    public var offlineScope: String {
+        let c = configuration
+        let fields =
+            [["ldap"], c.uris, [c.base, c.filter, c.bindDN ?? "", c.requiresTLS ? "tls" : "none", c.caFile ?? ""]]
+            + [[c.groupBase ?? "", c.groupSources.map(\.rawValue).sorted().joined(separator: ",")]]
+        return fields.map { group in
+            String(group.count) + "[" + group.map { "\($0.utf8.count):\($0)" }.joined() + "]"
+        }.joined()
+    }
     public let passwordPrompt = "Password: "
     /// Connections kept between logins (at most ``Configuration/connections``).
     let pool: LDAPConnectionPool

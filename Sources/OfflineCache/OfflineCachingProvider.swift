@@ -14,6 +14,13 @@ public protocol ReachabilityReporting: AuthProvider {
     /// when no server could be reached (connect or TLS failed, timed out, the server went away).
     func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer
 
+    /// Everything that decides which accounts a login through this backend admits, and as whom — its
+    /// servers, how it trusts them, where and how it looks accounts up, where their groups come from — and
+    /// never a secret. The cache keeps one file for each scope, so that two configurations sharing a
+    /// directory (a stack for admins only beside one for everyone) never admit each other's logins
+    /// offline, and a configuration narrowed later starts a cache of its own.
+    var offlineScope: String { get }
+
     /// The account's standing on the servers now, without a login: asked when a login is cached, and again
     /// while the servers are reachable, so that a reset, a lock or a deletion there ends the cached login
     /// before the servers are next out of reach. Unreachable servers answer ``AccountStanding/cannotTell``.
@@ -87,8 +94,10 @@ public final class OfflineCachingProvider: AuthProvider {
     /// How many due entries an online login checks, after its own answer: a bound on what it adds.
     public static let refreshesPerLogin = 4
     private let directory: StateDirectory
-    private let fileName = "offline-logins"
-    private let lockName = "offline-logins.lock"
+    /// `offline-logins-` and the first 16 bytes of the SHA-256 of the backend's ``ReachabilityReporting/offlineScope``
+    /// in hexadecimal; the lock beside it with `.lock` added.
+    private let fileName: String
+    private var lockName: String { fileName + ".lock" }
     /// Seconds since the epoch, what an entry's age is measured on: the system's clock but in tests.
     private let clock: @Sendable () -> Int64
 
@@ -120,6 +129,8 @@ public final class OfflineCachingProvider: AuthProvider {
         self.maxOfflineFailures = maxOfflineFailures
         self.refreshInterval = refreshInterval
         self.clock = clock
+        let digest = SHA256.hash(Array(inner.offlineScope.utf8)).prefix(16)
+        self.fileName = "offline-logins-" + digest.hexadecimal
         do {
             self.directory = try StateDirectory(directory, creatingWith: 0o700)
         } catch {
@@ -237,6 +248,9 @@ public final class OfflineCachingProvider: AuthProvider {
 
     /// Where the cache is kept.
     public var directoryPath: String { directory.path }
+
+    /// The file of this backend's scope in ``directoryPath``.
+    public var filePath: String { directory.path + "/" + fileName }
 
     /// The offline caches among `provider`'s backends: itself, or the entries of a stack, nested stacks
     /// included — what `gatekeeper-run --refresh-offline` refreshes.

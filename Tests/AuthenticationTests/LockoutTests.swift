@@ -107,6 +107,47 @@ struct FailDelayTests {
         #expect(clock.now - start >= .milliseconds(300))
     }
 
+    /// A backend that takes 1.5 s to refuse `alice`'s password (a slow hash) and refuses any other name at
+    /// once, noting when the password reached it.
+    static func slowForKnownNames(answered: Locked<ContinuousClock.Instant?>) -> StubAuthProvider {
+        StubAuthProvider(lookup: { $0 == "alice" ? .known(canonicalName: "alice") : .unknown }) {
+            request throws(AuthError) in
+            _ = try await request.conversation.askSecret("Password: ")
+            answered.withLock { $0 = .now }
+            guard request.username == "alice" else { return .notMine }
+            try? await Task.sleep(for: .milliseconds(1_500))
+            return .rejected(.wrongCredentials)
+        }
+    }
+
+    /// The delay runs from the moment the password was handed over, not from the refusal: a known name
+    /// whose refusal took the backend 1.5 s answers no later than an unknown one refused at once (2 s ±25 %
+    /// from the answer: a refusal counted from the backend's answer could not come before 3 s).
+    @Test(arguments: ["alice", "nobody"])
+    func aRefusalTakesTheDelayFromTheAnswerWhateverTheBackendTook(_ name: String) async throws {
+        let answered = Locked<ContinuousClock.Instant?>(nil)
+        let gatekeeper = Gatekeeper(
+            provider: Self.slowForKnownNames(answered: answered),
+            configuration: .init(lockout: nil, failDelay: .seconds(2)))
+        await #expect(throws: AuthError.self) { try await gatekeeper.signIn(credentials(name, "no")) }
+        let elapsed = try #require(answered.withLock { $0 }).duration(to: .now)
+        #expect(elapsed >= .milliseconds(1_500), "less than the delay's lower end: \(elapsed)")
+        // 2.5 s is the delay's upper end; what is left to 3 s is room for a loaded machine.
+        #expect(elapsed < .milliseconds(2_900), "the delay ran from the refusal: \(elapsed)")
+    }
+
+    /// A backend slower than the delay: its refusal waits the whole delay again, so the clock tells only
+    /// "slower than the delay" (a lower bound, which load can only lengthen).
+    @Test func aBackendSlowerThanTheDelayIsDelayedAgain() async throws {
+        let answered = Locked<ContinuousClock.Instant?>(nil)
+        let gatekeeper = Gatekeeper(
+            provider: Self.slowForKnownNames(answered: answered),
+            configuration: .init(lockout: nil, failDelay: .milliseconds(400)))
+        await #expect(throws: AuthError.invalidCredentials) { try await gatekeeper.signIn(credentials("alice", "no")) }
+        let elapsed = try #require(answered.withLock { $0 }).duration(to: .now)
+        #expect(elapsed >= .milliseconds(1_500 + 300))
+    }
+
     @Test func cancellingTheLoginEndsTheWait() async throws {
         let audit = RecordingAuditSink()
         let gatekeeper = Gatekeeper(

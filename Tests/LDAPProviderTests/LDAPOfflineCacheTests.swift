@@ -45,22 +45,35 @@ struct LDAPOfflineCacheTests {
     }
 
     @Test func theDirectoryDownLogsInFromTheCache() async throws {
-        let slapd = try SlapdFixture.shared.get()
-        func ldap(_ uri: String) throws -> OfflineCachingProvider {
-            try OfflineCachingProvider(
-                wrapping: LDAPAuthProvider(
-                    .init(uris: [uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
-                directory: directory, maxAge: .seconds(86_400))
-        }
-        guard case .authenticated = try await login(try ldap(slapd.uri), "wonderland") else {
+        let slapd = try SlapdFixture()  // its own: this test stops it
+        defer { slapd.kill() }
+        let ldap = try OfflineCachingProvider(
+            wrapping: LDAPAuthProvider(
+                .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
+            directory: directory, maxAge: .seconds(86_400))
+        guard case .authenticated = try await login(ldap, "wonderland") else {
             Issue.record("the directory login failed")
             return
         }
-        guard case .authenticated(let identity) = try await login(try ldap("ldap://127.0.0.1:1"), "wonderland") else {
+        #expect(slapd.kill())
+        guard case .authenticated(let identity) = try await login(ldap, "wonderland") else {
             Issue.record("the cached directory login was refused while the directory was down")
             return
         }
         #expect(identity.provider == "ldap" && identity.attributes["offline"] == "yes")
+        // Another configuration naming the same directory (here: another filter) keeps a cache of its own.
+        let narrower = try OfflineCachingProvider(
+            wrapping: LDAPAuthProvider(
+                .init(
+                    uris: [slapd.uri], base: slapd.base, filter: "(&(objectClass=posixAccount)(uid=%s)(gidNumber=0))",
+                    caFile: slapd.caFile, timeout: .seconds(3))),
+            directory: directory, maxAge: .seconds(86_400))
+        #expect(narrower.filePath != ldap.filePath)
+        guard case .unavailable = try await login(narrower, "wonderland") else {
+            Issue.record("a login cached through one filter was admitted offline through another")
+            return
+        }
+        try slapd.restart()
         // A reachable directory that refuses the service account is not offline: the cache stays out.
         var refusing = LDAPAuthProvider.Configuration(
             uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))
@@ -92,9 +105,10 @@ struct LDAPOfflineCacheTests {
             wrapping: LDAPAuthProvider(
                 .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
             directory: directory, maxAge: .seconds(86_400))
+        // The same configuration: while slapd is stopped, its logins are offline ones.
         let offline = try OfflineCachingProvider(
             wrapping: LDAPAuthProvider(
-                .init(uris: ["ldap://127.0.0.1:1"], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
+                .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
             directory: directory, maxAge: .seconds(86_400))
         let accounts = [
             ("alice", "wonderland"), ("bob", "builder"), ("carol", "carol-2026"), ("load0", "load-password-0"),
@@ -124,24 +138,28 @@ struct LDAPOfflineCacheTests {
                 AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
         }
         // Before the check the old password still serves offline: what the check is for.
+        #expect(slapd.kill())
         #expect(try await offlineLogin("alice", "wonderland").pamResult == .success)
         // What a timer runs: gatekeeper-run --refresh-offline asks about every cached login.
         let state = temporaryDirectory("gatekeeper-offline-refresh")
-        func refresh(_ uri: String) throws -> RunResult {
+        func refresh() throws -> RunResult {
             let config = state + "/ldap.conf"
-            try "required ldap uri=\(uri) base=\(slapd.base) ca=\(slapd.caFile) offline_cache=\(directory)\n"
+            try
+                "required ldap uri=\(slapd.uri) base=\(slapd.base) ca=\(slapd.caFile) timeout=3s offline_cache=\(directory)\n"
                 .write(toFile: config, atomically: true, encoding: .utf8)
             chmod(config, 0o600)
             return try run(builtExecutable("gatekeeper-run"), ["--config", config, "--refresh-offline"], input: "")
         }
-        let unreachable = try refresh("ldap://127.0.0.1:1")
+        let unreachable = try refresh()
         #expect(unreachable.status == 69, "\(unreachable)")
         #expect(
             unreachable.stdout
                 == "ldap (\(directory)): 0 confirmed, 0 forgotten, 5 not checked (the directory could not say)\n")
-        let refreshed = try refresh(slapd.uri)
+        try slapd.restart()
+        let refreshed = try refresh()
         #expect(refreshed.status == 0, "\(refreshed)")
         #expect(refreshed.stdout == "ldap (\(directory)): 1 confirmed, 4 forgotten, 0 not checked\n")
+        #expect(slapd.kill())
         for (user, password) in accounts.prefix(4) {
             guard case .unavailable = try await offlineLogin(user, password) else {
                 Issue.record("\(user)'s withdrawn password was admitted offline after the check")

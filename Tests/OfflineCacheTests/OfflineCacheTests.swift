@@ -13,6 +13,8 @@ struct OfflineCacheTests {
     /// alice / wonderland, reachable or not as the test says.
     final class Switchable: ReachabilityReporting {
         let name = "switchable"
+        let offlineScope: String
+        init(scope: String = "switchable") { offlineScope = scope }
         let reachable = Locked(true)
         let known = Locked(true)
         /// Reachable, but refusing the service account (a locked or wrong bind DN).
@@ -142,7 +144,7 @@ struct OfflineCacheTests {
             identity.attributes["offline"] == "yes" && identity.groups == ["staff"] && identity.displayName == "Alice")
         #expect(try await login(cache, "wrong") == .rejected(.wrongCredentials))
         // The cache is private, and holds no password.
-        let file = directory + "/offline-logins"
+        let file = cache.filePath
         #expect(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int == 0o600)
         #expect(try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int == 0o700)
         #expect(!(try String(contentsOfFile: file, encoding: .utf8)).contains("wonderland"))
@@ -223,7 +225,7 @@ struct OfflineCacheTests {
         let checked = answers.filter { $0 == .rejected(.wrongCredentials) }.count
         let refused = answers.filter { $0 == .rejected(.locked(until: nil)) }.count
         #expect(checked == 5 && refused == 25, "\(checked) checked, \(refused) refused")
-        let file = try String(contentsOfFile: directory + "/offline-logins", encoding: .utf8)
+        let file = try String(contentsOfFile: first.filePath, encoding: .utf8)
         #expect(file.split(separator: "\t").dropFirst(3).first == "5", "\(file)")
         // And the right password is no help now, offline.
         #expect(try await login(first, "wonderland") == .rejected(.locked(until: nil)))
@@ -289,7 +291,7 @@ struct OfflineCacheTests {
         let backend = Switchable()
         let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
         _ = try await login(cache, "wonderland")
-        let file = directory + "/offline-logins"
+        let file = cache.filePath
         var fields = try String(contentsOfFile: file, encoding: .utf8).dropLast().split(
             separator: "\t", omittingEmptySubsequences: false)
         try #require(fields.count == 8)
@@ -309,7 +311,7 @@ struct OfflineCacheTests {
         let before = Int64(time(nil))
         _ = try await login(cache, "wonderland")
         let after = Int64(time(nil))
-        let line = try String(contentsOfFile: directory + "/offline-logins", encoding: .utf8)
+        let line = try String(contentsOfFile: cache.filePath, encoding: .utf8)
         let savedAt = line.split(separator: "\t").dropFirst(2).first.flatMap { Int64($0) }
         #expect(savedAt.map { (before...after).contains($0) } == true, "\(before) \(line) \(after)")
     }
@@ -397,7 +399,7 @@ struct OfflineCacheTests {
         backend.stamp.withLock { $0 = "tab\there,comma%and\nline" }
         let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
         #expect(try await login(cache, "wonderland").pamResult == .success)
-        let file = directory + "/offline-logins"
+        let file = cache.filePath
         let fields = try String(contentsOfFile: file, encoding: .utf8).dropLast().split(
             separator: "\t", omittingEmptySubsequences: false)
         try #require(fields.count == 8)
@@ -425,6 +427,7 @@ struct OfflineCacheTests {
     /// sets: what an attack on the checks needs.
     final class Accounts: ReachabilityReporting {
         let name = "accounts"
+        let offlineScope = "accounts"
         let reachable = Locked(true)
         let stamps = Locked<[String: String]>([:])
         /// Accounts whose standing cannot be told; and how many next questions answer "cannot tell".
@@ -511,7 +514,7 @@ struct OfflineCacheTests {
         #expect(try await login(cache, as: "mallory", "pw-mallory").pamResult == .success)
         backend.groups.withLock { $0["carol"] = ["staff", "wheel-users"] }
         #expect(try await login(cache, as: "carol", "pw-carol").pamResult == .success)
-        let file = directory + "/offline-logins"
+        let file = cache.filePath
         let text = try String(contentsOfFile: file, encoding: .utf8)
         #expect(text.utf8.count < 4_096 && !text.contains("mallory"))
         // carol's line cut inside her groups, with no line break after it.
@@ -530,8 +533,8 @@ struct OfflineCacheTests {
     }
 
     /// alice's line of the cache file, split into its fields (name, verifier, saved, failures, ...).
-    func aliceFields() throws -> [String] {
-        let text = try String(contentsOfFile: directory + "/offline-logins", encoding: .utf8)
+    func aliceFields(_ cache: OfflineCachingProvider) throws -> [String] {
+        let text = try String(contentsOfFile: cache.filePath, encoding: .utf8)
         let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("alice\t") })
         return line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
     }
@@ -545,17 +548,17 @@ struct OfflineCacheTests {
         let cache = try OfflineCachingProvider(
             wrapping: backend, directory: directory, maxAge: .seconds(3_600), clock: clock.now)
         #expect(try await login(cache, "wonderland").pamResult == .success)
-        let first = try aliceFields()
+        let first = try aliceFields(cache)
         backend.reachable.withLock { $0 = false }
         #expect(try await login(cache, "wrong") == .rejected(.wrongCredentials))
         #expect(try await login(cache, "wrong") == .rejected(.wrongCredentials))
-        #expect(try aliceFields()[3] == "2")
+        #expect(try aliceFields(cache)[3] == "2")
         backend.reachable.withLock { $0 = true }
         backend.stamp.withLock { $0 = "set 1 again" }
         backend.groups.withLock { $0 = ["staff", "ops"] }
         clock.advance(by: 600)
         #expect(try await login(cache, "wonderland").pamResult == .success)
-        let renewed = try aliceFields()
+        let renewed = try aliceFields(cache)
         #expect(renewed[1] == first[1], "the same password was hashed again")
         #expect(renewed[2] == String(Int64(first[2])! + 600) && renewed[6] == renewed[2])
         #expect(renewed[3] == "0" && renewed[5] == "ops,staff" && renewed[7] == "=set 1 again")
@@ -567,7 +570,7 @@ struct OfflineCacheTests {
         backend.reachable.withLock { $0 = true }
         backend.password.withLock { $0 = "looking-glass" }
         #expect(try await login(cache, "looking-glass").pamResult == .success)
-        #expect(try aliceFields()[1] != first[1])
+        #expect(try aliceFields(cache)[1] != first[1])
         backend.reachable.withLock { $0 = false }
         #expect(try await login(cache, "wonderland") == .rejected(.wrongCredentials))
         #expect(try await login(cache, "looking-glass").pamResult == .success)
@@ -581,16 +584,37 @@ struct OfflineCacheTests {
         let mine = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(3_600))
         let other = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(3_600))
         #expect(try await login(mine, "wonderland").pamResult == .success)
-        let first = try aliceFields()[1]
+        let first = try aliceFields(mine)[1]
         backend.password.withLock { $0 = "looking-glass" }
         #expect(try await login(other, "looking-glass").pamResult == .success)
-        let others = try aliceFields()[1]
+        let others = try aliceFields(mine)[1]
         #expect(others != first)
         backend.password.withLock { $0 = "wonderland" }
         #expect(try await login(mine, "wonderland").pamResult == .success)
-        #expect(try aliceFields()[1] != others && aliceFields()[1] != first)
+        #expect(try aliceFields(mine)[1] != others && aliceFields(mine)[1] != first)
         backend.reachable.withLock { $0 = false }
         #expect(try await login(mine, "looking-glass") == .rejected(.wrongCredentials))
         #expect(try await login(mine, "wonderland").pamResult == .success)
+    }
+
+    /// Two configurations naming one directory keep a file each: a login cached through one (here a
+    /// backend for everyone) is no offline login through the other (one for admins only), while another
+    /// process of the same configuration shares it.
+    @Test func twoScopesSharingADirectoryNeverAdmitEachOthersLogins() async throws {
+        let everyone = Switchable(scope: "everyone")
+        let admins = Switchable(scope: "admins only")
+        let broad = try OfflineCachingProvider(wrapping: everyone, directory: directory, maxAge: .seconds(3_600))
+        let narrow = try OfflineCachingProvider(wrapping: admins, directory: directory, maxAge: .seconds(3_600))
+        #expect(broad.filePath != narrow.filePath)
+        #expect(try await login(broad, "wonderland").pamResult == .success)
+        everyone.reachable.withLock { $0 = false }
+        admins.reachable.withLock { $0 = false }
+        guard case .unavailable = try await login(narrow, "wonderland") else {
+            Issue.record("a login cached by another configuration was admitted offline")
+            return
+        }
+        let sameScope = try OfflineCachingProvider(
+            wrapping: Switchable(scope: "everyone"), directory: directory, maxAge: .seconds(3_600))
+        #expect(sameScope.filePath == broad.filePath)
     }
 }

@@ -14,6 +14,7 @@ struct OnePoolTests {
     /// alice / wonderland, always reachable.
     final class Backend: ReachabilityReporting {
         let name = "backend"
+        let offlineScope = "backend"
         func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
             let password = try await request.conversation.askSecret("Password: ")
             guard request.username == "alice" else { return .answered(.notMine) }

@@ -185,11 +185,13 @@ extension Gatekeeper {
             let answer = try await conversation.askUsername(configuration.usernamePrompt)
             if answer.isEmpty { throw .cancelled }
             var askedNothing = false
+            var answeredAt: ContinuousClock.Instant?
             do throws(AuthError) {
                 return try await check(
-                    answer, conversation: conversation, askedNothing: &askedNothing, flight: flight, trace: &trace)
+                    answer, conversation: conversation, askedNothing: &askedNothing, answeredAt: &answeredAt,
+                    flight: flight, trace: &trace)
             } catch {
-                if error.code != .cancelled { try await waitAfterFailure() }
+                if error.code != .cancelled { try await waitAfterFailure(answeredAt: answeredAt) }
                 switch error.code {
                 case .cancelled, .providerUnavailable, .tooManyAttempts, .credentialsExpired:
                     throw error
@@ -208,12 +210,24 @@ extension Gatekeeper {
     /// The fail delay: ``Configuration/failDelay`` times 1 ± up to 25 %, spread as libpam spreads its
     /// delay (the mean of three uniform draws, so most waits are near the middle). Cancelling the login
     /// ends the wait at once.
-    private func waitAfterFailure() async throws(AuthError) {
+    ///
+    /// The delay is measured from `answeredAt`, when the person's latest answer was handed to the backend
+    /// (``LedgerAttempt/answeredAt``), not from the refusal: a refusal then reaches the person at the same
+    /// time whether the backend took a millisecond (a name it does not know) or sixty (a slow hash of a
+    /// known account's password), as OpenSSH pads a failed attempt to a minimum time from its start
+    /// (`ensure_minimum_time_since`). A backend slower than the delay has its refusal delayed by the whole
+    /// delay again, so the clock tells no more than "slower than the delay". Without an answer (nothing was
+    /// handed over), the delay runs from now.
+    private func waitAfterFailure(answeredAt: ContinuousClock.Instant?) async throws(AuthError) {
         guard configuration.failDelay > .zero else { return }
         var generator = SystemRandomNumberGenerator()
         let mean = (0..<3).reduce(0.0) { sum, _ in sum + Double.random(in: 0..<1, using: &generator) } / 3
+        let delay = configuration.failDelay * (1 + (mean - 0.5) / 2)
+        let now = ContinuousClock.now
+        var deadline = (answeredAt ?? now) + delay
+        if deadline <= now { deadline = now + delay }
         do {
-            try await Task.sleep(for: configuration.failDelay * (1 + (mean - 0.5) / 2))
+            try await Task.sleep(until: deadline, clock: .continuous)
         } catch {
             throw .cancelled
         }
@@ -224,11 +238,12 @@ extension Gatekeeper {
     /// in this place, if the backend and the lockout still agree; otherwise the stack, with the attempt in
     /// the ledger (``AttemptLedger``: counted when the person's answer reaches the backend, settled by the
     /// stack's answer); the audit, written from the outcome and its trace in one place.
-    /// `askedNothing` is set when the stack answered without asking the person anything; `trace` to the
-    /// stack's answer, when a stack answered.
+    /// `askedNothing` is set when the stack answered without asking the person anything; `answeredAt` to
+    /// when the person's latest answer was handed to the backend (where a failure's delay runs from);
+    /// `trace` to the stack's answer, when a stack answered.
     private func check(
-        _ answer: String, conversation: any Conversation, askedNothing: inout Bool, flight: UInt64,
-        trace: inout ProviderChain.Trace?
+        _ answer: String, conversation: any Conversation, askedNothing: inout Bool,
+        answeredAt: inout ContinuousClock.Instant?, flight: UInt64, trace: inout ProviderChain.Trace?
     ) async throws(AuthError) -> Identity {
         let username = try Username.validate(answer)
         record(.attempt, unverified: username)
@@ -236,6 +251,7 @@ extension Gatekeeper {
         if Task.isCancelled { throw .cancelled }
         if let identity = try await rememberedLogin(of: account) { return identity }
         let attempt = try ledger.open(account)
+        defer { answeredAt = attempt.answeredAt }
         let request = AuthRequest(
             username: username,
             conversation: ValidatingConversation(conversation, attempt: attempt),
@@ -438,7 +454,7 @@ extension Gatekeeper {
         _ = ledger.settle(attempt, LedgerAnswer(preliminaryPassed && !guessed ? .rightCredential : .refused))
         if let error = outcome.error {
             record(.passwordChangeFailed, username, error)
-            if guessed { try await waitAfterFailure() }
+            if guessed { try await waitAfterFailure(answeredAt: attempt.answeredAt) }
             throw error
         }
         record(.passwordChanged, username)

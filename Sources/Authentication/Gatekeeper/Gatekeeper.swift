@@ -254,8 +254,10 @@ extension Gatekeeper {
         /// When failed logins lock an account, under pam_faillock's rules; `nil` disables the lockout.
         public var lockout: LockoutPolicy?
         /// How long a failed login waits before it answers, randomised by up to ±25 % as pam_faildelay's
-        /// is (so the wait does not tell one failure from another); zero for none. The wait is an async
-        /// sleep: it holds no thread, and cancelling the login ends it.
+        /// is (so the wait does not tell one failure from another); zero for none. It is measured from the
+        /// moment the password was handed to the backend, so how long the backend took to refuse (an
+        /// unknown name at once, a known one after its hash) is not what the clock tells. The wait is an
+        /// async sleep: it holds no thread, and cancelling the login ends it.
         public var failDelay: Duration
         /// Whether to tell the person that a user name is unknown. Off by default: unknown users get
         /// ``AuthError/invalidCredentials``, like a wrong password, so names cannot be probed.

@@ -203,8 +203,11 @@ final class LedgerAttempt: Sendable {
     let account: LockoutAccount
     private let ledger: AttemptLedger
     private let state = Locked<
-        (counted: (ticket: LockoutTicket, status: LockoutStatus)?, presented: Bool, refusal: AuthError?, asked: Bool)
-    >((nil, false, nil, false))
+        (
+            counted: (ticket: LockoutTicket, status: LockoutStatus)?, presented: Bool, refusal: AuthError?,
+            asked: Bool, answeredAt: ContinuousClock.Instant?
+        )
+    >((nil, false, nil, false, nil))
 
     init(_ account: LockoutAccount, ledger: AttemptLedger) {
         self.account = account
@@ -217,6 +220,7 @@ final class LedgerAttempt: Sendable {
     func present() throws(AuthError) {
         try state.withLock { state throws(AuthError) in
             if let refusal = state.refusal { throw refusal }
+            state.answeredAt = .now
             guard !state.presented else { return }
             do throws(AuthError) {
                 state.counted = try ledger.charge(account)
@@ -230,6 +234,10 @@ final class LedgerAttempt: Sendable {
 
     /// Whether an answer was handed to the backend.
     var presented: Bool { state.withLock { $0.presented } }
+
+    /// When the latest answer was handed to the backend (`nil` before the first): where a failure's delay
+    /// is measured from, so that how long the backend took to refuse is not what the clock tells.
+    var answeredAt: ContinuousClock.Instant? { state.withLock { $0.answeredAt } }
 
     /// The person was asked a question (answered or not): not a presentation, but the login did ask.
     func asking() { state.withLock { $0.asked = true } }
