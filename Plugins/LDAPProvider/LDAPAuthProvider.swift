@@ -225,6 +225,25 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         return standing
     }
 
+    /// The account as the directory has it now, without a password, read with the service account's
+    /// rights as the offline cache's standing is: gone (`userNotFound`), locked or disabled
+    /// (`accountLocked`), reset by an administrator (`passwordChangeRequired`), expired or not valid yet
+    /// (`accountExpired`) — or valid, with its groups now. What `gatekeeperd`'s account phase answers a
+    /// key-only ssh login with, and what a remembered login is checked against. A directory that cannot be
+    /// reached, or whose filter finds two entries, is `unavailable`.
+    public func recheck(_ identity: Identity) async -> Recheck {
+        let username = identity.username
+        guard
+            let (answer, _) = await onThread({ login in
+                login.run(skippingResting: true) { handle, _, _ in login.recheck(on: handle, username) }
+            })
+        else { return .unavailable(reason: "cancelled") }
+        switch answer {
+        case .served(let recheck): return recheck
+        case .unavailable(let reason), .unreachable(let reason): return .unavailable(reason: reason)
+        }
+    }
+
     /// Runs `work` on one of the provider's threads; `nil` when the task was cancelled (the connection in
     /// use is shut).
     private func onThread<T: Sendable>(_ work: @escaping @Sendable (LDAPLogin) -> (T, [String])) async -> (T, [String])?
@@ -476,28 +495,53 @@ struct LDAPLogin {
     /// between makes the stamp kept older than the directory's, which withdraws the cached password at its next
     /// check, never keeps it.
     func standing(on handle: OpaquePointer, _ username: String) -> Result<AccountStanding, Failure> {
+        accountState(on: handle, username).map { state in
+            switch state {
+            case .ambiguous: .withdrawn(reason: "the filter matches more than one entry")
+            case .gone: .withdrawn(reason: "the directory no longer has the account")
+            case .locked: .withdrawn(reason: "the account is locked or disabled")
+            case .reset: .withdrawn(reason: "the password was reset and must be changed")
+            case .expired: .withdrawn(reason: "the account has expired or is not valid yet")
+            case .current(_, let stamp): .current(stamp: stamp)
+            }
+        }
+    }
+
+    /// The account as the directory keeps it now, read with the service account's rights: what both the
+    /// offline cache's standing and the account check (``LDAPAuthProvider/recheck(_:)``) are made of.
+    enum AccountState {
+        /// The filter finds more than one entry: a login is refused so.
+        case ambiguous
+        case gone
+        /// Locked or disabled: ppolicy's `pwdAccountLockedTime`, 389-ds's `nsAccountLock`, Active
+        /// Directory's `lockoutTime` or disabled flag.
+        case locked
+        /// Reset by an administrator (`pwdReset`): to be changed at the next login.
+        case reset
+        /// Expired, or not valid yet.
+        case expired
+        /// The entry, and the time its password was last set.
+        case current(LDAPEntry, stamp: String?)
+    }
+
+    func accountState(on handle: OpaquePointer, _ username: String) -> Result<AccountState, Failure> {
         let found: LDAPEntry?
         switch find(on: handle, username) {
         case .success(let entry): found = entry
         // The login itself is refused so (the filter is ambiguous): no cached password stands for it either.
-        case .failure(.refused(let why)) where why == Self.ambiguous:
-            return .success(.withdrawn(reason: "the filter matches more than one entry"))
+        case .failure(.refused(let why)) where why == Self.ambiguous: return .success(.ambiguous)
         case .failure(let failure): return .failure(failure)
         }
-        guard let entry = found else {
-            return .success(.withdrawn(reason: "the directory no longer has the account"))
-        }
+        guard let entry = found else { return .success(.gone) }
         let now = Int64(time(nil))
         let today = now / 86_400
         if entry.first("pwdAccountLockedTime") != nil || entry.first("nsAccountLock")?.lowercased() == "true"
             || entry.first("lockoutTime").flatMap(Int64.init).map({ $0 != 0 }) == true
             || entry.first("userAccountControl").flatMap(Int64.init).map({ $0 & 0x2 != 0 }) == true
         {
-            return .success(.withdrawn(reason: "the account is locked or disabled"))
+            return .success(.locked)
         }
-        if entry.first("pwdReset")?.uppercased() == "TRUE" {
-            return .success(.withdrawn(reason: "the password was reset and must be changed"))
-        }
+        if entry.first("pwdReset")?.uppercased() == "TRUE" { return .success(.reset) }
         // Expired: shadowExpire (days since 1970), Active Directory's accountExpires (100 ns since 1601;
         // 0 and the largest value mean never), OpenLDAP 2.6's pwdEndTime — or not valid yet (pwdStartTime).
         let generalizedNow = Self.generalizedTime(now)
@@ -508,10 +552,37 @@ struct LDAPLogin {
             } == true
             || entry.first("pwdEndTime").flatMap(Self.generalizedPrefix).map { $0 <= generalizedNow } == true
             || entry.first("pwdStartTime").flatMap(Self.generalizedPrefix).map { $0 > generalizedNow } == true
-        if expired { return .success(.withdrawn(reason: "the account has expired or is not valid yet")) }
+        if expired { return .success(.expired) }
         let stamp = ["pwdChangedTime", "pwdLastSet", "pwdUpdateTime", "modifyTimestamp"].lazy
             .compactMap { name in entry.first(name).map { "\(name)=\($0)" } }.first
-        return .success(.current(stamp: stamp))
+        return .success(.current(entry, stamp: stamp))
+    }
+
+    /// The account check without a password: see ``LDAPAuthProvider/recheck(_:)``.
+    func recheck(on handle: OpaquePointer, _ username: String) -> Result<Recheck, Failure> {
+        let state: AccountState
+        switch accountState(on: handle, username) {
+        case .success(let found): state = found
+        case .failure(let failure): return .failure(failure)
+        }
+        switch state {
+        case .ambiguous: return .success(.unavailable(reason: Self.ambiguous))
+        case .gone: return .success(.refused(.userNotFound))
+        case .locked: return .success(.refused(.accountLocked(until: nil)))
+        case .reset: return .success(.refused(.passwordChangeRequired))
+        case .expired: return .success(.refused(.accountExpired))
+        case .current(let entry, _):
+            // Groups with the service account's rights (anonymously without one): the connection may be bound
+            // as the last user to sign in on it.
+            let account = entry.first("uid").flatMap { try? Username.validate($0) } ?? username
+            let status = serviceBind(handle)
+            guard status == LDAP_SUCCESS else {
+                return .failure(
+                    status == LDAP_INVALID_CREDENTIALS
+                        ? .refused("the service account's bind was refused") : Self.failure(status, "bind"))
+            }
+            return .success(.valid(identity(of: entry, account, readingGroupsOn: handle)))
+        }
     }
 
     /// `seconds` since the epoch as LDAP's generalized time to the second, `YYYYMMDDHHMMSS` (UTC): what
@@ -653,13 +724,20 @@ struct LDAPLogin {
         // one (it may read what users may not); without one, the user's own rights serve, which saves a
         // round trip (the next login binds afresh in any case).
         if readsGroups && configuration.bindDN != nil { _ = serviceBind(handle) }
-        let account = canonical ?? username
-        // Everything from the directory is text to show: escaped like any other input.
+        var admitted = identity(of: entry, canonical ?? username, readingGroupsOn: readsGroups ? handle : nil)
+        admitted.mustChangePassword = mustChange
+        return .success(.authenticated(admitted))
+    }
+
+    /// The identity `entry` makes for `account`: its display name, `dn`, numbers, home and shell, and its
+    /// groups — `memberOf`, and the `posixGroup` entries naming it, searched on `handle` (none without one).
+    /// Everything from the directory is text to show: escaped like any other input.
+    func identity(of entry: LDAPEntry, _ account: String, readingGroupsOn handle: OpaquePointer?) -> Identity {
         var groups =
             configuration.groupSources.contains(.memberOf)
             ? Set(entry.values("memberOf").compactMap(Self.firstRDNValue).map { TextSafety.escaped($0) }) : []
         let groupFilter = "(&(objectClass=posixGroup)(memberUid=\(LDAPAuthProvider.escapedForFilter(account))))"
-        if readsGroups, configuration.groupSources.contains(.memberUid),
+        if let handle, configuration.groupSources.contains(.memberUid),
             case .success(let found) = search(
                 handle, base: configuration.groupBase ?? configuration.base, filter: groupFilter, limit: 1000)
         {
@@ -671,13 +749,10 @@ struct LDAPLogin {
         ] {
             if let value = entry.first(attribute) { attributes[key] = value }
         }
-        let identity = Identity(
+        return Identity(
             username: account,
             displayName: entry.first("cn").map { TextSafety.escaped($0) }, groups: groups, provider: "ldap",
             attributes: attributes.mapValues { TextSafety.escaped($0) })
-        var admitted = identity
-        admitted.mustChangePassword = mustChange
-        return .success(.authenticated(admitted))
     }
 
     /// A password change on a connection: the user's entry, a bind with the current password, and, when

@@ -44,6 +44,28 @@ struct SSSDComparisonTests {
         #expect(unknown[.gatekeeper]?.outcome == "Authentication failure", "\(unknown[.gatekeeper]?.output ?? "")")
     }
 
+    /// The account phase alone, as sshd runs it for a key-only login: both admit a current account and say a
+    /// name the directory lacks is unknown. An account ppolicy locked, or whose password an administrator
+    /// reset: gatekeeperd reads the entry and refuses (`perm_denied`, `new_authtok_reqd`); SSSD, whose
+    /// access check is `ldap_access_filter` unless `ldap_access_order = ppolicy` is set, admits both.
+    @Test func theAccountPhaseAloneSeesTheDirectory() throws {
+        let host = try SideBySide()
+        for (user, sssd, ours) in [
+            ("alice", "account management done.", "account management done."),
+            (
+                "nobody7", "User not known to the underlying authentication module",
+                "User not known to the underlying authentication module"
+            ),
+            ("dave", "account management done.", "Permission denied"),
+            ("fay", "account management done.", "Authentication token is no longer valid; new one required"),
+        ] {
+            let answers = try both(host, user, "acct_mgmt", "")
+            #expect(answers[.sssd]?.outcome == sssd, "SSSD, \(user): \(answers[.sssd]?.output ?? "")")
+            #expect(
+                answers[.gatekeeper]?.outcome == ours, "gatekeeperd, \(user): \(answers[.gatekeeper]?.output ?? "")")
+        }
+    }
+
     /// A password an administrator reset (ppolicy's `pwdReset`) is changed at the prompt by both, with the same
     /// questions in the same order: the password, the current one again, the new one twice. SSSD asks them in
     /// `pam_chauthtok` (which programs call once `acct_mgmt` said `new_authtok_reqd`), gatekeeperd in

@@ -69,6 +69,55 @@ struct LDAPProviderTests {
         #expect(plain.groups.isEmpty)
     }
 
+    /// The account check without a password (a key-only ssh login's `acct_mgmt`, a remembered login): what
+    /// the directory keeps now — valid with the groups a login gets, ppolicy-locked, reset, unknown; and,
+    /// on a directory of its own, an account deleted or expired (`shadowExpire`) since, and the directory
+    /// down.
+    @Test func theAccountIsRecheckedWithoutAPassword() async throws {
+        let provider = try Self.provider()
+        guard case .authenticated(let signedIn) = try await login(provider, "alice", "wonderland"),
+            case .valid(let alice) = await provider.recheck(Identity(username: "alice", provider: "ldap"))
+        else {
+            Issue.record("alice was refused")
+            return
+        }
+        #expect(alice.username == "alice" && alice.groups == signedIn.groups && alice.groups == ["staff"])
+        #expect(alice.displayName == signedIn.displayName && alice.attributes == signedIn.attributes)
+        #expect(
+            await provider.recheck(Identity(username: "dave", provider: "ldap")) == .refused(.accountLocked(until: nil))
+        )
+        #expect(
+            await provider.recheck(Identity(username: "fay", provider: "ldap")) == .refused(.passwordChangeRequired))
+        #expect(await provider.recheck(Identity(username: "nobody7", provider: "ldap")) == .refused(.userNotFound))
+        let slapd = try SlapdFixture()  // its own: this test deletes and expires accounts
+        defer { slapd.kill() }
+        let own = LDAPAuthProvider(
+            .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3)))
+        guard case .valid = await own.recheck(Identity(username: "kim", provider: "ldap")) else {
+            Issue.record("kim was refused before anything happened to the account")
+            return
+        }
+        let admin = "-x -H \(slapd.uri) -D cn=admin,\(slapd.base) -w admin-secret"
+        for command in [
+            "ldapdelete \(admin) \(slapd.dn("carol"))",
+            "printf 'dn: \(slapd.dn("kim"))\\nchangetype: modify\\nadd: objectClass\\nobjectClass: shadowAccount\\n"
+                + "-\\nadd: shadowExpire\\nshadowExpire: 1\\n' | ldapmodify \(admin)",
+        ] {
+            let (status, output) = try shell(command)
+            try #require(status == 0, "\(command): \(output)")
+        }
+        // Past the 5 s a look-up's entry is used again.
+        try await Task.sleep(for: .seconds(6))
+        #expect(await own.recheck(Identity(username: "carol", provider: "ldap")) == .refused(.userNotFound))
+        #expect(await own.recheck(Identity(username: "kim", provider: "ldap")) == .refused(.accountExpired))
+        #expect(slapd.kill())
+        try await Task.sleep(for: .seconds(6))
+        guard case .unavailable = await own.recheck(Identity(username: "kim", provider: "ldap")) else {
+            Issue.record("a directory that is down answered the account check")
+            return
+        }
+    }
+
     @Test func ldapwhoamiAgreesForEveryAccount() async throws {
         let slapd = try SlapdFixture.shared.get()
         let provider = try Self.provider()
