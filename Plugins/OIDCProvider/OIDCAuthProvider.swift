@@ -116,6 +116,8 @@ public final class OIDCAuthProvider: AuthProvider {
     /// How long metadata and keys are kept: a key the provider withdrew stops being trusted within it.
     static let maxAge = Duration.seconds(3600)
     private let keys = Locked<KeyCache>(KeyCache())
+    /// Device sign-ins started, per origin.
+    let deviceGrants = DeviceGrantLimiter()
 
     /// Why libcurl or libcrypto cannot be loaded (they are loaded when first needed), or `nil`.
     public static var libraryProblem: String? {
@@ -224,6 +226,15 @@ public final class OIDCAuthProvider: AuthProvider {
                     ("nonce", .text(nonce!)),
                 ])
         case .device:
+            let origin = DeviceGrantLimiter.origin(
+                remoteHost: request.remoteHost, requestingUser: request.requestingUser)
+            guard deviceGrants.admit(origin) else {
+                await request.conversation.show(
+                    "Too many sign-ins were started from here in the last minute; try again in a minute.", as: .error)
+                return .unavailable(
+                    reason: "more than \(DeviceGrantLimiter.perOrigin) device sign-ins were started from "
+                        + "\(TextSafety.escaped(origin)) within a minute")
+            }
             answer = try await deviceLogin(metadata, request.conversation)
         }
         if Task.isCancelled { throw .cancelled }

@@ -339,6 +339,47 @@ struct OIDCProviderTests {
                 AuthRequest(username: "alice", conversation: ScriptedConversation())) == .rejected(.refusedByPolicy))
     }
 
+    /// One remote host starts at most five device sign-ins a minute (each asks the identity provider for a
+    /// code before anyone proved anything); the sixth is refused without asking it, with a message. Another
+    /// host, and a local account, are counted apart.
+    @Test func deviceSignInsAreLimitedPerOrigin() async throws {
+        let server = try TestServer.shared.get()
+        try server.set("access-denied")
+        let provider = try Self.provider(server, flow: .device)
+        func start(from host: String?, by user: String? = nil) async throws -> (AuthOutcome, ScriptedConversation) {
+            let conversation = ScriptedConversation()
+            var request = AuthRequest(username: "alice", conversation: conversation)
+            request.remoteHost = host
+            request.requestingUser = user
+            return (try await provider.authenticate(request), conversation)
+        }
+        let before = try server.log().requests.count { $0["path"] as? String == "/device" }
+        for _ in 1...DeviceGrantLimiter.perOrigin {
+            #expect(try await start(from: "203.0.113.7").0 == .rejected(.refusedByPolicy))
+        }
+        let (refused, told) = try await start(from: "203.0.113.7")
+        #expect(reason(refused).contains("device sign-ins were started from 203.0.113.7 within a minute"))
+        #expect(told.messages.contains { $0.contains("Too many sign-ins") })
+        #expect(try await start(from: "203.0.113.8").0 == .rejected(.refusedByPolicy))
+        #expect(try await start(from: nil, by: "bob").0 == .rejected(.refusedByPolicy))
+        #expect(try server.log().requests.count { $0["path"] as? String == "/device" } == before + 7)
+        try server.set("good")
+    }
+
+    /// The window slides: a sixth start within a minute of the first is refused, one a minute after it is
+    /// not; and the table forgets the stalest origin rather than grow past its bound.
+    @Test func theDeviceLimitSlidesAndItsTableIsBounded() {
+        let limiter = DeviceGrantLimiter()
+        let start = ContinuousClock.now
+        for second in 0..<5 { #expect(limiter.admit("a", at: start + .seconds(second))) }
+        #expect(!limiter.admit("a", at: start + .seconds(59)))
+        #expect(limiter.admit("a", at: start + .seconds(60)))
+        #expect(!limiter.admit("a", at: start + .milliseconds(60_500)))
+        let later = start + .seconds(62)
+        for index in 0..<(DeviceGrantLimiter.origins + 10) { #expect(limiter.admit("host \(index)", at: later)) }
+        #expect(limiter.count == DeviceGrantLimiter.origins)
+    }
+
     @Test func ctrlCDuringTheDeviceFlowStopsAtOnce() async throws {
         let server = try TestServer.shared.get()
         try server.set("good", pending: 1000)
