@@ -44,6 +44,12 @@ extension Daemon {
             case .known(let canonical, _) = await login.provider.lookUpAccount(request.user),
             !Username.same(canonical, request.user)
         {
+            // Not the program's account — but an account that may not log in at all is refused as under its own
+            // spelling: a host whose name service folds `DAVE` to `dave` must not open a locked `dave` by key.
+            if request.operation == .account {
+                let own = await checkAccount(canonical, provider: login.provider)
+                if ![.success, .ignore, .userUnknown, .authinfoUnavailable].contains(own) { return (own, nil) }
+            }
             return (.userUnknown, nil)
         }
         let result: (PAMResult, String?)

@@ -47,7 +47,8 @@ struct SSSDComparisonTests {
     /// The account phase alone, as sshd runs it for a key-only login: both admit a current account and say a
     /// name the directory lacks is unknown. An account ppolicy locked, or whose password an administrator
     /// reset: gatekeeperd reads the entry and refuses (`perm_denied`, `new_authtok_reqd`); SSSD, whose
-    /// access check is `ldap_access_filter` unless `ldap_access_order = ppolicy` is set, admits both.
+    /// access check is `ldap_access_filter` unless `ldap_access_order = ppolicy` is set, admits both. Another
+    /// spelling of a locked account is refused too.
     @Test func theAccountPhaseAloneSeesTheDirectory() throws {
         let host = try SideBySide()
         for (user, sssd, ours) in [
@@ -58,6 +59,14 @@ struct SSSDComparisonTests {
             ),
             ("dave", "account management done.", "Permission denied"),
             ("fay", "account management done.", "Authentication token is no longer valid; new one required"),
+            // Another spelling of an account (the directory matches names without regard to case): not the
+            // program's account — but a locked one is refused as under its own spelling, so a name service that
+            // folds case does not open it by key.
+            (
+                "ALICE", "User not known to the underlying authentication module",
+                "User not known to the underlying authentication module"
+            ),
+            ("DAVE", "User not known to the underlying authentication module", "Permission denied"),
         ] {
             let answers = try both(host, user, "acct_mgmt", "")
             #expect(answers[.sssd]?.outcome == sssd, "SSSD, \(user): \(answers[.sssd]?.output ?? "")")
