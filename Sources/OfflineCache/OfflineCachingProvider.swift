@@ -203,8 +203,10 @@ public final class OfflineCachingProvider: AuthProvider {
                 return entry.verifier
             }
             if let verifier = written ?? nil { writes.note(verifier, of: digest, for: username) }
+        case .rejected(.wrongCredentials, let canonical):
+            await forget([typed] + (canonical.map { [$0] } ?? []), ifOf: password)
         case .notMine, .rejected(.locked, _), .rejected(.expiredAccount, _), .rejected(.refusedByPolicy, _),
-            .rejected(.wrongCredentials, _), .rejected(.passwordChangeRequired, _):
+            .rejected(.passwordChangeRequired, _):
             // The directory refused this password, or the account: what was cached for it is no longer
             // true (a password changed online makes the old one useless offline).
             let canonical: String? = if case .rejected(_, let name) = outcome { name } else { nil }
@@ -214,6 +216,40 @@ public final class OfflineCachingProvider: AuthProvider {
             }
         default:
             break
+        }
+    }
+
+    /// A password the backend refused online: the entries of `names` are forgotten only if they are of that
+    /// very password — it was changed elsewhere, and the cached one no longer opens the account. A wrong
+    /// guess says nothing of the account: forgetting on it would let anyone who can try a name wipe that
+    /// name's offline login before an outage. Told by the keyed digest where this process wrote the entry,
+    /// else by checking the verifier (on the checks' pool); a check that cannot be made forgets.
+    private func forget(_ names: [String], ifOf password: Secret?) async {
+        let entries = read()
+        for name in Set(names) {
+            guard let entry = entries[name] else { continue }
+            let stale: Bool
+            if let password {
+                let digest = writes.digest(of: password, for: entry.username)
+                if writes.verifier(of: digest, for: entry.username) == entry.verifier {
+                    stale = true
+                } else if writes.wrote(entry.verifier, for: entry.username) {
+                    stale = false
+                } else {
+                    let verifier = try? PasswordHash(entry.verifier)
+                    let matches = await PasswordHash.checks.run { () -> Bool? in
+                        guard let verifier, verifier.libraryProblem == nil else { return nil }
+                        return verifier.verify(password)
+                    }
+                    stale = (matches ?? nil) ?? true
+                }
+            } else {
+                stale = true
+            }
+            guard stale else { continue }
+            _ = try? update { entries in
+                if entries[name]?.verifier == entry.verifier { entries[name] = nil }
+            }
         }
     }
 
@@ -625,6 +661,11 @@ public final class OfflineCachingProvider: AuthProvider {
                 let difference = zip(note.digest, digest).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) }
                 return difference == 0 ? note.verifier : nil
             }
+        }
+
+        /// Whether the note for `username` is of `verifier` (whatever password it was made of).
+        func wrote(_ verifier: String, for username: String) -> Bool {
+            written.withLock { $0[username]?.verifier == verifier }
         }
 
         func note(_ verifier: String, of digest: [UInt8], for username: String) {

@@ -191,12 +191,23 @@ struct OfflineCacheTests {
         }
     }
 
-    /// A wrong password online drops the cached verifier: once the directory has a new password, the old
-    /// one is never admitted offline.
-    @Test func aWrongPasswordOnlineDropsTheCachedVerifier() async throws {
+    /// The cached password refused online (it was changed in the directory) drops the cached verifier: the
+    /// old one is never admitted offline. A wrong guess online does not: anyone who can try a name could
+    /// otherwise wipe its offline login before an outage. Both told by this process's note and, in another
+    /// process (a cache made anew), by checking the verifier.
+    @Test(arguments: [false, true])
+    func onlyTheCachedPasswordRefusedOnlineDropsTheVerifier(_ anotherProcess: Bool) async throws {
         let backend = Switchable()
-        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
-        _ = try await login(cache, "wonderland")
+        let first = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        _ = try await login(first, "wonderland")
+        let cache =
+            anotherProcess
+            ? try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400)) : first
+        #expect(try await login(cache, "a-guess") == .rejected(.wrongCredentials))
+        #expect(try await login(cache, "another-guess") == .rejected(.wrongCredentials))
+        backend.reachable.withLock { $0 = false }
+        #expect(try await login(cache, "wonderland").pamResult == .success, "a wrong guess online wiped the entry")
+        backend.reachable.withLock { $0 = true }
         backend.password.withLock { $0 = "looking-glass" }
         #expect(try await login(cache, "wonderland") == .rejected(.wrongCredentials))
         backend.reachable.withLock { $0 = false }
