@@ -228,6 +228,18 @@ enum ThrowawayState {
         return stat[close...].dropFirst().trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
 
+    /// The output files of ``Running`` processes of a run that is gone (`PREFIXrunning-PID-N.out` and `.err`):
+    /// a run killed before it finished its processes.
+    private static func runningLeftovers() -> [(String, Int32)] {
+        let start = prefix + "running-"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: scratch)) ?? []).compactMap { file in
+            guard file.hasPrefix(start), file.hasSuffix(".out") || file.hasSuffix(".err"),
+                let id = Int32(file.dropFirst(start.count).prefix { $0 != "-" }), id > 0, gone(id)
+            else { return nil }
+            return ("\(scratch)/\(file)", id)
+        }
+    }
+
     private static func removeLeftovers() {
         func ids(in directory: String, after prefix: String, suffix: String = "") -> [(String, Int32)] {
             ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap { file in
@@ -241,7 +253,7 @@ enum ThrowawayState {
         }
         for (path, _) in ids(in: "/etc/sudoers.d", after: sudoPrefix) + ids(in: "/etc/pam.d", after: sudoPrefix)
             + ids(in: "/etc/pam.d", after: prefix) + ids(in: scratch, after: prefix, suffix: ".passdb")
-            + ids(in: scratch, after: prefix, suffix: ".peak")
+            + ids(in: scratch, after: prefix, suffix: ".peak") + runningLeftovers()
         {
             unlink(path)
         }

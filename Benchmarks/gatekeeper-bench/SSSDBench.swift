@@ -244,6 +244,9 @@ final class Running {
     private let output: String
     private let errors: String
     private static let made = Mutex(0)
+    /// Whether ``finish()`` reaped it; one that was not (a batch that failed midway) is killed, reaped and its
+    /// files removed when it goes.
+    private var finished = false
 
     init(_ arguments: [String]) throws {
         let number = Self.made.withLock { count -> Int in
@@ -274,12 +277,22 @@ final class Running {
     func finish() -> (status: Int32, output: String, errors: String) {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        finished = true
         let read = { (path: String) -> String in
             defer { unlink(path) }
             return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         }
         let exited = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         return (exited, read(output), read(errors))
+    }
+
+    deinit {
+        guard !finished else { return }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        unlink(output)
+        unlink(errors)
     }
 }
 
