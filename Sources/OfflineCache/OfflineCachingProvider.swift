@@ -165,6 +165,10 @@ public final class OfflineCachingProvider: AuthProvider {
     private func remember(_ outcome: AuthOutcome, typed: String, password: Secret?) async {
         switch outcome {
         case .authenticated(let identity):
+            // When the backend said yes: what decides which of two processes' answers is the newer.
+            let savedAt = clock()
+            let ticket = order.take(
+                identity.username, digest: password.map { writes.digest(of: $0, for: identity.username) })
             // A password that must be changed first is no password to sign in with offline.
             guard !identity.mustChangePassword, let password else {
                 _ = try? update { $0[identity.username] = nil }
@@ -180,9 +184,11 @@ public final class OfflineCachingProvider: AuthProvider {
             case .cannotTell: stamp = nil
             }
             let (username, displayName, groups) = (identity.username, identity.displayName, identity.groups)
-            let savedAt = clock()
             let digest = writes.digest(of: password, for: username)
-            if renew(username, ifItsVerifierIsOf: digest, savedAt: savedAt, stamp: stamp, displayName, groups) {
+            if renew(
+                username, ifItsVerifierIsOf: digest, savedAt: savedAt, stamp: stamp, displayName, groups,
+                ticket: ticket)
+            {
                 return
             }
             let entry = await PasswordHash.checks.run { () -> CacheEntry? in
@@ -195,6 +201,7 @@ public final class OfflineCachingProvider: AuthProvider {
             // of megabytes) is not cached: it would crowd others out of the file.
             writes.forget(username)
             let written = try? update { entries -> String? in
+                guard isNewest(ticket, of: username, savedAt, entries[username]) else { return nil }
                 guard let entry = entry ?? nil, entry.line.utf8.count <= CacheEntry.maxLineBytes else {
                     entries[username] = nil
                     return nil
@@ -204,12 +211,19 @@ public final class OfflineCachingProvider: AuthProvider {
             }
             if let verifier = written ?? nil { writes.note(verifier, of: digest, for: username) }
         case .rejected(.wrongCredentials, let canonical):
-            await forget([typed] + (canonical.map { [$0] } ?? []), ifOf: password)
+            let names = Set([typed] + (canonical.map { [$0] } ?? []))
+            // A success of this very password still being saved is superseded: it was changed since.
+            if let password {
+                for name in names { order.supersede(name, ifItsLatestLoginIs: writes.digest(of: password, for: name)) }
+            }
+            await forget(names, ifOf: password)
         case .notMine, .rejected(.locked, _), .rejected(.expiredAccount, _), .rejected(.refusedByPolicy, _),
             .rejected(.passwordChangeRequired, _):
             // The directory refused this password, or the account: what was cached for it is no longer
             // true (a password changed online makes the old one useless offline).
             let canonical: String? = if case .rejected(_, let name) = outcome { name } else { nil }
+            order.take(typed)
+            if let canonical { order.take(canonical) }
             _ = try? update { entries in
                 entries[typed] = nil
                 if let canonical { entries[canonical] = nil }
@@ -224,9 +238,9 @@ public final class OfflineCachingProvider: AuthProvider {
     /// guess says nothing of the account: forgetting on it would let anyone who can try a name wipe that
     /// name's offline login before an outage. Told by the keyed digest where this process wrote the entry,
     /// else by checking the verifier (on the checks' pool); a check that cannot be made forgets.
-    private func forget(_ names: [String], ifOf password: Secret?) async {
+    private func forget(_ names: Set<String>, ifOf password: Secret?) async {
         let entries = read()
-        for name in Set(names) {
+        for name in names {
             guard let entry = entries[name] else { continue }
             let stale: Bool
             if let password {
@@ -247,6 +261,8 @@ public final class OfflineCachingProvider: AuthProvider {
                 stale = true
             }
             guard stale else { continue }
+            // The newest word on the account: a success answered before it does not put the entry back.
+            order.take(name)
             _ = try? update { entries in
                 if entries[name]?.verifier == entry.verifier { entries[name] = nil }
             }
@@ -260,10 +276,12 @@ public final class OfflineCachingProvider: AuthProvider {
     /// not the one it was made of — and nothing was changed.
     private func renew(
         _ username: String, ifItsVerifierIsOf digest: [UInt8], savedAt: Int64, stamp: String?,
-        _ displayName: String?, _ groups: Set<String>
+        _ displayName: String?, _ groups: Set<String>, ticket: UInt64
     ) -> Bool {
         guard let verifier = writes.verifier(of: digest, for: username) else { return false }
         let renewed = try? update { entries -> Bool in
+            // A newer answer for the account came first: it stands, and nothing is left to do.
+            guard isNewest(ticket, of: username, savedAt, entries[username]) else { return true }
             guard var entry = entries[username], entry.verifier == verifier else { return false }
             entry.savedAt = savedAt
             entry.checkedAt = savedAt
@@ -280,6 +298,16 @@ public final class OfflineCachingProvider: AuthProvider {
             return true
         }
         return renewed ?? false
+    }
+
+    /// Whether a success answered with `ticket`, saved at `savedAt`, is still the newest word on its account:
+    /// no answer for it came after (in this process: a later login's success, or a refusal that removed
+    /// it), and no other process saved it later (an entry saved in the future, the clock set back, does not
+    /// count). An older login whose password was changed since must not put it back over the new one.
+    private func isNewest(_ ticket: UInt64, of username: String, _ savedAt: Int64, _ existing: CacheEntry?) -> Bool {
+        guard order.isLatest(ticket, for: username) else { return false }
+        guard let existing, existing.savedAt > savedAt, existing.savedAt <= clock() else { return true }
+        return false
     }
 
     /// Where the cache is kept.
@@ -628,6 +656,41 @@ public final class OfflineCachingProvider: AuthProvider {
             let text = entries.values.sorted { $0.username < $1.username }.map { $0.line + "\n" }.joined()
             try directory.replace(fileName, with: Array(text.utf8))
             return result
+        }
+    }
+
+    /// The order in which online answers came, per account: each answer takes a ticket, and only the newest
+    /// answer's success writes (``isNewest(_:of:_:_:)``).
+    private let order = LoginOrder()
+
+    final class LoginOrder: Sendable {
+        /// The last ticket, and each account's latest: its ticket and, for a success, its password's digest.
+        private let state = Locked<(last: UInt64, latest: [String: (ticket: UInt64, digest: [UInt8]?)])>((0, [:]))
+
+        /// A ticket for a new answer on `username` (`digest`: the password of a success).
+        @discardableResult
+        func take(_ username: String, digest: [UInt8]? = nil) -> UInt64 {
+            state.withLock { state in
+                state.last += 1
+                // Beyond as many accounts the record starts over: each answer in flight is then the newest.
+                if state.latest.count >= Writes.limit && state.latest[username] == nil { state.latest.removeAll() }
+                state.latest[username] = (state.last, digest)
+                return state.last
+            }
+        }
+
+        /// A newer answer on `username` when its latest is a success of the password whose digest is `digest`:
+        /// that password was refused since.
+        func supersede(_ username: String, ifItsLatestLoginIs digest: [UInt8]) {
+            state.withLock { state in
+                guard let latest = state.latest[username]?.digest, latest == digest else { return }
+                state.last += 1
+                state.latest[username] = (state.last, nil)
+            }
+        }
+
+        func isLatest(_ ticket: UInt64, for username: String) -> Bool {
+            state.withLock { ($0.latest[username]?.ticket ?? ticket) == ticket }
         }
     }
 

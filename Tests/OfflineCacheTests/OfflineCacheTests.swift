@@ -26,9 +26,16 @@ struct OfflineCacheTests {
         let stamp = Locked<String?>("set 1")
         let locked = Locked(false)
         let asked = Locked<[String]>([])
+        /// How long the next ``standing(of:)`` takes (once): a login whose saving is slow.
+        let slowOnce = Locked<Duration?>(nil)
 
         func standing(of username: String) async -> AccountStanding {
             asked.withLock { $0.append(username) }
+            if let delay = slowOnce.withLock({ value in
+                defer { value = nil }; return value
+            }) {
+                try? await Task.sleep(for: delay)
+            }
             guard reachable.withLock({ $0 }) else { return .cannotTell }
             guard known.withLock({ $0 }), username == "alice" else { return .withdrawn(reason: "gone") }
             if locked.withLock({ $0 }) { return .withdrawn(reason: "locked") }
@@ -627,5 +634,61 @@ struct OfflineCacheTests {
         let sameScope = try OfflineCachingProvider(
             wrapping: Switchable(scope: "everyone"), directory: directory, maxAge: .seconds(3_600))
         #expect(sameScope.filePath == broad.filePath)
+    }
+
+    /// Two online answers for one account, the older one's saving slower: a login with the password of
+    /// before a change, still saving when the new password's login (or the old password's refusal) has
+    /// answered, never puts the old password back — offline, only the newest answer holds.
+    @Test(arguments: [false, true])
+    func anOlderLoginNeverOverwritesANewerAnswer(_ refusedSince: Bool) async throws {
+        let backend = Switchable()
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        backend.slowOnce.withLock { $0 = .seconds(2) }
+        let older = Task { try await login(cache, "wonderland") }
+        #expect(await eventually { backend.asked.withLock { $0.count } == 1 })
+        backend.password.withLock { $0 = "looking-glass" }
+        if refusedSince {
+            #expect(try await login(cache, "wonderland") == .rejected(.wrongCredentials))
+        } else {
+            #expect(try await login(cache, "looking-glass").pamResult == .success)
+        }
+        #expect(try await older.value.pamResult == .success)
+        backend.reachable.withLock { $0 = false }
+        let old = try await login(cache, "wonderland")
+        #expect(old.pamResult != .success, "the older login's password was put back: \(old)")
+        if !refusedSince { #expect(try await login(cache, "looking-glass").pamResult == .success) }
+    }
+
+    /// The same across processes: an entry another process saved from a later answer is not overwritten by an
+    /// older answer saved after it; one saved "in the future" (a clock set back since) does not hold it up.
+    @Test func anOlderLoginOfAnotherProcessNeverOverwritesANewerAnswer() async throws {
+        let backend = Switchable()
+        let clock = ManualClock()
+        let mine = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(86_400), clock: clock.now)
+        let other = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(86_400), clock: clock.now)
+        backend.slowOnce.withLock { $0 = .seconds(2) }
+        let older = Task { try await login(mine, "wonderland") }
+        #expect(await eventually { backend.asked.withLock { $0.count } == 1 })
+        clock.advance(by: 10)
+        backend.password.withLock { $0 = "looking-glass" }
+        #expect(try await login(other, "looking-glass").pamResult == .success)
+        #expect(try await older.value.pamResult == .success)
+        backend.reachable.withLock { $0 = false }
+        #expect(try await login(mine, "wonderland").pamResult != .success, "an older answer overwrote a newer one")
+        #expect(try await login(mine, "looking-glass").pamResult == .success)
+        // An entry from the future does not stop a login now from saving its own.
+        backend.reachable.withLock { $0 = true }
+        let ahead = ManualClock()
+        ahead.advance(by: 1_000)
+        let fast = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(86_400), clock: ahead.now)
+        backend.password.withLock { $0 = "jabberwocky" }
+        #expect(try await login(fast, "jabberwocky").pamResult == .success)
+        backend.password.withLock { $0 = "wonderland" }
+        #expect(try await login(mine, "wonderland").pamResult == .success)
+        backend.reachable.withLock { $0 = false }
+        #expect(try await login(mine, "wonderland").pamResult == .success)
     }
 }
