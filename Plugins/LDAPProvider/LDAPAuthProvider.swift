@@ -213,8 +213,8 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     /// finds nothing), locked (ppolicy's `pwdAccountLockedTime`, 389-ds's `nsAccountLock`, Active
     /// Directory's `lockoutTime` or disabled flag), its password reset (`pwdReset`), expired
     /// (`shadowExpire`) — or current, stamped with the time its password was last set (`pwdChangedTime`,
-    /// `pwdLastSet`, `pwdUpdateTime`), or the entry's `modifyTimestamp` where it keeps none of those:
-    /// then any change of the entry reads as a new password.
+    /// `pwdLastSet`, `pwdUpdateTime`), or the entry's `modifyTimestamp` where it keeps none of those and
+    /// the servers keep no password policy (``LDAPLogin/passwordStamp(_:policyAdvertised:)``).
     public func standing(of username: String) async -> AccountStanding {
         guard
             let (answer, _) = await onThread({ login in
@@ -553,9 +553,40 @@ struct LDAPLogin {
             || entry.first("pwdEndTime").flatMap(Self.generalizedPrefix).map { $0 <= generalizedNow } == true
             || entry.first("pwdStartTime").flatMap(Self.generalizedPrefix).map { $0 > generalizedNow } == true
         if expired { return .success(.expired) }
-        let stamp = ["pwdChangedTime", "pwdLastSet", "pwdUpdateTime", "modifyTimestamp"].lazy
-            .compactMap { name in entry.first(name).map { "\(name)=\($0)" } }.first
-        return .success(.current(entry, stamp: stamp))
+        return .success(
+            .current(entry, stamp: Self.passwordStamp(entry, policyAdvertised: advertisesPasswordPolicy(on: handle))))
+    }
+
+    /// The password control of draft-behera-ldap-password-policy (slapd's ppolicy, 389-ds, others).
+    static let passwordPolicyControl = "1.3.6.1.4.1.42.2.27.8.5.1"
+
+    /// The account's password stamp: the time its password was last set (`pwdChangedTime`, `pwdLastSet`,
+    /// `pwdUpdateTime`) — or, where it keeps none, the entry's `modifyTimestamp`, so that any change of the
+    /// entry reads as a new password; but not where the servers advertise the password policy control
+    /// (`policyAdvertised`): a password policy writes a failed bind into the entry (`pwdFailureTime`), and a
+    /// stamp that anyone's wrong guess changes would let anyone wipe an account's offline login. There, an
+    /// entry that keeps no password time has no stamp — and gets one, which ends its cached login, once a
+    /// password is set under a policy. Whether the servers advertise it is not known (`nil`): the stricter
+    /// reading, `modifyTimestamp`.
+    static func passwordStamp(_ entry: LDAPEntry, policyAdvertised: Bool?) -> String? {
+        let names =
+            ["pwdChangedTime", "pwdLastSet", "pwdUpdateTime"] + (policyAdvertised == true ? [] : ["modifyTimestamp"])
+        return names.lazy.compactMap { name in entry.first(name).map { "\(name)=\($0)" } }.first
+    }
+
+    /// Whether the servers advertise the password policy control (the root DSE's `supportedControl`), read
+    /// once for the pool; `nil` while it cannot be read.
+    func advertisesPasswordPolicy(on handle: OpaquePointer) -> Bool? {
+        if let known = pool.passwordPolicyAdvertised { return known }
+        guard
+            case .success(let found) = search(
+                handle, base: "", filter: "(objectClass=*)", limit: 1, attributes: ["supportedControl"],
+                scope: LDAP_SCOPE_BASE),
+            let root = found.first
+        else { return nil }
+        let advertised = root.values("supportedControl").contains(Self.passwordPolicyControl)
+        pool.passwordPolicyAdvertised = advertised
+        return advertised
     }
 
     /// The account check without a password: see ``LDAPAuthProvider/recheck(_:)``.
@@ -901,7 +932,8 @@ struct LDAPLogin {
     }
 
     private func search(
-        _ handle: OpaquePointer, base: String, filter: String, limit: Int32, attributes: [String]? = nil
+        _ handle: OpaquePointer, base: String, filter: String, limit: Int32, attributes: [String]? = nil,
+        scope: Int32 = LDAP_SCOPE_SUBTREE
     ) -> Result<[LDAPEntry], Failure> {
         var result: OpaquePointer?
         // libldap's list of names: C strings, then a null pointer.
@@ -909,7 +941,7 @@ struct LDAPLogin {
         defer { for name in names { free(name) } }
         let status = names.withUnsafeMutableBufferPointer { list in
             gk_ldap_search_ext_s(
-                handle, base, LDAP_SCOPE_SUBTREE, filter, attributes == nil ? nil : list.baseAddress, 0, nil, nil,
+                handle, base, scope, filter, attributes == nil ? nil : list.baseAddress, 0, nil, nil,
                 nil, limit, &result)
         }
         defer { if let result { gk_ldap_msgfree(result) } }
@@ -957,6 +989,12 @@ struct LDAPEntry {
 
     /// What a login reads of an entry.
     static let loginAttributes = ["uid", "cn", "uidNumber", "gidNumber", "homeDirectory", "loginShell", "memberOf"]
+
+    /// An entry as given: for tests of what is read from one.
+    init(dn: String, attributes: [String: [String]]) {
+        self.dn = dn
+        self.attributes = attributes
+    }
 
     init(handle: OpaquePointer, message: OpaquePointer, reading names: [String]) {
         if let pointer = gk_ldap_get_dn(handle, message) {

@@ -93,7 +93,7 @@ struct LDAPOfflineCacheTests {
     /// later check when it answered "cannot tell") while the directory answers end those cached logins at
     /// the next check, before the directory is
     /// down: the old passwords are refused offline (before the check, they were admitted). An account
-    /// nothing happened to (kim, whose entry has no pwdChangedTime: its stamp is modifyTimestamp) stays.
+    /// nothing happened to (kim, whose entry has no pwdChangedTime: under ppolicy it has no stamp) stays.
     @Test func aResetALockAndADeletionEndCachedLoginsAtTheNextCheck() async throws {
         // Without an offline cache there is nothing to refresh: a usage error, not a silent success.
         let bare = try run(
@@ -194,6 +194,50 @@ struct LDAPOfflineCacheTests {
         }
         guard case .rejected = try await login(provider, "wonderland") else {
             Issue.record("the old password was admitted offline after the new one signed in")
+            return
+        }
+    }
+
+    /// Under a password policy a failed bind is written into the entry (`pwdFailureTime`, a new
+    /// `modifyTimestamp`): someone's wrong guesses for kim — whose entry keeps no `pwdChangedTime` — and kim's
+    /// own next login that clears them leave her offline login standing at the check. A password set by an
+    /// administrator (ppolicy then keeps `pwdChangedTime`) ends it.
+    @Test func wrongGuessesOnlineDoNotEndAnOfflineLoginAtTheCheck() async throws {
+        let slapd = try SlapdFixture()  // its own: this test changes kim's entry
+        defer { slapd.kill() }
+        let cache = try OfflineCachingProvider(
+            wrapping: LDAPAuthProvider(
+                .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
+            directory: directory, maxAge: .seconds(86_400), refreshInterval: .seconds(60))
+        func kim(_ password: String) async throws -> AuthOutcome {
+            try await cache.authenticate(
+                AuthRequest(username: "kim", conversation: ScriptedConversation(.secret(password))))
+        }
+        #expect(try await kim("kim-2026").pamResult == .success)
+        for guess in ["a-guess", "another-guess"] {
+            guard case .rejected(.wrongCredentials, _) = try await kim(guess) else {
+                Issue.record("a wrong guess was not refused as one")
+                return
+            }
+        }
+        let (status, failures) = try shell(
+            "ldapsearch -LLL -x -H \(slapd.uri) -D cn=admin,\(slapd.base) -w admin-secret -b \(slapd.dn("kim")) "
+                + "-s base pwdFailureTime")
+        try #require(status == 0 && failures.contains("pwdFailureTime"), "the guesses were not written: \(failures)")
+        // Past the 5 s a look-up's entry is used again, so the check reads what the guesses wrote.
+        try await Task.sleep(for: .seconds(6))
+        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1))
+        #expect(try await kim("kim-2026").pamResult == .success)
+        try await Task.sleep(for: .seconds(6))
+        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1))
+        let admin = "-x -H \(slapd.uri) -D cn=admin,\(slapd.base) -w admin-secret"
+        let (set, output) = try shell("ldappasswd \(admin) -s set-by-admin-2026 \(slapd.dn("kim"))")
+        try #require(set == 0, "\(output)")
+        try await Task.sleep(for: .seconds(6))
+        #expect(await cache.refresh(dueOnly: false) == .init(removed: 1))
+        #expect(slapd.kill())
+        guard case .unavailable = try await kim("kim-2026") else {
+            Issue.record("the password of before the administrator's was admitted offline")
             return
         }
     }
