@@ -199,17 +199,26 @@ public final class OfflineCachingProvider: AuthProvider {
             }
             // An account whose values make a line longer than a line may be (a display name or groups
             // of megabytes) is not cached: it would crowd others out of the file.
+            let own = writes.noted(for: username)
             writes.forget(username)
-            let written = try? update { entries -> String? in
-                guard isNewest(ticket, of: username, savedAt, entries[username]) else { return nil }
+            let saving = try? update { entries -> Saving in
+                guard isNewest(ticket, of: username, savedAt, entries[username]) else { return .skipped }
                 guard let entry = entry ?? nil, entry.line.utf8.count <= CacheEntry.maxLineBytes else {
                     entries[username] = nil
-                    return nil
+                    return .skipped
+                }
+                // Saved by another process in the same second: which answer is the newer cannot be told.
+                if let existing = entries[username], existing.savedAt == savedAt, existing.verifier != own {
+                    return .tied(with: existing.verifier)
                 }
                 entries[entry.username] = entry
-                return entry.verifier
+                return .written(entry.verifier)
             }
-            if let verifier = written ?? nil { writes.note(verifier, of: digest, for: username) }
+            switch saving {
+            case .written(let verifier): writes.note(verifier, of: digest, for: username)
+            case .tied(let theirs): await settleTie(username, theirs, password)
+            case .skipped, nil: break
+            }
         case .rejected(.wrongCredentials, let canonical):
             let names = Set([typed] + (canonical.map { [$0] } ?? []))
             // A success of this very password still being saved is superseded: it was changed since.
@@ -250,12 +259,7 @@ public final class OfflineCachingProvider: AuthProvider {
                 } else if writes.wrote(entry.verifier, for: entry.username) {
                     stale = false
                 } else {
-                    let verifier = try? PasswordHash(entry.verifier)
-                    let matches = await PasswordHash.checks.run { () -> Bool? in
-                        guard let verifier, verifier.libraryProblem == nil else { return nil }
-                        return verifier.verify(password)
-                    }
-                    stale = (matches ?? nil) ?? true
+                    stale = await Self.verifies(entry.verifier, password) ?? true
                 }
             } else {
                 stale = true
@@ -298,6 +302,36 @@ public final class OfflineCachingProvider: AuthProvider {
             return true
         }
         return renewed ?? false
+    }
+
+    /// Whether the verifier `text` is of `password`, checked on the checks' pool; `nil` when it cannot be
+    /// checked (a damaged verifier, libxcrypt missing, the task cancelled).
+    private static func verifies(_ text: String, _ password: Secret) async -> Bool? {
+        let verifier = try? PasswordHash(text)
+        let checked = await PasswordHash.checks.run { () -> Bool? in
+            guard let verifier, verifier.libraryProblem == nil else { return nil }
+            return verifier.verify(password)
+        }
+        return checked ?? nil
+    }
+
+    /// What saving a success came to.
+    private enum Saving {
+        case written(String)
+        /// Another process saved the account in the same second, with this verifier.
+        case tied(with: String)
+        case skipped
+    }
+
+    /// Another process saved `username`'s entry in the same second as this login's answer, so which of the two
+    /// is the newer cannot be told: its entry stands if it is of this login's password too, and is forgotten
+    /// otherwise (the password changed in that second; neither is trusted offline until the next online
+    /// login). Checked on the checks' pool; a check that cannot be made forgets.
+    private func settleTie(_ username: String, _ theirs: String, _ password: Secret) async {
+        guard await Self.verifies(theirs, password) != true else { return }
+        _ = try? update { entries in
+            if entries[username]?.verifier == theirs { entries[username] = nil }
+        }
     }
 
     /// Whether a success answered with `ticket`, saved at `savedAt`, is still the newest word on its account:
@@ -724,6 +758,11 @@ public final class OfflineCachingProvider: AuthProvider {
                 let difference = zip(note.digest, digest).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) }
                 return difference == 0 ? note.verifier : nil
             }
+        }
+
+        /// The verifier this process wrote last for `username`, if it has a note of it.
+        func noted(for username: String) -> String? {
+            written.withLock { $0[username]?.verifier }
         }
 
         /// Whether the note for `username` is of `verifier` (whatever password it was made of).

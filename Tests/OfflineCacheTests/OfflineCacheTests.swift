@@ -599,15 +599,21 @@ struct OfflineCacheTests {
     /// cache's login proved another.
     @Test func anEntryAnotherProcessWroteIsHashedAgain() async throws {
         let backend = Switchable()
-        let mine = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(3_600))
-        let other = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(3_600))
+        // Each answer a second after the one before (answers of two processes in one second are a tie).
+        let clock = ManualClock()
+        let mine = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(3_600), clock: clock.now)
+        let other = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(3_600), clock: clock.now)
         #expect(try await login(mine, "wonderland").pamResult == .success)
         let first = try aliceFields(mine)[1]
         backend.password.withLock { $0 = "looking-glass" }
+        clock.advance(by: 1)
         #expect(try await login(other, "looking-glass").pamResult == .success)
         let others = try aliceFields(mine)[1]
         #expect(others != first)
         backend.password.withLock { $0 = "wonderland" }
+        clock.advance(by: 1)
         #expect(try await login(mine, "wonderland").pamResult == .success)
         #expect(try aliceFields(mine)[1] != others && aliceFields(mine)[1] != first)
         backend.reachable.withLock { $0 = false }
@@ -690,5 +696,35 @@ struct OfflineCacheTests {
         #expect(try await login(mine, "wonderland").pamResult == .success)
         backend.reachable.withLock { $0 = false }
         #expect(try await login(mine, "wonderland").pamResult == .success)
+    }
+
+    /// Two processes' answers in the same second: which is the newer cannot be told. Of the same password, the
+    /// entry stands; of two passwords (changed in that second), neither is trusted offline.
+    @Test(arguments: [false, true])
+    func twoProcessesAnsweringInTheSameSecond(_ changedBetween: Bool) async throws {
+        let backend = Switchable()
+        let clock = ManualClock()
+        let mine = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(86_400), clock: clock.now)
+        let other = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(86_400), clock: clock.now)
+        backend.slowOnce.withLock { $0 = .seconds(2) }
+        let older = Task { try await login(mine, "wonderland") }
+        #expect(await eventually { backend.asked.withLock { $0.count } == 1 })
+        let newer = changedBetween ? "looking-glass" : "wonderland"
+        backend.password.withLock { $0 = newer }
+        #expect(try await login(other, newer).pamResult == .success)
+        #expect(try await older.value.pamResult == .success)
+        backend.reachable.withLock { $0 = false }
+        if changedBetween {
+            for password in ["wonderland", "looking-glass"] {
+                guard case .unavailable = try await login(mine, password) else {
+                    Issue.record("\(password) was admitted offline though which answer was newer could not be told")
+                    return
+                }
+            }
+        } else {
+            #expect(try await login(mine, "wonderland").pamResult == .success)
+        }
     }
 }
