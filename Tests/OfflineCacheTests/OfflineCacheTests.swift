@@ -665,9 +665,11 @@ struct OfflineCacheTests {
         if !refusedSince { #expect(try await login(cache, "looking-glass").pamResult == .success) }
     }
 
-    /// The same across processes: an entry another process saved from a later answer is not overwritten by an
-    /// older answer saved after it; one saved "in the future" (a clock set back since) does not hold it up.
-    @Test func anOlderLoginOfAnotherProcessNeverOverwritesANewerAnswer() async throws {
+    /// Two caches on one file (as two processes), one clock, and a login through the first with "wonderland"
+    /// whose saving waits 2 s: it has answered and is saving when this returns.
+    func twoProcessesTheFirstSlow() async throws -> (
+        Switchable, ManualClock, OfflineCachingProvider, OfflineCachingProvider, Task<AuthOutcome, any Error>
+    ) {
         let backend = Switchable()
         let clock = ManualClock()
         let mine = try OfflineCachingProvider(
@@ -677,6 +679,13 @@ struct OfflineCacheTests {
         backend.slowOnce.withLock { $0 = .seconds(2) }
         let older = Task { try await login(mine, "wonderland") }
         #expect(await eventually { backend.asked.withLock { $0.count } == 1 })
+        return (backend, clock, mine, other, older)
+    }
+
+    /// The same across processes: an entry another process saved from a later answer is not overwritten by an
+    /// older answer saved after it; one saved "in the future" (a clock set back since) does not hold it up.
+    @Test func anOlderLoginOfAnotherProcessNeverOverwritesANewerAnswer() async throws {
+        let (backend, clock, mine, other, older) = try await twoProcessesTheFirstSlow()
         clock.advance(by: 10)
         backend.password.withLock { $0 = "looking-glass" }
         #expect(try await login(other, "looking-glass").pamResult == .success)
@@ -702,15 +711,7 @@ struct OfflineCacheTests {
     /// entry stands; of two passwords (changed in that second), neither is trusted offline.
     @Test(arguments: [false, true])
     func twoProcessesAnsweringInTheSameSecond(_ changedBetween: Bool) async throws {
-        let backend = Switchable()
-        let clock = ManualClock()
-        let mine = try OfflineCachingProvider(
-            wrapping: backend, directory: directory, maxAge: .seconds(86_400), clock: clock.now)
-        let other = try OfflineCachingProvider(
-            wrapping: backend, directory: directory, maxAge: .seconds(86_400), clock: clock.now)
-        backend.slowOnce.withLock { $0 = .seconds(2) }
-        let older = Task { try await login(mine, "wonderland") }
-        #expect(await eventually { backend.asked.withLock { $0.count } == 1 })
+        let (backend, _, mine, other, older) = try await twoProcessesTheFirstSlow()
         let newer = changedBetween ? "looking-glass" : "wonderland"
         backend.password.withLock { $0 = newer }
         #expect(try await login(other, newer).pamResult == .success)
