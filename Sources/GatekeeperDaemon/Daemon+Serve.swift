@@ -173,7 +173,8 @@ extension Daemon {
         case .known(let name, _): canonical = name
         case .cannotTell: canonical = user
         }
-        let names = ((provider as? ProviderChain)?.providerNames ?? [provider.name]).sorted()
+        // Each backend once (a stack's own name is no backend's: asking it would only ask the others again).
+        let names = ((provider as? ProviderChain)?.backendNames ?? [provider.name]).sorted()
         var answer = PAMResult.ignore
         for name in names {
             switch await provider.recheck(Identity(username: canonical, provider: name)) {

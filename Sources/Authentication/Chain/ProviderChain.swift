@@ -169,6 +169,13 @@ public final class ProviderChain: AuthProvider {
         }
     }
 
+    /// The names of its backends: its entries' that are not stacks themselves, and those of nested stacks.
+    public var backendNames: Set<String> {
+        entries.reduce(into: []) { names, entry in
+            names.formUnion((entry.provider as? ProviderChain)?.backendNames ?? [entry.provider.name])
+        }
+    }
+
     /// The names of the providers an identity from this chain may carry: its entries', nested chains'
     /// included.
     public var providerNames: Set<String> {
