@@ -161,11 +161,11 @@ extension Daemon {
         }
     }
 
-    /// `pam_sm_acct_mgmt`: whether `user` may log in now, asked of the stack without a password. Each
-    /// backend that keeps the account is asked (``AuthProvider/recheck(_:)``); one that refuses decides
-    /// (locked, expired, not activated, must change its password); none that can tell: `ignore`, for the
-    /// program's other account modules — even for an account a look-up found, since a backend that cannot
-    /// recheck (a directory's) cannot say it is not locked.
+    /// `pam_sm_acct_mgmt`: whether `user` may log in now, asked of the stack without a password. Every
+    /// backend of the stack is asked once (``AuthProvider/recheck(_:)``); one that refuses decides (locked,
+    /// expired, not activated, must change its password); else one that keeps the account valid says
+    /// `success`; one that cannot be reached, `authinfo_unavail`; backends that do not have it, `user_unknown`;
+    /// none that can tell (a device login's): `ignore`, for the program's other account modules.
     func checkAccount(_ user: String, provider: any AuthProvider) async -> PAMResult {
         let canonical: String
         switch await provider.lookUpAccount(user) {
@@ -173,20 +173,19 @@ extension Daemon {
         case .known(let name, _): canonical = name
         case .cannotTell: canonical = user
         }
-        // Each backend once (a stack's own name is no backend's: asking it would only ask the others again).
-        let names = ((provider as? ProviderChain)?.backendNames ?? [provider.name]).sorted()
+        // Each backend once, whatever its kind's name (two users files are two backends).
+        let backends = (provider as? ProviderChain)?.backends ?? [provider]
         var answer = PAMResult.ignore
-        for name in names {
-            switch await provider.recheck(Identity(username: canonical, provider: name)) {
+        for backend in backends {
+            switch await backend.recheck(Identity(username: canonical, provider: backend.name)) {
             case .valid: answer = .success
+            case .refused(let why) where why.code == .userNotFound:
+                // Not this backend's account: another may keep it.
+                if answer == .ignore { answer = .userUnknown }
             case .refused(let why):
                 // A locked account is the account check's refusal here (no password was given to tell apart).
-                return switch why.code {
-                case .userNotFound: .userUnknown
-                case .accountLocked: .permissionDenied
-                default: Self.pamResult(why)
-                }
-            case .unavailable: if answer == .ignore { answer = .authinfoUnavailable }
+                return why.code == .accountLocked ? .permissionDenied : Self.pamResult(why)
+            case .unavailable: if answer == .ignore || answer == .userUnknown { answer = .authinfoUnavailable }
             case .unverifiable: continue
             }
         }

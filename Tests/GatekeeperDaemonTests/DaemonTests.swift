@@ -69,6 +69,34 @@ struct DaemonTests {
                 == .newAuthenticationTokenRequired)
     }
 
+    /// A stack of two users files, the account in the second: the account check asks both, so the second's
+    /// lock and expiry are refused (an answer of the first, which does not have the account, decides nothing),
+    /// and the account is `success` where it is valid.
+    @Test func accountCheckAsksEveryBackend() throws {
+        let fixture = try DaemonFixture(start: false)
+        let others = fixture.directory + "/others"
+        try "".write(toFile: others, atomically: false, encoding: .utf8)
+        chmod(others, 0o600)
+        try fixture.writeService(
+            "sudo", entry: "sufficient file users=\(others)\nrequired file users=\(fixture.users)")
+        try fixture.start()
+        func check() throws -> PAMResult? {
+            try DaemonClient(fixture.socket).converse(request(fixture, .account), password: nil).result
+        }
+        #expect(try check() == .success)
+        #expect(
+            try run(builtExecutable("gatekeeper-passwd"), ["lock", fixture.users, fixture.account], input: "").status
+                == 0)
+        #expect(try check() == .permissionDenied)
+        #expect(
+            try run(builtExecutable("gatekeeper-passwd"), ["unlock", fixture.users, fixture.account], input: "").status
+                == 0)
+        #expect(
+            try run(builtExecutable("gatekeeper-passwd"), ["expire", fixture.users, fixture.account], input: "").status
+                == 0)
+        #expect(try check() == .newAuthenticationTokenRequired)
+    }
+
     /// `pam_chauthtok`'s two calls: the preliminary one changes nothing and asks nothing; the update asks the
     /// current password once, then the new one twice.
     @Test func passwordChange() throws {

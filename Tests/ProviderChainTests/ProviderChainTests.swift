@@ -71,19 +71,18 @@ struct ProviderChainTests {
     }
 
     /// Cancellation stops the chain at once: no later entry asks anything, and the login is cancelled.
-    /// The backends of a stack are its leaves, nested stacks' included; the stacks' own names are no
-    /// backend's (what gatekeeperd's account phase asks, once each), though an identity may carry them.
-    @Test func theBackendNamesAreTheLeaves() {
+    /// The backends of a stack are its leaves, nested stacks' included, in order — two of one kind being two
+    /// (what gatekeeperd's account phase asks, each once).
+    @Test func theBackendsAreTheLeaves() {
         let inner = ProviderChain(
             name: "inner",
             [
                 .init(.required, StubAuthProvider(name: "two") { _ in .notMine }),
-                .init(.required, StubAuthProvider(name: "three") { _ in .notMine }),
+                .init(.required, StubAuthProvider(name: "one") { _ in .notMine }),
             ])
         let outer = ProviderChain(
             name: "outer", [.init(.required, StubAuthProvider(name: "one") { _ in .notMine }), .init(.required, inner)])
-        #expect(outer.backendNames == ["one", "two", "three"])
-        #expect(outer.providerNames == ["outer", "inner", "one", "two", "three"])
+        #expect(outer.backends.map(\.name) == ["one", "two", "one"])
     }
 
     @Test func cancellationStopsTheWholeChain() async throws {

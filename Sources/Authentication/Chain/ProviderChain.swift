@@ -169,11 +169,10 @@ public final class ProviderChain: AuthProvider {
         }
     }
 
-    /// The names of its backends: its entries' that are not stacks themselves, and those of nested stacks.
-    public var backendNames: Set<String> {
-        entries.reduce(into: []) { names, entry in
-            names.formUnion((entry.provider as? ProviderChain)?.backendNames ?? [entry.provider.name])
-        }
+    /// Its backends, in order: its entries that are not stacks themselves, and those of nested stacks — two
+    /// entries of one kind (two users files) being two backends.
+    public var backends: [any AuthProvider] {
+        entries.flatMap { entry in (entry.provider as? ProviderChain)?.backends ?? [entry.provider] }
     }
 
     /// The names of the providers an identity from this chain may carry: its entries', nested chains'
