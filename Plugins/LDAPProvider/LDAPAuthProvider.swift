@@ -213,8 +213,8 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     /// finds nothing), locked (ppolicy's `pwdAccountLockedTime`, 389-ds's `nsAccountLock`, Active
     /// Directory's `lockoutTime` or disabled flag), its password reset (`pwdReset`), expired
     /// (`shadowExpire`) — or current, stamped with the time its password was last set (`pwdChangedTime`,
-    /// `pwdLastSet`, `pwdUpdateTime`), or the entry's `modifyTimestamp` where it keeps none of those and
-    /// the servers keep no password policy (``LDAPLogin/passwordStamp(_:policyAdvertised:)``).
+    /// `pwdLastSet`, `pwdUpdateTime`), or the entry's `modifyTimestamp` where it keeps none of those
+    /// (``LDAPLogin/passwordStamp(_:)``, compared by ``passwordUnchanged(saved:current:)``).
     public func standing(of username: String) async -> AccountStanding {
         guard
             let (answer, _) = await onThread({ login in
@@ -223,6 +223,18 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         else { return .cannotTell }
         guard case .served(let standing) = answer else { return .cannotTell }
         return standing
+    }
+
+    /// Whether the password is still the one cached with the stamp `saved`, the stamp being `current` now: the
+    /// same stamp; or, for two `modifyTimestamp` stamps, one of them taken while the entry held failed binds —
+    /// a password policy applies to it, writes every failed bind (and their clearing at the next good one)
+    /// into it, and keeps `pwdChangedTime` once a password is set, which then changes the stamp's kind. A
+    /// stamp anyone's wrong guess changes would let anyone wipe an account's offline login.
+    public func passwordUnchanged(saved: String?, current: String?) -> Bool {
+        guard saved != current else { return true }
+        guard let saved, let current, saved.hasPrefix("modifyTimestamp="), current.hasPrefix("modifyTimestamp=")
+        else { return false }
+        return saved.hasSuffix(LDAPLogin.writtenByFailures) || current.hasSuffix(LDAPLogin.writtenByFailures)
     }
 
     /// The account as the directory has it now, without a password, read with the service account's
@@ -486,7 +498,7 @@ struct LDAPLogin {
     static let standingAttributes = [
         "uid", "pwdChangedTime", "pwdLastSet", "pwdUpdateTime", "modifyTimestamp", "pwdAccountLockedTime",
         "pwdReset", "nsAccountLock", "lockoutTime", "userAccountControl", "shadowExpire", "pwdStartTime",
-        "pwdEndTime", "accountExpires",
+        "pwdEndTime", "accountExpires", "pwdFailureTime", "passwordRetryCount",
     ]
 
     /// The account's standing, read with the service account's rights: see
@@ -553,40 +565,23 @@ struct LDAPLogin {
             || entry.first("pwdEndTime").flatMap(Self.generalizedPrefix).map { $0 <= generalizedNow } == true
             || entry.first("pwdStartTime").flatMap(Self.generalizedPrefix).map { $0 > generalizedNow } == true
         if expired { return .success(.expired) }
-        return .success(
-            .current(entry, stamp: Self.passwordStamp(entry, policyAdvertised: advertisesPasswordPolicy(on: handle))))
+        return .success(.current(entry, stamp: Self.passwordStamp(entry)))
     }
 
-    /// The password control of draft-behera-ldap-password-policy (slapd's ppolicy, 389-ds, others).
-    static let passwordPolicyControl = "1.3.6.1.4.1.42.2.27.8.5.1"
+    /// What a `modifyTimestamp` stamp ends with when the entry holds failed binds a password policy wrote into
+    /// it (`pwdFailureTime`, 389-ds's `passwordRetryCount`): the policy, not a new password, may have changed it.
+    static let writtenByFailures = " (failed binds recorded)"
 
     /// The account's password stamp: the time its password was last set (`pwdChangedTime`, `pwdLastSet`,
-    /// `pwdUpdateTime`) — or, where it keeps none, the entry's `modifyTimestamp`, so that any change of the
-    /// entry reads as a new password; but not where the servers advertise the password policy control
-    /// (`policyAdvertised`): a password policy writes a failed bind into the entry (`pwdFailureTime`), and a
-    /// stamp that anyone's wrong guess changes would let anyone wipe an account's offline login. There, an
-    /// entry that keeps no password time has no stamp — and gets one, which ends its cached login, once a
-    /// password is set under a policy. Whether the servers advertise it is not known (`nil`): the stricter
-    /// reading, `modifyTimestamp`.
-    static func passwordStamp(_ entry: LDAPEntry, policyAdvertised: Bool?) -> String? {
-        let names =
-            ["pwdChangedTime", "pwdLastSet", "pwdUpdateTime"] + (policyAdvertised == true ? [] : ["modifyTimestamp"])
-        return names.lazy.compactMap { name in entry.first(name).map { "\(name)=\($0)" } }.first
-    }
-
-    /// Whether the servers advertise the password policy control (the root DSE's `supportedControl`), read
-    /// once for the pool; `nil` while it cannot be read.
-    func advertisesPasswordPolicy(on handle: OpaquePointer) -> Bool? {
-        if let known = pool.passwordPolicyAdvertised { return known }
-        guard
-            case .success(let found) = search(
-                handle, base: "", filter: "(objectClass=*)", limit: 1, attributes: ["supportedControl"],
-                scope: LDAP_SCOPE_BASE),
-            let root = found.first
-        else { return nil }
-        let advertised = root.values("supportedControl").contains(Self.passwordPolicyControl)
-        pool.passwordPolicyAdvertised = advertised
-        return advertised
+    /// `pwdUpdateTime`) — or, where it keeps none of those, the entry's `modifyTimestamp`, so that any change of
+    /// the entry reads as a new password, marked (``writtenByFailures``) when the entry holds failed binds.
+    static func passwordStamp(_ entry: LDAPEntry) -> String? {
+        for name in ["pwdChangedTime", "pwdLastSet", "pwdUpdateTime"] {
+            if let value = entry.first(name) { return "\(name)=\(value)" }
+        }
+        guard let modified = entry.first("modifyTimestamp") else { return nil }
+        let failures = entry.first("pwdFailureTime") != nil || entry.first("passwordRetryCount") != nil
+        return "modifyTimestamp=\(modified)" + (failures ? writtenByFailures : "")
     }
 
     /// The account check without a password: see ``LDAPAuthProvider/recheck(_:)``.
@@ -932,8 +927,7 @@ struct LDAPLogin {
     }
 
     private func search(
-        _ handle: OpaquePointer, base: String, filter: String, limit: Int32, attributes: [String]? = nil,
-        scope: Int32 = LDAP_SCOPE_SUBTREE
+        _ handle: OpaquePointer, base: String, filter: String, limit: Int32, attributes: [String]? = nil
     ) -> Result<[LDAPEntry], Failure> {
         var result: OpaquePointer?
         // libldap's list of names: C strings, then a null pointer.
@@ -941,7 +935,7 @@ struct LDAPLogin {
         defer { for name in names { free(name) } }
         let status = names.withUnsafeMutableBufferPointer { list in
             gk_ldap_search_ext_s(
-                handle, base, scope, filter, attributes == nil ? nil : list.baseAddress, 0, nil, nil,
+                handle, base, LDAP_SCOPE_SUBTREE, filter, attributes == nil ? nil : list.baseAddress, 0, nil, nil,
                 nil, limit, &result)
         }
         defer { if let result { gk_ldap_msgfree(result) } }

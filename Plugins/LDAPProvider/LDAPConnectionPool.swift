@@ -116,21 +116,6 @@ final class LDAPConnectionPool: @unchecked Sendable {
     }
 
     /// Whether `handle` is bound as the service account now.
-    /// Whether the servers advertise the password policy control; `nil` until read.
-    var passwordPolicyAdvertised: Bool? {
-        get {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            return policyAdvertised
-        }
-        set {
-            pthread_mutex_lock(mutex)
-            policyAdvertised = newValue
-            pthread_mutex_unlock(mutex)
-        }
-    }
-    private var policyAdvertised: Bool?
-
     func isServiceBound(_ handle: OpaquePointer) -> Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

@@ -21,6 +21,11 @@ public protocol ReachabilityReporting: AuthProvider {
     /// offline, and a configuration narrowed later starts a cache of its own.
     var offlineScope: String { get }
 
+    /// Whether an account's password is still the one cached when its stamp was `saved`, the stamp being
+    /// `current` now. By default, when the two are equal; a backend whose stamps may change for other reasons
+    /// (an entry's modification time, which a password policy moves at every failed bind) tells better.
+    func passwordUnchanged(saved: String?, current: String?) -> Bool
+
     /// The account's standing on the servers now, without a login: asked when a login is cached, and again
     /// while the servers are reachable, so that a reset, a lock or a deletion there ends the cached login
     /// before the servers are next out of reach. Unreachable servers answer ``AccountStanding/cannotTell``.
@@ -35,6 +40,9 @@ extension ReachabilityReporting {
         case .unreachable(let reason): return .unavailable(reason: reason)
         }
     }
+
+    /// The same stamp.
+    public func passwordUnchanged(saved: String?, current: String?) -> Bool { saved == current }
 
     /// Cannot tell: a backend that does not implement ``standing(of:)`` keeps its cached entries until
     /// their age or an online answer ends them.
@@ -415,7 +423,8 @@ public final class OfflineCachingProvider: AuthProvider {
                     // Saved anew since it was read: that login's stamp stands.
                     guard let entry = entries[asked.username], entry.verifier == asked.verifier else { continue }
                     switch standing {
-                    case .current(let stamp) where entry.adoptsStamp || entry.stamp == stamp:
+                    case .current(let stamp)
+                    where entry.adoptsStamp || inner.passwordUnchanged(saved: entry.stamp, current: stamp):
                         entries[asked.username]?.stamp = stamp
                         entries[asked.username]?.adoptsStamp = false
                         entries[asked.username]?.checkedAt = max(entry.checkedAt, now)

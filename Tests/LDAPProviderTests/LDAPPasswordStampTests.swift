@@ -2,19 +2,39 @@ import Testing
 
 @testable import LDAPProvider
 
-/// What an entry's password stamp is read from, with and without a password policy on the servers.
+/// What an entry's password stamp is read from, and when two stamps still mean the same password.
 struct LDAPPasswordStampTests {
-    @Test func theStampIsThePasswordTimeElseModifyTimestampOnlyWithoutAPolicy() {
+    @Test func theStampIsThePasswordTimeElseModifyTimestampMarkedWhenFailedBindsAreRecorded() {
         let set = LDAPEntry(
             dn: "uid=a", attributes: ["pwdChangedTime": ["20260101000000Z"], "modifyTimestamp": ["20261205000000Z"]])
+        #expect(LDAPLogin.passwordStamp(set) == "pwdChangedTime=20260101000000Z")
         let plain = LDAPEntry(dn: "uid=b", attributes: ["modifyTimestamp": ["20261205000000Z"]])
-        for advertised in [true, false, nil] as [Bool?] {
-            #expect(LDAPLogin.passwordStamp(set, policyAdvertised: advertised) == "pwdChangedTime=20260101000000Z")
-        }
-        #expect(LDAPLogin.passwordStamp(plain, policyAdvertised: true) == nil)
-        #expect(LDAPLogin.passwordStamp(plain, policyAdvertised: false) == "modifyTimestamp=20261205000000Z")
-        #expect(LDAPLogin.passwordStamp(plain, policyAdvertised: nil) == "modifyTimestamp=20261205000000Z")
+        #expect(LDAPLogin.passwordStamp(plain) == "modifyTimestamp=20261205000000Z")
+        let guessed = LDAPEntry(
+            dn: "uid=b", attributes: ["modifyTimestamp": ["20261205000100Z"], "pwdFailureTime": ["20261205000100.5Z"]])
+        #expect(LDAPLogin.passwordStamp(guessed) == "modifyTimestamp=20261205000100Z (failed binds recorded)")
+        let retried = LDAPEntry(dn: "uid=b", attributes: ["modifyTimestamp": ["1Z"], "passwordRetryCount": ["2"]])
+        #expect(LDAPLogin.passwordStamp(retried) == "modifyTimestamp=1Z (failed binds recorded)")
         let directory = LDAPEntry(dn: "cn=b", attributes: ["pwdLastSet": ["134000000000000000"]])
-        #expect(LDAPLogin.passwordStamp(directory, policyAdvertised: true) == "pwdLastSet=134000000000000000")
+        #expect(LDAPLogin.passwordStamp(directory) == "pwdLastSet=134000000000000000")
+        #expect(LDAPLogin.passwordStamp(LDAPEntry(dn: "uid=c", attributes: [:])) == nil)
+    }
+
+    /// A modification time that moved while failed binds were recorded (when the guesses came, or when the next
+    /// good bind cleared them) is no new password; one that moved with none recorded (no policy applies: a
+    /// password set moves it), or a password time that appeared or moved, is.
+    @Test func failedBindsDoNotReadAsANewPassword() {
+        let provider = LDAPAuthProvider(.init(uris: ["ldap://127.0.0.1:1"], base: "dc=example,dc=test"))
+        let before = "modifyTimestamp=20261205000000Z"
+        let guessed = "modifyTimestamp=20261205000100Z (failed binds recorded)"
+        let cleared = "modifyTimestamp=20261205000200Z"
+        #expect(provider.passwordUnchanged(saved: before, current: before))
+        #expect(provider.passwordUnchanged(saved: before, current: guessed))
+        #expect(provider.passwordUnchanged(saved: guessed, current: cleared))
+        #expect(!provider.passwordUnchanged(saved: before, current: cleared))
+        #expect(!provider.passwordUnchanged(saved: guessed, current: "pwdChangedTime=20261205000300Z"))
+        #expect(!provider.passwordUnchanged(saved: "pwdChangedTime=1Z", current: "pwdChangedTime=2Z"))
+        #expect(!provider.passwordUnchanged(saved: nil, current: "pwdChangedTime=2Z"))
+        #expect(provider.passwordUnchanged(saved: nil, current: nil))
     }
 }
