@@ -226,15 +226,17 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     }
 
     /// Whether the password is still the one cached with the stamp `saved`, the stamp being `current` now: the
-    /// same stamp; or, for two `modifyTimestamp` stamps, one of them taken while the entry held failed binds —
-    /// a password policy applies to it, writes every failed bind (and their clearing at the next good one)
-    /// into it, and keeps `pwdChangedTime` once a password is set, which then changes the stamp's kind. A
-    /// stamp anyone's wrong guess changes would let anyone wipe an account's offline login.
+    /// same stamp; or two `modifyTimestamp` stamps, the current one taken while the entry records failed binds.
+    /// A password policy applies to such an entry and writes every wrong guess into it — a stamp anyone's wrong
+    /// guess moves would let anyone wipe an account's offline login — and a password set under it keeps
+    /// `pwdChangedTime`, which changes the stamp's kind. Whatever clears the failed binds again (a good bind
+    /// elsewhere, a password deleted or set) moves the stamp with none recorded: a new password, for all the
+    /// check can tell. (A good bind through this cache is no such move: its stamp is read after the bind.)
     public func passwordUnchanged(saved: String?, current: String?) -> Bool {
         guard saved != current else { return true }
         guard let saved, let current, saved.hasPrefix("modifyTimestamp="), current.hasPrefix("modifyTimestamp=")
         else { return false }
-        return saved.hasSuffix(LDAPLogin.writtenByFailures) || current.hasSuffix(LDAPLogin.writtenByFailures)
+        return current.hasSuffix(LDAPLogin.writtenByFailures)
     }
 
     /// The account as the directory has it now, without a password, read with the service account's
@@ -580,8 +582,7 @@ struct LDAPLogin {
             if let value = entry.first(name) { return "\(name)=\(value)" }
         }
         guard let modified = entry.first("modifyTimestamp") else { return nil }
-        let failures = entry.first("pwdFailureTime") != nil || entry.first("passwordRetryCount") != nil
-        return "modifyTimestamp=\(modified)" + (failures ? writtenByFailures : "")
+        return "modifyTimestamp=\(modified)" + (entry.recordsFailedBinds ? writtenByFailures : "")
     }
 
     /// The account check without a password: see ``LDAPAuthProvider/recheck(_:)``.
@@ -655,7 +656,9 @@ struct LDAPLogin {
     /// - Parameter forBind: For a login's bind: an entry no bind has used yet (``LDAPConnectionPool/found(_:forBind:)``).
     func find(on handle: OpaquePointer, _ username: String, forBind: Bool = false) -> Result<LDAPEntry?, Failure> {
         let key = foundKey(username)
-        if let kept = pool.found(key, forBind: forBind) { return .success(kept) }
+        // An entry that records failed binds may have had them cleared by the bind since (a password policy does
+        // at a good bind): read afresh, so that a stamp taken now is the entry's after that bind.
+        if let kept = pool.found(key, forBind: forBind), kept?.recordsFailedBinds != true { return .success(kept) }
         switch entries(on: handle, username, attributes: Self.foundAttributes) {
         case .success(let entries):
             guard entries.count <= 1 else { return .failure(.refused(Self.ambiguous)) }
@@ -1013,4 +1016,8 @@ struct LDAPEntry {
 
     func values(_ name: String) -> [String] { attributes[name] ?? [] }
     func first(_ name: String) -> String? { attributes[name]?.first }
+
+    /// Whether a password policy has recorded failed binds in it (`pwdFailureTime`, 389-ds's
+    /// `passwordRetryCount`).
+    var recordsFailedBinds: Bool { first("pwdFailureTime") != nil || first("passwordRetryCount") != nil }
 }

@@ -200,45 +200,58 @@ struct LDAPOfflineCacheTests {
 
     /// Under a password policy a failed bind is written into the entry (`pwdFailureTime`, a new
     /// `modifyTimestamp`): someone's wrong guesses for kim — whose entry keeps no `pwdChangedTime` — and kim's
-    /// own next login that clears them leave her offline login standing at the check. A password set by an
-    /// administrator (ppolicy then keeps `pwdChangedTime`) ends it.
+    /// own next login, whose bind clears them, leave her offline login standing at the check. A password an
+    /// administrator then deletes (ppolicy clears the failures, keeps no `pwdChangedTime`) ends it, guesses or
+    /// not before; so does one set for bob after guesses (ppolicy then keeps `pwdChangedTime`).
     @Test func wrongGuessesOnlineDoNotEndAnOfflineLoginAtTheCheck() async throws {
-        let slapd = try SlapdFixture()  // its own: this test changes kim's entry
+        let slapd = try SlapdFixture()  // its own: this test changes kim's and bob's entries
         defer { slapd.kill() }
         let cache = try OfflineCachingProvider(
             wrapping: LDAPAuthProvider(
                 .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
             directory: directory, maxAge: .seconds(86_400), refreshInterval: .seconds(60))
-        func kim(_ password: String) async throws -> AuthOutcome {
+        func login(_ user: String, _ password: String) async throws -> AuthOutcome {
             try await cache.authenticate(
-                AuthRequest(username: "kim", conversation: ScriptedConversation(.secret(password))))
+                AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
         }
-        #expect(try await kim("kim-2026").pamResult == .success)
-        for guess in ["a-guess", "another-guess"] {
-            guard case .rejected(.wrongCredentials, _) = try await kim(guess) else {
+        func guess(_ user: String) async throws {
+            guard case .rejected(.wrongCredentials, _) = try await login(user, "a-guess") else {
                 Issue.record("a wrong guess was not refused as one")
                 return
             }
         }
-        let (status, failures) = try shell(
-            "ldapsearch -LLL -x -H \(slapd.uri) -D cn=admin,\(slapd.base) -w admin-secret -b \(slapd.dn("kim")) "
-                + "-s base pwdFailureTime")
-        try #require(status == 0 && failures.contains("pwdFailureTime"), "the guesses were not written: \(failures)")
-        // Past the 5 s a look-up's entry is used again, so the check reads what the guesses wrote.
-        try await Task.sleep(for: .seconds(6))
-        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1))
-        #expect(try await kim("kim-2026").pamResult == .success)
-        try await Task.sleep(for: .seconds(6))
-        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1))
+        /// The check, past the 5 s a look-up's entry is used again, so that it reads what was written.
+        func check() async throws -> OfflineCachingProvider.RefreshReport {
+            try await Task.sleep(for: .seconds(6))
+            return await cache.refresh(dueOnly: false)
+        }
         let admin = "-x -H \(slapd.uri) -D cn=admin,\(slapd.base) -w admin-secret"
-        let (set, output) = try shell("ldappasswd \(admin) -s set-by-admin-2026 \(slapd.dn("kim"))")
-        try #require(set == 0, "\(output)")
-        try await Task.sleep(for: .seconds(6))
-        #expect(await cache.refresh(dueOnly: false) == .init(removed: 1))
+        #expect(try await login("kim", "kim-2026").pamResult == .success)
+        #expect(try await login("bob", "builder").pamResult == .success)
+        try await guess("kim")
+        try await guess("kim")
+        try await guess("bob")
+        let (status, failures) = try shell("ldapsearch -LLL \(admin) -b \(slapd.dn("kim")) -s base pwdFailureTime")
+        try #require(status == 0 && failures.contains("pwdFailureTime"), "the guesses were not written: \(failures)")
+        #expect(try await check() == .init(confirmed: 2))
+        #expect(try await login("kim", "kim-2026").pamResult == .success)
+        #expect(try await check() == .init(confirmed: 2))
+        try await guess("kim")
+        #expect(try await check() == .init(confirmed: 2))
+        for command in [
+            "printf 'dn: \(slapd.dn("kim"))\\nchangetype: modify\\ndelete: userPassword\\n' | ldapmodify \(admin)",
+            "ldappasswd \(admin) -s set-by-admin-2026 \(slapd.dn("bob"))",
+        ] {
+            let (done, output) = try shell(command)
+            try #require(done == 0, "\(command): \(output)")
+        }
+        #expect(try await check() == .init(removed: 2))
         #expect(slapd.kill())
-        guard case .unavailable = try await kim("kim-2026") else {
-            Issue.record("the password of before the administrator's was admitted offline")
-            return
+        for (user, password) in [("kim", "kim-2026"), ("bob", "builder")] {
+            guard case .unavailable = try await login(user, password) else {
+                Issue.record("\(user)'s password of before the administrator's change was admitted offline")
+                continue
+            }
         }
     }
 }

@@ -20,9 +20,10 @@ struct LDAPPasswordStampTests {
         #expect(LDAPLogin.passwordStamp(LDAPEntry(dn: "uid=c", attributes: [:])) == nil)
     }
 
-    /// A modification time that moved while failed binds were recorded (when the guesses came, or when the next
-    /// good bind cleared them) is no new password; one that moved with none recorded (no policy applies: a
-    /// password set moves it), or a password time that appeared or moved, is.
+    /// A modification time that moved to one with failed binds recorded (the guesses came) is no new password;
+    /// one that moved with none recorded — none ever (no policy applies: a password set moves it), or the
+    /// recorded ones cleared (a password deleted, or a good bind elsewhere) — or a password time that appeared
+    /// or moved, is.
     @Test func failedBindsDoNotReadAsANewPassword() {
         let provider = LDAPAuthProvider(.init(uris: ["ldap://127.0.0.1:1"], base: "dc=example,dc=test"))
         let before = "modifyTimestamp=20261205000000Z"
@@ -30,7 +31,10 @@ struct LDAPPasswordStampTests {
         let cleared = "modifyTimestamp=20261205000200Z"
         #expect(provider.passwordUnchanged(saved: before, current: before))
         #expect(provider.passwordUnchanged(saved: before, current: guessed))
-        #expect(provider.passwordUnchanged(saved: guessed, current: cleared))
+        #expect(
+            provider.passwordUnchanged(
+                saved: guessed, current: "modifyTimestamp=20261205000150Z (failed binds recorded)"))
+        #expect(!provider.passwordUnchanged(saved: guessed, current: cleared))
         #expect(!provider.passwordUnchanged(saved: before, current: cleared))
         #expect(!provider.passwordUnchanged(saved: guessed, current: "pwdChangedTime=20261205000300Z"))
         #expect(!provider.passwordUnchanged(saved: "pwdChangedTime=1Z", current: "pwdChangedTime=2Z"))
