@@ -246,15 +246,24 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     /// key-only ssh login with, and what a remembered login is checked against. A directory that cannot be
     /// reached, or whose filter finds two entries, is `unavailable`.
     public func recheck(_ identity: Identity) async -> Recheck {
+        switch await recheckOnline(identity) {
+        case .answered(let recheck): return recheck
+        case .unreachable(let reason): return .unavailable(reason: reason)
+        }
+    }
+
+    /// ``recheck(_:)``, with "no server could be reached" told apart: only then may an offline cache answer.
+    public func recheckOnline(_ identity: Identity) async -> OnlineRecheck {
         let username = identity.username
         guard
             let (answer, _) = await onThread({ login in
                 login.run(skippingResting: true) { handle, _, _ in login.recheck(on: handle, username) }
             })
-        else { return .unavailable(reason: "cancelled") }
+        else { return .answered(.unavailable(reason: "cancelled")) }
         switch answer {
-        case .served(let recheck): return recheck
-        case .unavailable(let reason), .unreachable(let reason): return .unavailable(reason: reason)
+        case .served(let recheck): return .answered(recheck)
+        case .unavailable(let reason): return .answered(.unavailable(reason: reason))
+        case .unreachable(let reason): return .unreachable(reason: reason)
         }
     }
 

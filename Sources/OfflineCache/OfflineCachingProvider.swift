@@ -21,6 +21,10 @@ public protocol ReachabilityReporting: AuthProvider {
     /// offline, and a configuration narrowed later starts a cache of its own.
     var offlineScope: String { get }
 
+    /// The account check (``AuthProvider/recheck(_:)``), with ``OnlineRecheck/unreachable(reason:)`` only
+    /// when no server could be reached: then an account the cache holds is vouched for by it.
+    func recheckOnline(_ identity: Identity) async -> OnlineRecheck
+
     /// Whether an account's password is still the one cached when its stamp was `saved`, the stamp being
     /// `current` now. By default, when the two are equal; a backend whose stamps may change for other reasons
     /// (an entry's modification time, which a password policy moves at every failed bind) tells better.
@@ -44,6 +48,10 @@ extension ReachabilityReporting {
     /// The same stamp.
     public func passwordUnchanged(saved: String?, current: String?) -> Bool { saved == current }
 
+    /// The backend's own answer, never "unreachable": a backend that does not tell keeps the cache out of its
+    /// account checks.
+    public func recheckOnline(_ identity: Identity) async -> OnlineRecheck { .answered(await recheck(identity)) }
+
     /// Cannot tell: a backend that does not implement ``standing(of:)`` keeps its cached entries until
     /// their age or an online answer ends them.
     public func standing(of username: String) async -> AccountStanding { .cannotTell }
@@ -61,6 +69,14 @@ public enum AccountStanding: Sendable, Hashable {
     case withdrawn(reason: String)
     /// No server could be asked, or it would not say.
     case cannotTell
+}
+
+/// The answer of ``ReachabilityReporting/recheckOnline(_:)``.
+public enum OnlineRecheck: Sendable, Hashable {
+    /// A server answered (or refused to).
+    case answered(Recheck)
+    /// No server could be reached.
+    case unreachable(reason: String)
 }
 
 /// The answer of ``ReachabilityReporting/authenticateOnline(_:)``.
@@ -446,10 +462,8 @@ public final class OfflineCachingProvider: AuthProvider {
     private func offline(_ request: AuthRequest, _ capturing: CapturingConversation, onlineOutcome: AuthOutcome)
         async throws(AuthError) -> AuthOutcome
     {
-        guard let cached = read()[request.username] else { return onlineOutcome }
         // An entry saved later than now, or so long ago that its age cannot be counted, is not used.
-        let (age, overflow) = clock().subtractingReportingOverflow(cached.savedAt)
-        guard !overflow, age >= 0, Duration.seconds(age) < maxAge else { return onlineOutcome }
+        guard usable(read()[request.username]) != nil else { return onlineOutcome }
         let password: Secret
         if let asked = capturing.password {
             password = asked
@@ -501,10 +515,7 @@ public final class OfflineCachingProvider: AuthProvider {
         _ = try? update { entries in
             if entries[request.username]?.verifier == entry.verifier { entries[request.username]?.failures = 0 }
         }
-        return .authenticated(
-            Identity(
-                username: entry.username, displayName: entry.displayName, groups: Set(entry.groups),
-                provider: inner.name, attributes: ["offline": "yes"]))
+        return .authenticated(offlineIdentity(entry))
     }
 
     /// The backend's answer; while it cannot tell (its servers unreachable), a cached account is known by
@@ -519,8 +530,32 @@ public final class OfflineCachingProvider: AuthProvider {
         await inner.signOut(identity)
     }
 
+    /// The backend's answer; while no server can be reached, the cache's: an account it holds, saved less
+    /// than `maxAge` ago, is valid (`offline: yes`) — as SSSD's account phase answers from its cache — and
+    /// any other is `unavailable`. Entries whose accounts the backend withdrew are gone from the cache at its
+    /// checks; offline failures do not count here (they refuse passwords, and the account phase asks none).
     public func recheck(_ identity: Identity) async -> Recheck {
-        await inner.recheck(identity)
+        switch await inner.recheckOnline(identity) {
+        case .answered(let answer): return answer
+        case .unreachable(let reason):
+            guard let entry = usable(read()[identity.username]) else { return .unavailable(reason: reason) }
+            return .valid(offlineIdentity(entry))
+        }
+    }
+
+    /// `entry`, if it may serve now: saved no later than now, and less than `maxAge` ago.
+    private func usable(_ entry: CacheEntry?) -> CacheEntry? {
+        guard let entry else { return nil }
+        let (age, overflow) = clock().subtractingReportingOverflow(entry.savedAt)
+        guard !overflow, age >= 0, Duration.seconds(age) < maxAge else { return nil }
+        return entry
+    }
+
+    /// The identity an offline login of `entry` signs in.
+    private func offlineIdentity(_ entry: CacheEntry) -> Identity {
+        Identity(
+            username: entry.username, displayName: entry.displayName, groups: Set(entry.groups), provider: inner.name,
+            attributes: ["offline": "yes"])
     }
 
     public var changesPasswords: Bool { inner.changesPasswords }

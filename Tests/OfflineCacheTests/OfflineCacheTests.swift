@@ -42,6 +42,16 @@ struct OfflineCacheTests {
             return .current(stamp: stamp.withLock { $0 })
         }
 
+        func recheckOnline(_ identity: Identity) async -> OnlineRecheck {
+            guard reachable.withLock({ $0 }) else { return .unreachable(reason: "the server is down") }
+            if refusing.withLock({ $0 }) { return .answered(.unavailable(reason: "the service account's bind")) }
+            guard known.withLock({ $0 }), identity.username == "alice" else {
+                return .answered(.refused(.userNotFound))
+            }
+            if locked.withLock({ $0 }) { return .answered(.refused(.accountLocked(until: nil))) }
+            return .answered(.valid(Identity(username: "alice", groups: groups.withLock { $0 }, provider: name)))
+        }
+
         func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
             let password = try await request.conversation.askSecret("Password: ")
             guard reachable.withLock({ $0 }) else { return .unreachable(reason: "the server is down") }
@@ -726,6 +736,45 @@ struct OfflineCacheTests {
             }
         } else {
             #expect(try await login(mine, "wonderland").pamResult == .success)
+        }
+    }
+
+    /// The account check without a password: the backend's answer while it can be reached (a lock refused, a
+    /// refused service account `unavailable`, never the cache's); while it cannot, the cache's — valid, offline,
+    /// for an account it holds and not too old, even after offline guesses; `unavailable` for any other.
+    @Test func theAccountCheckOfflineIsTheCaches() async throws {
+        let backend = Switchable()
+        let clock = ManualClock()
+        let cache = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(3_600), clock: clock.now)
+        let alice = Identity(username: "alice", provider: "switchable")
+        backend.reachable.withLock { $0 = false }
+        guard case .unavailable = await cache.recheck(alice) else {
+            Issue.record("an account never cached was vouched for offline")
+            return
+        }
+        backend.reachable.withLock { $0 = true }
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        backend.locked.withLock { $0 = true }
+        #expect(await cache.recheck(alice) == .refused(.accountLocked(until: nil)))
+        backend.locked.withLock { $0 = false }
+        backend.refusing.withLock { $0 = true }
+        guard case .unavailable = await cache.recheck(alice) else {
+            Issue.record("the cache answered for a directory that refused its service account")
+            return
+        }
+        backend.refusing.withLock { $0 = false }
+        backend.reachable.withLock { $0 = false }
+        for _ in 0..<6 { _ = try await login(cache, "a-guess") }
+        guard case .valid(let offline) = await cache.recheck(alice) else {
+            Issue.record("a cached account was not vouched for offline")
+            return
+        }
+        #expect(offline.attributes["offline"] == "yes" && offline.groups == ["staff"])
+        clock.advance(by: 3_600)
+        guard case .unavailable = await cache.recheck(alice) else {
+            Issue.record("an entry past its age vouched for the account")
+            return
         }
     }
 }
