@@ -13,6 +13,14 @@ import Testing
 struct LDAPOfflineCacheTests {
     let directory = temporaryDirectory("gatekeeper-offline") + "/cache"
 
+    /// An offline cache in `directory` over `slapd`, as a host's configuration names it.
+    func cache(_ slapd: SlapdFixture, refreshInterval: Duration = .seconds(15 * 60)) throws -> OfflineCachingProvider {
+        try OfflineCachingProvider(
+            wrapping: LDAPAuthProvider(
+                .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
+            directory: directory, maxAge: .seconds(86_400), refreshInterval: refreshInterval)
+    }
+
     func login(_ provider: any AuthProvider, _ password: String) async throws -> AuthOutcome {
         try await provider.authenticate(
             AuthRequest(username: "alice", conversation: ScriptedConversation(.secret(password))))
@@ -47,10 +55,7 @@ struct LDAPOfflineCacheTests {
     @Test func theDirectoryDownLogsInFromTheCache() async throws {
         let slapd = try SlapdFixture()  // its own: this test stops it
         defer { slapd.kill() }
-        let ldap = try OfflineCachingProvider(
-            wrapping: LDAPAuthProvider(
-                .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
-            directory: directory, maxAge: .seconds(86_400))
+        let ldap = try cache(slapd)
         guard case .authenticated = try await login(ldap, "wonderland") else {
             Issue.record("the directory login failed")
             return
@@ -101,15 +106,9 @@ struct LDAPOfflineCacheTests {
         #expect(bare.status == 64 && bare.stderr.contains("no backend of this stack keeps an offline cache"), "\(bare)")
         let slapd = try SlapdFixture()  // its own: this test changes its accounts
         defer { slapd.kill() }
-        let online = try OfflineCachingProvider(
-            wrapping: LDAPAuthProvider(
-                .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
-            directory: directory, maxAge: .seconds(86_400))
+        let online = try cache(slapd)
         // The same configuration: while slapd is stopped, its logins are offline ones.
-        let offline = try OfflineCachingProvider(
-            wrapping: LDAPAuthProvider(
-                .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
-            directory: directory, maxAge: .seconds(86_400))
+        let offline = try cache(slapd)
         let accounts = [
             ("alice", "wonderland"), ("bob", "builder"), ("carol", "carol-2026"), ("load0", "load-password-0"),
             ("kim", "kim-2026"),
@@ -179,10 +178,7 @@ struct LDAPOfflineCacheTests {
     @Test func aPasswordChangedMomentsAfterALoginIsTheOneCached() async throws {
         let slapd = try SlapdFixture()  // its own: this test changes a password
         defer { slapd.kill() }
-        let provider = try OfflineCachingProvider(
-            wrapping: LDAPAuthProvider(
-                .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
-            directory: directory, maxAge: .seconds(86_400))
+        let provider = try cache(slapd)
         #expect(try await login(provider, "wonderland").pamResult == .success)
         let new = "Changed-Moments-Later-2026"
         try slapd.changeOwnPassword(of: "alice", from: "wonderland", to: new)
@@ -206,10 +202,7 @@ struct LDAPOfflineCacheTests {
     @Test func wrongGuessesOnlineDoNotEndAnOfflineLoginAtTheCheck() async throws {
         let slapd = try SlapdFixture()  // its own: this test changes kim's and bob's entries
         defer { slapd.kill() }
-        let cache = try OfflineCachingProvider(
-            wrapping: LDAPAuthProvider(
-                .init(uris: [slapd.uri], base: slapd.base, caFile: slapd.caFile, timeout: .seconds(3))),
-            directory: directory, maxAge: .seconds(86_400), refreshInterval: .seconds(60))
+        let cache = try self.cache(slapd, refreshInterval: .seconds(60))
         func login(_ user: String, _ password: String) async throws -> AuthOutcome {
             try await cache.authenticate(
                 AuthRequest(username: user, conversation: ScriptedConversation(.secret(password))))
