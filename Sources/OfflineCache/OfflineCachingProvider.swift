@@ -191,10 +191,10 @@ public final class OfflineCachingProvider: AuthProvider {
         case .authenticated(let identity):
             // When the backend said yes: what decides which of two processes' answers is the newer.
             let savedAt = clock()
-            let ticket = order.take(
-                identity.username, digest: password.map { writes.digest(of: $0, for: identity.username) })
+            let digest = password.map { writes.digest(of: $0, for: identity.username) }
+            let ticket = order.take(identity.username, digest: digest)
             // A password that must be changed first is no password to sign in with offline.
-            guard !identity.mustChangePassword, let password else {
+            guard !identity.mustChangePassword, let password, let digest else {
                 _ = try? update { $0[identity.username] = nil }
                 return
             }
@@ -208,7 +208,6 @@ public final class OfflineCachingProvider: AuthProvider {
             case .cannotTell: stamp = nil
             }
             let (username, displayName, groups) = (identity.username, identity.displayName, identity.groups)
-            let digest = writes.digest(of: password, for: username)
             if renew(
                 username, ifItsVerifierIsOf: digest, savedAt: savedAt, stamp: stamp, displayName, groups,
                 ticket: ticket)
@@ -244,12 +243,7 @@ public final class OfflineCachingProvider: AuthProvider {
             case .skipped, nil: break
             }
         case .rejected(.wrongCredentials, let canonical):
-            let names = Set([typed] + (canonical.map { [$0] } ?? []))
-            // A success of this very password still being saved is superseded: it was changed since.
-            if let password {
-                for name in names { order.supersede(name, ifItsLatestLoginIs: writes.digest(of: password, for: name)) }
-            }
-            await forget(names, ifOf: password)
+            await forget(Set([typed] + (canonical.map { [$0] } ?? [])), ifOf: password)
         case .notMine, .rejected(.locked, _), .rejected(.expiredAccount, _), .rejected(.refusedByPolicy, _),
             .rejected(.passwordChangeRequired, _):
             // The directory refused this password, or the account: what was cached for it is no longer
@@ -270,14 +264,22 @@ public final class OfflineCachingProvider: AuthProvider {
     /// very password — it was changed elsewhere, and the cached one no longer opens the account. A wrong
     /// guess says nothing of the account: forgetting on it would let anyone who can try a name wipe that
     /// name's offline login before an outage. Told by the keyed digest where this process wrote the entry,
-    /// else by checking the verifier (on the checks' pool); a check that cannot be made forgets.
+    /// else by checking the verifier (on the checks' pool); a check that cannot be made forgets. A success of
+    /// this very password still being saved is superseded first: it was changed since.
     private func forget(_ names: Set<String>, ifOf password: Secret?) async {
+        var digests: [String: [UInt8]] = [:]
+        if let password {
+            for name in names {
+                let digest = writes.digest(of: password, for: name)
+                digests[name] = digest
+                order.supersede(name, ifItsLatestLoginIs: digest)
+            }
+        }
         let entries = read()
         for name in names {
             guard let entry = entries[name] else { continue }
             let stale: Bool
-            if let password {
-                let digest = writes.digest(of: password, for: entry.username)
+            if let password, let digest = digests[name] {
                 if writes.verifier(of: digest, for: entry.username) == entry.verifier {
                     stale = true
                 } else if writes.wrote(entry.verifier, for: entry.username) {
@@ -742,16 +744,23 @@ public final class OfflineCachingProvider: AuthProvider {
     private let order = LoginOrder()
 
     final class LoginOrder: Sendable {
-        /// The last ticket, and each account's latest: its ticket and, for a success, its password's digest.
-        private let state = Locked<(last: UInt64, latest: [String: (ticket: UInt64, digest: [UInt8]?)])>((0, [:]))
+        /// The last ticket; each account's latest (its ticket and, for a success, its password's digest); and
+        /// the last ticket when the record last started over.
+        private let state = Locked<
+            (last: UInt64, latest: [String: (ticket: UInt64, digest: [UInt8]?)], forgottenUpTo: UInt64)
+        >((0, [:], 0))
 
         /// A ticket for a new answer on `username` (`digest`: the password of a success).
         @discardableResult
         func take(_ username: String, digest: [UInt8]? = nil) -> UInt64 {
             state.withLock { state in
                 state.last += 1
-                // Beyond as many accounts the record starts over: each answer in flight is then the newest.
-                if state.latest.count >= Writes.limit && state.latest[username] == nil { state.latest.removeAll() }
+                // Beyond as many accounts the record starts over (many names answered at once, unknown ones
+                // included): what was in flight then is no longer known to be the newest.
+                if state.latest.count >= Writes.limit && state.latest[username] == nil {
+                    state.latest.removeAll()
+                    state.forgottenUpTo = state.last - 1
+                }
                 state.latest[username] = (state.last, digest)
                 return state.last
             }
@@ -767,8 +776,13 @@ public final class OfflineCachingProvider: AuthProvider {
             }
         }
 
+        /// Whether `ticket` is the newest answer on `username`; a ticket taken before the record started over
+        /// is not (its saving is skipped: the account's next login saves it).
         func isLatest(_ ticket: UInt64, for username: String) -> Bool {
-            state.withLock { ($0.latest[username]?.ticket ?? ticket) == ticket }
+            state.withLock { state in
+                guard let latest = state.latest[username] else { return ticket > state.forgottenUpTo }
+                return latest.ticket == ticket
+            }
         }
     }
 
