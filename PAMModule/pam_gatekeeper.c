@@ -4,16 +4,20 @@
  * person through the program's own PAM conversation; the daemon's answer is the call's return code.
  * The module decides nothing itself, and loads no Swift runtime into the program.
  *
- * Options: socket=PATH (/run/gatekeeper/socket), timeout=SECONDS (the daemon's silence that counts as
- * "not answering", 15), use_first_pass, try_first_pass, rename_user (a login may go on as the account's own
- * spelling: PAM_USER is set to it), debug.
+ * Options: socket=PATH (/run/gatekeeper/socket), timeout=SECONDS (how long the daemon may work after the
+ * request and after each answer the person gives, keepalives or not, 15), use_first_pass, try_first_pass,
+ * rename_user (a login may go on as the account's own spelling: PAM_USER is set to it), debug.
  *
- * The daemon not running, or not answering in time: PAM_AUTHINFO_UNAVAIL and a syslog line, so
- * [authinfo_unavail=ignore] falls to the next module, as with pam_sss. The wire format is
- * docs/pam-module.md's ("The protocol") and Sources/GatekeeperDaemon/DaemonMessage.swift's.
+ * Only a daemon that is truly absent (no socket, or nobody listening on it) is PAM_AUTHINFO_UNAVAIL, so that
+ * [authinfo_unavail=ignore] falls to the next module, as with pam_sss. A daemon that is there and does not
+ * serve the login -- busy, over the caller's share, stopping, silent past timeout=, gone mid-login, served by
+ * another user, out of reach for this caller -- is a refusal: the next module (pam_unix) never judges a login
+ * the stack was asked for. The wire format is docs/pam-module.md's ("The protocol") and
+ * Sources/GatekeeperDaemon/DaemonMessage.swift's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pwd.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,6 +34,7 @@
 #define PAM_SM_SESSION
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
+#include <security/pam_modutil.h>
 
 /* The module's six entry points are all it exports (built with -fvisibility=hidden). */
 #define EXPORTED __attribute__((visibility("default")))
@@ -43,7 +48,13 @@ enum {
     F_TEXT = 16, F_HIDDEN = 17, F_CODE = 18, F_CANONICAL_USER = 19
 };
 enum { OP_AUTHENTICATE = 1, OP_ACCOUNT = 2, OP_CHAUTHTOK_PRELIM = 3, OP_CHAUTHTOK_UPDATE = 4 };
-enum { FLAG_USE_FIRST_PASS = 1, FLAG_TRY_FIRST_PASS = 2, FLAG_EXPIRED_ONLY = 4, FLAG_RENAME_USER = 8 };
+enum {
+    FLAG_USE_FIRST_PASS = 1, FLAG_TRY_FIRST_PASS = 2, FLAG_EXPIRED_ONLY = 4, FLAG_RENAME_USER = 8,
+    FLAG_UNKNOWN_TO_HOST = 16
+};
+/* After a message the person reads (a device login's address and code), the daemon may wait this long for them
+   to act elsewhere (a browser): the daemon's own --answer-timeout. */
+enum { MESSAGE_WAIT_MS = 300 * 1000 };
 
 struct options {
     const char *socket;
@@ -255,31 +266,52 @@ static int known_result(int code) {
     }
 }
 
+/* Why the daemon was not reached: absent (no socket, or nobody listens on it) or there and refusing. */
+enum { DAEMON_ABSENT = -1, DAEMON_REFUSED = -2 };
+
+/* Connects to the daemon: a descriptor, DAEMON_ABSENT or DAEMON_REFUSED (said to the person and to syslog). */
 static int connect_daemon(pam_handle_t *pamh, const struct options *options) {
     struct sockaddr_un address = {.sun_family = AF_UNIX};
     if (strlen(options->socket) >= sizeof address.sun_path) {
         pam_syslog(pamh, LOG_ERR, "socket= names a path too long for a socket");
-        return -1;
+        pam_error(pamh, "The login service (gatekeeperd) is not set up right: see the system log.");
+        return DAEMON_REFUSED;
     }
     strcpy(address.sun_path, options->socket);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
+    if (fd < 0) {
+        pam_syslog(pamh, LOG_ERR, "socket: %m");
+        pam_error(pamh, "The login service (gatekeeperd) cannot be reached.");
+        return DAEMON_REFUSED;
+    }
     /* connect() on a Unix socket waits at most this long for a full backlog. */
     struct timeval limit = {.tv_sec = options->timeout_ms / 1000, .tv_usec = 0};
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
     if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
-        pam_syslog(pamh, LOG_ERR, "cannot reach gatekeeperd at %s: %m", options->socket);
+        int error = errno;
         close(fd);
-        return -1;
+        /* No socket, or a socket nobody listens on: the daemon is not running. */
+        if (error == ENOENT || error == ECONNREFUSED) {
+            pam_syslog(pamh, LOG_ERR, "gatekeeperd is not running (%s: %s)", options->socket, strerror(error));
+            pam_error(pamh, "The login service (gatekeeperd) is not running.");
+            return DAEMON_ABSENT;
+        }
+        /* Anything else -- a full backlog, a directory this caller may not enter -- is a daemon there that this
+           login cannot reach: refused, never taken for one that is not running. */
+        pam_syslog(pamh, LOG_ERR, "cannot reach gatekeeperd at %s: %s; refused", options->socket, strerror(error));
+        pam_error(pamh, "The login service (gatekeeperd) cannot be reached (%s).", strerror(error));
+        return DAEMON_REFUSED;
     }
     /* Only root's daemon (or one of the caller's own user) is believed: nobody else can answer for it. */
     struct ucred peer;
     socklen_t size = sizeof peer;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || size != sizeof peer ||
         (peer.uid != 0 && peer.uid != geteuid())) {
-        pam_syslog(pamh, LOG_ERR, "the socket %s is not served by root; refused", options->socket);
+        pam_syslog(pamh, LOG_ERR, "the socket %s is served by uid %u, not root; refused", options->socket,
+                   (unsigned)peer.uid);
+        pam_error(pamh, "The login service's socket is served by another user, not root: refused.");
         close(fd);
-        return -1;
+        return DAEMON_REFUSED;
     }
     return fd;
 }
@@ -291,10 +323,28 @@ static const char *item(pam_handle_t *pamh, int type) {
 }
 
 /* Said to syslog and to the person even under PAM_SILENT (sudo's default): without it, a login service
-   that is down reads as a wrong password. */
-static void unavailable(pam_handle_t *pamh, const char *why) {
-    pam_syslog(pamh, LOG_ERR, "gatekeeperd %s", why);
+   that failed reads as a wrong password. */
+static void failed(pam_handle_t *pamh, const char *why) {
+    pam_syslog(pamh, LOG_ERR, "gatekeeperd %s; refused", why);
     pam_error(pamh, "The login service (gatekeeperd) %s.", why);
+}
+
+/* A login the daemon did not serve, though it is there: refused, in the words of the call. */
+static int refusal(int operation) {
+    switch (operation) {
+    case OP_AUTHENTICATE: return PAM_AUTH_ERR;
+    case OP_ACCOUNT: return PAM_PERM_DENIED;
+    default: return PAM_AUTHTOK_ERR;
+    }
+}
+
+/* Whether the password typed here may be left in PAM_AUTHTOK for the modules after this one: after a login
+   the stack admitted, or one it did not judge (no stack for the service, a name none of its backends has, a
+   directory that cannot be reached), as pam_unix and pam_sss leave it. A password the stack refused is never
+   handed on: pam_unix's try_first_pass would judge it again. */
+static int hands_on_password(int result) {
+    return result == PAM_SUCCESS || result == PAM_IGNORE || result == PAM_USER_UNKNOWN ||
+           result == PAM_AUTHINFO_UNAVAIL;
 }
 
 /* One PAM call through the daemon. */
@@ -323,17 +373,19 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
     }
     if (flags & PAM_CHANGE_EXPIRED_AUTHTOK) request_flags |= FLAG_EXPIRED_ONLY;
     if (options.rename_user) request_flags |= FLAG_RENAME_USER;
+    /* A name the host's name service does not know (sshd runs PAM for one with a stand-in password): the daemon
+       asks as for any name and counts nothing, as pam_faillock counts nothing for it. */
+    if (operation == OP_AUTHENTICATE && pam_modutil_getpwnam(pamh, user) == NULL)
+        request_flags |= FLAG_UNKNOWN_TO_HOST;
 
     int fd = connect_daemon(pamh, &options);
-    if (fd < 0) {
-        pam_error(pamh, "The login service (gatekeeperd) is not running.");
-        return PAM_AUTHINFO_UNAVAIL;
-    }
+    if (fd == DAEMON_ABSENT) return PAM_AUTHINFO_UNAVAIL;
+    if (fd < 0) return refusal(operation);
 
     struct frame *frame = malloc(sizeof *frame);
     unsigned char *buffer = malloc(MAX_FRAME);
     char *first_answer = NULL; /* the password typed at the first hidden question, for PAM_AUTHTOK */
-    int result = PAM_AUTHINFO_UNAVAIL;
+    int result = refusal(operation);
     if (frame == NULL || buffer == NULL) {
         result = PAM_BUF_ERR;
         goto done;
@@ -352,10 +404,13 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
     }
     frame_text(frame, F_AUTHTOK, authtok);
     unsigned char flag_bytes[4] = {0, 0, 0, (unsigned char)request_flags};
+    /* The whole login is bounded: the daemon has timeout= after the request and after each answer, and the
+       daemon's answer time after a message the person reads; a keepalive renews nothing. */
+    long long deadline = now_ms() + options.timeout_ms;
     frame_field(frame, F_FLAGS, flag_bytes, 4);
     if (frame->overflow) {
         pam_syslog(pamh, LOG_ERR, "the request is too long to send to gatekeeperd");
-        result = PAM_AUTH_ERR;
+        result = refusal(operation);
         goto done;
     }
     /* Sent or not, what the daemon has to say is read: a daemon that refuses a connection at once (too many
@@ -365,15 +420,16 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
 
     for (;;) {
         struct message message = {0};
-        status = read_message(fd, buffer, options.timeout_ms, &message);
+        long long left = deadline - now_ms();
+        status = left > 0 ? read_message(fd, buffer, (int)left, &message) : -2;
         if (status == -2) {
-            unavailable(pamh, "is not answering");
-            result = PAM_AUTHINFO_UNAVAIL;
+            failed(pamh, "did not answer in time");
+            result = refusal(operation);
             break;
         }
         if (status == -1) {
-            unavailable(pamh, "stopped before it answered");
-            result = PAM_AUTHINFO_UNAVAIL;
+            failed(pamh, "stopped before it answered");
+            result = refusal(operation);
             break;
         }
         if (status == -3) {
@@ -401,9 +457,10 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
                 canonical[message.user_length] = '\0';
                 if (pam_set_item(pamh, PAM_USER, canonical) != PAM_SUCCESS) result = PAM_SYSTEM_ERR;
             }
-            /* The password typed, for the modules after this one (try_first_pass, use_first_pass), as pam_unix
-               and pam_sss leave it: a password refused here may be another module's. */
-            if (operation == OP_AUTHENTICATE && first_answer != NULL && item(pamh, PAM_AUTHTOK) == NULL)
+            /* The password typed, for the modules after this one (try_first_pass, use_first_pass), where the
+               stack admitted it or did not judge it. */
+            if (operation == OP_AUTHENTICATE && first_answer != NULL && item(pamh, PAM_AUTHTOK) == NULL &&
+                hands_on_password(result))
                 pam_set_item(pamh, PAM_AUTHTOK, first_answer);
             if (options.debug) pam_syslog(pamh, LOG_DEBUG, "gatekeeperd answered %s", pam_strerror(pamh, result));
             break;
@@ -419,6 +476,8 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
         if (message.type == T_MESSAGE) {
             pam_prompt(pamh, message.hidden == 1 ? PAM_ERROR_MSG : PAM_TEXT_INFO, NULL, "%s", text);
             free(text);
+            long long after = now_ms() + (options.timeout_ms > MESSAGE_WAIT_MS ? options.timeout_ms : MESSAGE_WAIT_MS);
+            if (after > deadline) deadline = after;
             continue;
         }
         /* A question: the program's conversation asks it; its failure (Ctrl-C) cancels the login. */
@@ -432,7 +491,7 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
             }
             frame_start(frame, T_CANCEL);
             send_frame(fd, frame, options.timeout_ms);
-            result = status == PAM_SUCCESS ? PAM_AUTH_ERR : PAM_CONV_ERR;
+            result = status == PAM_SUCCESS ? refusal(operation) : PAM_CONV_ERR;
             break;
         }
         frame_start(frame, T_ANSWER);
@@ -446,10 +505,11 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
             free(response);
         }
         if (sent != 0) {
-            unavailable(pamh, "stopped before it answered");
-            result = PAM_AUTHINFO_UNAVAIL;
+            failed(pamh, "stopped before it answered");
+            result = refusal(operation);
             break;
         }
+        deadline = now_ms() + options.timeout_ms;
     }
 
 done:

@@ -80,7 +80,11 @@ public struct AuditEvent: Sendable, Hashable {
     public var terminal: String?
     /// The remote host of the login (``Gatekeeper/Configuration/remoteHost``).
     public var remoteHost: String?
-    /// The process that recorded the event.
+    /// The service the login was for (``Gatekeeper/Configuration/service``: a PAM program's service, served by
+    /// gatekeeperd).
+    public var service: String?
+    /// The process the event is about: the one that recorded it, or the program a daemon served
+    /// (``Gatekeeper/Configuration/clientProcessID``).
     public var processID: Int32
 
     public init(
@@ -94,6 +98,7 @@ public struct AuditEvent: Sendable, Hashable {
         detail: String? = nil,
         terminal: String? = nil,
         remoteHost: String? = nil,
+        service: String? = nil,
         processID: Int32? = nil
     ) {
         self.kind = kind
@@ -106,6 +111,7 @@ public struct AuditEvent: Sendable, Hashable {
         self.detail = detail
         self.terminal = terminal
         self.remoteHost = remoteHost
+        self.service = service
         self.processID = processID ?? getpid()
     }
 }

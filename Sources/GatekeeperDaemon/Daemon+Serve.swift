@@ -54,10 +54,12 @@ extension Daemon {
         }
         let result: (PAMResult, String?)
         switch request.operation {
+        case .authenticate where request.flags.contains(.unknownToHost):
+            result = (await standIn(request, login: login, connection: connection, origin: origin), nil)
         case .authenticate:
             let gatekeeper = login.gatekeeper(
                 service: request.service, terminal: origin.terminal, remoteHost: origin.remoteHost,
-                requestingUser: origin.user)
+                requestingUser: origin.user, clientProcessID: peer.pid)
             let conversation = DaemonConversation(connection: connection, request: request)
             switch await gatekeeper.signInWithTrace(conversation: conversation).outcome {
             case .success(let identity) where Username.same(identity.username, request.user):
@@ -72,10 +74,14 @@ extension Daemon {
                         kind: .accessDenied, username: identity.username, provider: "gatekeeperd",
                         detail: "signed in as the account's own spelling, which is not the name the program asked "
                             + "for (service \(request.service)); the module's rename_user would let it",
-                        terminal: origin.terminal, remoteHost: origin.remoteHost, processID: peer.pid))
+                        terminal: origin.terminal, remoteHost: origin.remoteHost, service: request.service,
+                        processID: peer.pid))
                 try? await Task.sleep(for: gatekeeper.configuration.failDelay * Double.random(in: 0.75...1.25))
                 result = (.authenticationError, nil)
             case .failure(let error):
+                // A locked account is told why, as pam_faillock tells it: sudo would say only "Sorry, try again"
+                // for a login refused before anything was asked.
+                if error.code == .tooManyAttempts { await conversation.show(error.description, as: .error) }
                 result = (Self.pamResult(error, refusedToAsk: conversation.refusedToAsk.withLock { $0 }), nil)
             }
         case .account:
@@ -93,7 +99,7 @@ extension Daemon {
             }
             let gatekeeper = login.gatekeeper(
                 service: request.service, terminal: origin.terminal, remoteHost: origin.remoteHost,
-                requestingUser: origin.user)
+                requestingUser: origin.user, clientProcessID: peer.pid)
             let conversation = DaemonConversation(connection: connection, request: request)
             switch await gatekeeper.changePasswordWithTrace(of: request.user, conversation: conversation).outcome {
             case .success: result = (.success, nil)
@@ -106,9 +112,39 @@ extension Daemon {
                 )
             }
         }
-        // Stopped under it: the login is answered as unreachable, so the program's next module may serve.
-        if connection.ending == .daemonStopping { return (.authinfoUnavailable, nil) }
+        // Stopped under it: refused. The daemon was there and may have been given the password; the program's
+        // next module (pam_unix) must not judge it instead.
+        if connection.ending == .daemonStopping { return (request.operation.refusal, nil) }
         return result
+    }
+
+    /// A login for a name the host's name service does not know (sshd runs PAM for one, with a stand-in
+    /// password): asked for a password as any name is, answered after the stack's fail delay, and `user_unknown`
+    /// — nothing is handed to a backend, and nothing is counted, as pam_faillock counts nothing for such a name:
+    /// nobody can lock a users file's or a directory's account of that name through sshd. Audited without the
+    /// name (it may be a password typed into the wrong field).
+    func standIn(
+        _ request: DaemonRequest, login: HostLogin, connection: DaemonConnection,
+        origin: (terminal: String?, remoteHost: String?, user: String?)
+    ) async -> PAMResult {
+        let gatekeeper = login.gatekeeper(
+            service: request.service, terminal: origin.terminal, remoteHost: origin.remoteHost,
+            requestingUser: origin.user, clientProcessID: connection.peer.pid)
+        let conversation = DaemonConversation(connection: connection, request: request)
+        do throws(AuthError) {
+            _ = try await conversation.askSecret("Password: ")
+        } catch {
+            return Self.pamResult(error, refusedToAsk: conversation.refusedToAsk.withLock { $0 })
+        }
+        login.audit.record(
+            AuditEvent(
+                kind: .signInFailed, username: nil, userDigest: login.audit.digest(ofUnverifiedName: request.user),
+                provider: "gatekeeperd", reason: .userNotFound,
+                detail: "a name the host does not know (service \(request.service)): no backend asked, nothing counted",
+                terminal: origin.terminal, remoteHost: origin.remoteHost, service: request.service,
+                processID: connection.peer.pid))
+        try? await Task.sleep(for: gatekeeper.configuration.failDelay * Double.random(in: 0.75...1.25))
+        return .userUnknown
     }
 
     /// Audits a caller other than root asking for another account: who (uid, pid, own name) and what, never
@@ -211,6 +247,16 @@ extension Daemon {
 }
 
 extension DaemonRequest.Operation {
+    /// A login the daemon is there for and does not serve (busy, over a share, stopping), in the words of the
+    /// call: never `authinfo_unavail`, which an admin's control line reads as "fall through".
+    var refusal: PAMResult {
+        switch self {
+        case .authenticate: .authenticationError
+        case .account: .permissionDenied
+        case .checkPasswordChange, .changePassword: .authenticationTokenError
+        }
+    }
+
     /// The PAM call's name, for records.
     var word: String {
         switch self {

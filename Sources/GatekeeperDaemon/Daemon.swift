@@ -13,7 +13,7 @@ import ToolSupport
 
 /// The server: accepts the module's connections on its socket, gives each a thread that reads it and a task
 /// that serves its one request (``serve(_:on:)``), bounded in all and per user; reads the service files
-/// again on SIGHUP; answers every login in flight and exits on SIGTERM.
+/// again on SIGHUP; refuses every login in flight and exits on SIGTERM.
 final class Daemon: Sendable {
     let invocation: DaemonInvocation
     let registry: ProviderRegistry
@@ -37,9 +37,15 @@ final class Daemon: Sendable {
     /// Each caller's uid whose refusal was audited in the last 10 seconds: when, and the refusals left out since
     /// (written in one record when the 10 seconds are over).
     let refusals = Locked<[UInt32: (at: ContinuousClock.Instant, leftOut: Int)]>([:])
+    /// Whose subordinate uids are whose, for each caller's share.
+    let subordinates: SubordinateIDs
 
-    init(_ invocation: DaemonInvocation, registry: ProviderRegistry, output: ToolOutput, stacks: ServiceStacks) {
+    init(
+        _ invocation: DaemonInvocation, registry: ProviderRegistry, output: ToolOutput, stacks: ServiceStacks,
+        subordinates: SubordinateIDs = SubordinateIDs()
+    ) {
         self.invocation = invocation
+        self.subordinates = subordinates
         self.registry = registry
         self.output = output
         self.stacks = Locked(stacks)
@@ -60,8 +66,8 @@ final class Daemon: Sendable {
 
     // MARK: Accepting
 
-    /// Accepts connections on `listener` until `stop` becomes readable; then answers every login in flight
-    /// (`authinfo_unavail`) and returns once they are (or after 5 s).
+    /// Accepts connections on `listener` until `stop` becomes readable; then refuses every login in flight
+    /// and returns once they are answered (or after 5 s).
     func serve(listener: Int32, stop: Int32) {
         while true {
             var pollers = [
@@ -83,14 +89,18 @@ final class Daemon: Sendable {
             }
             // Counted from the moment it connects, by who it is: a user's flood of connections that send nothing
             // holds at most its own share of threads, never root's logins.
-            guard let connection = DaemonConnection(descriptor: client, answerTimeout: invocation.answerTimeout)
+            guard
+                let connection = DaemonConnection(
+                    descriptor: client, answerTimeout: invocation.answerTimeout, subordinates: subordinates)
             else {
                 close(client)
                 continue
             }
             if let refusal = admit(connection) {
+                // Refused, never "not there": a login the daemon will not take must not fall through to the
+                // program's next module (pam_unix) under an admin's `authinfo_unavail=ignore`.
                 connection.send(.message(refusal, isError: true))
-                connection.send(.result(.authinfoUnavailable, canonicalUser: nil))
+                connection.send(.result(.authenticationError, canonicalUser: nil))
                 close(client)
             } else if !DetachedThread.start({ self.handle(connection) }) {
                 release(connection)
@@ -137,7 +147,7 @@ final class Daemon: Sendable {
         if let origin {
             if let refusal = admit(origin: origin) {
                 connection.send(.message(refusal, isError: true))
-                connection.send(.result(.authinfoUnavailable, canonicalUser: nil))
+                connection.send(.result(request.operation.refusal, canonicalUser: nil))
                 return
             }
         }

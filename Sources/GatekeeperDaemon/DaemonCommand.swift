@@ -107,6 +107,7 @@ struct ListeningSocket {
 
     static func open(_ invocation: DaemonInvocation) throws(ToolExit) -> ListeningSocket {
         if let passed = try fromSystemd() {
+            if let path = boundPath(of: passed) { makeReachable(directoryOf: path) }
             return ListeningSocket(descriptor: passed, path: "systemd's socket", made: nil)
         }
         guard invocation.foreground else {
@@ -165,6 +166,7 @@ struct ListeningSocket {
         if let problem = untrustedDirectory(above: path) {
             throw ToolExit(.unavailable, "\(TextSafety.escaped(path)): \(problem)")
         }
+        makeReachable(directoryOf: path)
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw ToolExit(.unavailable, "socket: \(errorDescription())") }
         func bound() -> Int32 {
@@ -200,6 +202,34 @@ struct ListeningSocket {
         var info = stat()
         let made = lstat(path, &info) == 0 ? (UInt64(info.st_dev), UInt64(info.st_ino)) : nil
         return ListeningSocket(descriptor: descriptor, path: path, made: made)
+    }
+
+    /// The socket's directory is the daemon's, and its mode is set on every start: `0755`, whoever made it
+    /// and however (a tool making `/run/gatekeeper/cache` private, an administrator's `mkdir` under umask
+    /// 077), so that every user can reach the socket. Only a directory of this process's own user is
+    /// changed, opened without following a link.
+    static func makeReachable(directoryOf path: String) {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        let directory = Glibc.open(String(path[..<slash]), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard directory >= 0 else { return }
+        defer { Glibc.close(directory) }
+        var info = stat()
+        guard fstat(directory, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o7777 != 0o755 else { return }
+        _ = fchmod(directory, 0o755)
+    }
+
+    /// The path a listening Unix socket is bound to, if it has one.
+    private static func boundPath(of descriptor: Int32) -> String? {
+        var address = sockaddr_un()
+        var size = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &size) }
+        }
+        guard named == 0, address.sun_family == sa_family_t(AF_UNIX) else { return nil }
+        let path = withUnsafeBytes(of: address.sun_path) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        return path.hasPrefix("/") ? path : nil
     }
 
     private static func answers(at address: sockaddr_un) -> Bool {

@@ -24,12 +24,15 @@ final class DaemonConnection: Sendable {
         /// setuid program (sudo, su, chfn, passwd). `nil` when it cannot be read, or the caller is not root.
         var realUID: UInt32? = nil
 
-        /// Whom the caller's connections count against: its uid, or for a setuid program the user who ran it;
-        /// `nil` for a process of root's own (sshd, login), bounded only in all and by whom each login is for.
-        var countedUser: UInt32? {
-            if uid != 0 { return uid }
-            if let realUID, realUID != 0 { return realUID }
-            return nil
+        /// Whom the caller's connections count against: its uid, or for a setuid program the user who ran it
+        /// — a subordinate uid (`/etc/subuid`) as the user it was handed to; `nil` for a process of root's own
+        /// (sshd, login), bounded only in all and by whom each login is for. Taken once, when it connects.
+        private(set) var countedUser: UInt32? = nil
+
+        init(pid: Int32, uid: UInt32, gid: UInt32, realUID: UInt32? = nil, subordinates: SubordinateIDs? = nil) {
+            (self.pid, self.uid, self.gid, self.realUID) = (pid, uid, gid, realUID)
+            let user = uid != 0 ? uid : realUID.flatMap { $0 != 0 ? $0 : nil }
+            countedUser = user.map { subordinates?.owner(of: $0) ?? $0 }
         }
     }
 
@@ -41,7 +44,8 @@ final class DaemonConnection: Sendable {
         case protocolError(String)
         /// A question went unanswered for longer than the daemon waits.
         case timedOut
-        /// The daemon is stopping: every login in flight is answered `authinfo_unavail`.
+        /// The daemon is stopping: every login in flight is refused (the daemon was there: no next module judges
+        /// a login it was asked for).
         case daemonStopping
     }
 
@@ -76,11 +80,12 @@ final class DaemonConnection: Sendable {
     static let keepaliveInterval: Duration = .seconds(5)
 
     /// The client on `descriptor`, as the kernel names it; `nil` when it cannot.
-    init?(descriptor: Int32, answerTimeout: Duration) {
+    init?(descriptor: Int32, answerTimeout: Duration, subordinates: SubordinateIDs? = nil) {
         var (pid, uid, gid): (Int32, UInt32, UInt32) = (0, 0, 0)
         guard gk_peer_credentials(descriptor, &pid, &uid, &gid) == 0 else { return nil }
         self.descriptor = descriptor
-        peer = Peer(pid: pid, uid: uid, gid: gid, realUID: uid == 0 ? Self.realUID(of: pid) : nil)
+        peer = Peer(
+            pid: pid, uid: uid, gid: gid, realUID: uid == 0 ? Self.realUID(of: pid) : nil, subordinates: subordinates)
         self.answerTimeout = answerTimeout
     }
 
@@ -307,7 +312,7 @@ final class DaemonConnection: Sendable {
     /// Sends the request's result (unless the client has gone or broke the protocol) and lets ``watch(_:)``
     /// return.
     func finish(_ result: PAMResult, canonicalUser: String? = nil) {
-        // A client still there hears the answer; a daemon stopping answers too (authinfo_unavail).
+        // A client still there hears the answer; a daemon stopping answers too (a refusal).
         if ending == nil || ending == .daemonStopping { send(.result(result, canonicalUser: canonicalUser)) }
         state.withLock { $0.served = true }
         served.post()

@@ -71,8 +71,11 @@ package struct DaemonRequest: Equatable, Sendable {
         /// The module's `rename_user`: a login may go on as the account's own spelling (the module sets
         /// `PAM_USER` to it), for a program that reads `PAM_USER` back.
         package static let renamesUser = Flags(rawValue: 1 << 3)
+        /// The host's name service does not know the user (`getpwnam` in the program found nothing): sshd runs
+        /// PAM for such a name with a stand-in password. Nothing is presented to a backend or counted.
+        package static let unknownToHost = Flags(rawValue: 1 << 4)
         /// Every flag this version knows.
-        package static let known: Flags = [.useFirstPass, .tryFirstPass, .expiredOnly, .renamesUser]
+        package static let known: Flags = [.useFirstPass, .tryFirstPass, .expiredOnly, .renamesUser, .unknownToHost]
     }
 
     package var operation: Operation
@@ -223,6 +226,21 @@ extension DaemonMessage {
         return try message(kind, fields)
     }
 
+    /// Whether `bytes` are a text as the protocol has them: UTF-8 without NUL. A secret is checked without
+    /// being copied into a `String`.
+    private static func isText(_ bytes: ArraySlice<UInt8>) -> Bool {
+        guard !bytes.contains(0) else { return false }
+        var decoder = UTF8()
+        var iterator = bytes.makeIterator()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
+    }
+
     private static func message(_ kind: Kind, _ fields: [Tag: ArraySlice<UInt8>]) throws(DaemonProtocolError)
         -> DaemonMessage
     {
@@ -269,6 +287,7 @@ extension DaemonMessage {
             var token: Secret?
             if let bytes = fields[.authenticationToken] {
                 guard bytes.count <= maxAnswer else { throw DaemonProtocolError("an authentication token too long") }
+                guard isText(bytes) else { throw DaemonProtocolError("an authentication token that is not text") }
                 token = Secret(copying: bytes)
             }
             return .request(
@@ -281,6 +300,7 @@ extension DaemonMessage {
         case .answer:
             guard let bytes = fields[.text] else { throw DaemonProtocolError("an answer without text") }
             guard bytes.count <= maxAnswer else { throw DaemonProtocolError("an answer too long") }
+            guard isText(bytes) else { throw DaemonProtocolError("an answer that is not text") }
             return .answer(Secret(copying: bytes))
         case .cancel:
             return .cancel

@@ -24,10 +24,16 @@ final class ServiceStacks: Sendable {
 
     /// The service that serves `name`: its own file, else `default`; `nil` when neither exists.
     func login(for name: String) -> HostLogin? {
-        services[name] ?? services[Self.fallback]
+        services[name] ?? Self.variants[name].flatMap { services[$0] } ?? services[Self.fallback]
     }
 
     static let fallback = "default"
+
+    /// The services Debian runs the same program under for a login shell, each served by its program's stack
+    /// unless it has a file of its own: `su -l` is `su-l` (which includes `su`), `sudo -i` is `sudo-i` (which
+    /// includes `common-auth`, not `sudo`), `runuser -l` is `runuser-l`. A stack written for `su` is never
+    /// stepped around by `su -l`.
+    static let variants = ["su-l": "su", "sudo-i": "sudo", "runuser-l": "runuser"]
 
     private init(services: [String: HostLogin], directory: String) {
         self.services = services

@@ -128,11 +128,12 @@ public final class HostLogin: Sendable {
     /// PAM call), sharing this host's provider, lockout and audit — so every login is counted where every
     /// other is — with its own origin: the PAM service, terminal, remote host and requesting user of the
     /// program that asked. It remembers no login (the calling program keeps its own, as sudo does).
-    public func gatekeeper(service: String, terminal: String?, remoteHost: String?, requestingUser: String?)
-        -> Gatekeeper
-    {
+    public func gatekeeper(
+        service: String, terminal: String?, remoteHost: String?, requestingUser: String?, clientProcessID: Int32? = nil
+    ) -> Gatekeeper {
         var configuration = gatekeeper.configuration
         configuration.service = service
+        configuration.clientProcessID = clientProcessID
         configuration.terminal = terminal
         configuration.remoteHost = remoteHost
         configuration.requestingUser = requestingUser

@@ -28,7 +28,9 @@ package final class StateDirectory: Sendable {
     package let descriptor: Int32
 
     /// Opens `path` (each directory as an `O_PATH` descriptor: searching it is enough), creating what is
-    /// missing of it with `mode`.
+    /// missing of it: the last directory with `mode`, those above it `0755` (searchable, written by their
+    /// owner alone), so that a private directory never makes its parent private too — `/run/gatekeeper`,
+    /// made by a tool for its `cache`, also holds gatekeeperd's socket, which every user must reach.
     package init(_ path: String, creatingWith mode: UInt32) throws(StateFileError) {
         guard path.hasPrefix("/") else { throw StateFileError("\(path): not an absolute path") }
         let components = path.split(separator: "/").map(String.init)
@@ -41,7 +43,7 @@ package final class StateDirectory: Sendable {
             let isLast = index == components.count - 1
             var next = openat(current, component, openPathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 && errno == ENOENT {
-                if mkdirat(current, component, mode) != 0 && errno != EEXIST {
+                if mkdirat(current, component, isLast ? mode : 0o755) != 0 && errno != EEXIST {
                     let code = errno
                     close(current)
                     throw StateFileError("\(walked): cannot be created: \(errorDescription(code))")

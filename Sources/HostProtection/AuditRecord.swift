@@ -34,6 +34,7 @@ enum AuditRecord {
         }
         if let terminal = event.terminal { fields.append(("tty", terminal)) }
         if let host = event.remoteHost { fields.append(("rhost", host)) }
+        if let service = event.service { fields.append(("service", service)) }
         fields.append(("pid", String(event.processID)))
         if let detail = event.detail {
             fields.append(("detail", String(decoding: detail.utf8.prefix(maxDetailBytes), as: UTF8.self)))

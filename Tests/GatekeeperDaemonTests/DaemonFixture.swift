@@ -21,13 +21,19 @@ final class DaemonFixture {
     let password = "Correct-Horse-\(UInt32.random(in: 1000...9999))"
     private(set) var daemon: Spawned?
     let arguments: [String]
+    /// A command the daemon is started through (`unshare -m sh -c …`), given the daemon and its arguments.
+    let launcher: [String]
 
     /// - Parameters:
     ///   - settings: Setting lines for the default stack's file, before its entry.
     ///   - arguments: More of gatekeeperd's options.
-    init(settings: String = "lockout deny=1000", arguments: [String] = [], start: Bool = true) throws {
+    ///   - launcher: A command the daemon is started through, given the daemon and its arguments.
+    init(
+        settings: String = "lockout deny=1000", arguments: [String] = [], launcher: [String] = [], start: Bool = true
+    ) throws {
         account = SystemAccounts.name(of: getuid()) ?? "root"
         self.arguments = arguments
+        self.launcher = launcher
         chmod(directory, 0o755)
         mkdir(services, 0o755)
         let added = try run(
@@ -48,12 +54,15 @@ final class DaemonFixture {
 
     /// Starts the daemon and waits until it serves.
     func start() throws {
-        let daemon = try Spawned(
-            builtExecutable("gatekeeperd"),
-            [
-                "--foreground", "--socket", socket, "--config-dir", services, "--state-dir", stateDirectory,
-                "--request-timeout", "1s",
-            ] + arguments)
+        let daemonArguments =
+            ["--foreground", "--socket", socket, "--config-dir", services, "--state-dir", stateDirectory]
+            + (arguments.contains("--request-timeout") ? [] : ["--request-timeout", "1s"]) + arguments
+        let daemon =
+            try launcher.first.map {
+                try Spawned(
+                    URL(fileURLWithPath: $0),
+                    Array(launcher.dropFirst()) + [builtExecutable("gatekeeperd").path] + daemonArguments)
+            } ?? Spawned(builtExecutable("gatekeeperd"), daemonArguments)
         self.daemon = daemon
         try daemon.waitForStderr(containing: "serving")
     }

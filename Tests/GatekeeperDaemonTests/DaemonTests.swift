@@ -1,6 +1,7 @@
 import Authentication
 import Foundation
 import GatekeeperDaemon
+import GatekeeperSupport
 import TestSupport
 import Testing
 
@@ -159,6 +160,72 @@ struct DaemonTests {
             try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
     }
 
+    /// An answer (or a first password) with a NUL byte or bytes that are not UTF-8 is no text of the protocol's:
+    /// the connection ends without a result, nothing is counted, and the next login is served.
+    @Test(arguments: [[0x61, 0x00, 0x62], [0xff, 0xfe, 0x41], [0xc3]] as [[UInt8]])
+    func answersThatAreNotTextEndTheConnection(_ bytes: [UInt8]) throws {
+        let fixture = try DaemonFixture()
+        let client = try DaemonClient.atQuestion(fixture.socket, request(fixture))
+        client.send(.answer(Secret(copying: bytes)))
+        #expect(client.isClosed(within: .seconds(5)))
+        var given = request(fixture)
+        given.flags = [.useFirstPass]
+        given.authenticationToken = Secret(copying: bytes)
+        let first = try DaemonClient(fixture.socket)
+        first.send(.request(given))
+        #expect(first.isClosed(within: .seconds(5)))
+        #expect(try fixture.failures(of: fixture.account) == 0)
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+    }
+
+    /// A name the host's name service does not know (the module's `unknownToHost`: sshd's invalid users) is
+    /// asked for a password as any name is, and answered `user_unknown` whatever is typed — the right password
+    /// of a users-file account of that name included — with nothing counted against the account and a record
+    /// that names no one.
+    @Test func aNameTheHostDoesNotKnowCountsNothing() throws {
+        let fixture = try DaemonFixture(settings: "lockout deny=2")
+        var ghost = request(fixture, service: "sshd")
+        ghost.flags = [.unknownToHost]
+        for password in ["\u{8}\n\r\u{7f}INCORRECT", "wrong", "wrong again", fixture.password] {
+            let answer = try DaemonClient(fixture.socket).converse(ghost, password: password)
+            #expect(answer.result == .userUnknown)
+            #expect(answer.seen.contains { if case .question(_, hidden: true) = $0 { true } else { false } })
+        }
+        #expect(try fixture.failures(of: fixture.account) == 0)
+        #expect(try fixture.unknownNameFailures() == 0)
+        #expect(fixture.auditRecords.filter { $0.contains("a name the host does not know") }.count == 4)
+        #expect(!fixture.auditRecords.contains { $0.contains("\"user\":\"\(fixture.account)\"") })
+        // The account itself, known to the host, is not locked by any of it.
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+    }
+
+    /// A locked account is told why, as pam_faillock tells it, before its refusal: sudo would otherwise say only
+    /// "Sorry, try again" for a login that asked nothing. Audit records name the service and the client's pid.
+    @Test func aLockedAccountIsToldWhy() throws {
+        let fixture = try DaemonFixture(settings: "lockout deny=1 unlock=10m")
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: "wrong").result
+                == .authenticationError)
+        let locked = try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password)
+        #expect(locked.result == .authenticationError)
+        #expect(
+            locked.seen.contains {
+                if case .message(let text, isError: true) = $0 {
+                    text.contains("Too many failed attempts")
+                } else {
+                    false
+                }
+            }, "\(locked.seen)")
+        #expect(!locked.seen.contains { if case .question = $0 { true } else { false } })
+        let pid = getpid()
+        #expect(
+            fixture.auditRecords.contains {
+                $0.contains("\"lockedOut\"") && $0.contains("\"service\":\"sudo\"") && $0.contains("\"pid\":\(pid)")
+            }, "\(fixture.auditRecords)")
+    }
+
     /// A client that goes away while its question waits (sudo's Ctrl-C) ends the login at once: it is
     /// recorded as cancelled, and nothing is counted.
     @Test func clientGoneCancelsTheLogin() throws {
@@ -199,7 +266,8 @@ struct DaemonTests {
         #expect(try fixture.failures(of: fixture.account) == 0)
     }
 
-    /// Beyond the bound on logins in flight, a login is refused at once, saying why — not queued.
+    /// Beyond the bound on logins in flight, a login is refused at once, saying why — not queued, and never
+    /// answered `authinfo_unavail`, which an admin's `authinfo_unavail=ignore` reads as "fall through".
     @Test func loginsInFlightAreBounded() throws {
         let fixture = try DaemonFixture(arguments: ["--max-logins", "2"])
         var waiting: [DaemonClient] = []
@@ -208,7 +276,7 @@ struct DaemonTests {
             waiting.append(client)
         }
         let third = try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password)
-        #expect(third.result == .authinfoUnavailable)
+        #expect(third.result == .authenticationError)
         #expect(third.seen.contains { if case .message(let text, true) = $0 { text.contains("busy") } else { false } })
         waiting.removeAll()
         #expect(
@@ -275,14 +343,15 @@ struct DaemonTests {
             try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result != .success)
     }
 
-    /// SIGTERM answers a login in flight `authinfo_unavail` (the program's next module may serve) and exits;
-    /// its socket goes with it, and a daemon started again serves with the state it left.
+    /// SIGTERM refuses a login in flight (the daemon was there, and may have been given the password: the
+    /// program's next module must not judge it) and exits; its socket goes with it, and a daemon started again
+    /// serves with the state it left.
     @Test func stopAnswersLoginsInFlight() throws {
         let fixture = try DaemonFixture()
         _ = try DaemonClient(fixture.socket).converse(request(fixture), password: "wrong")
         let client = try DaemonClient.atQuestion(fixture.socket, request(fixture))
         fixture.daemon?.send(SIGTERM)
-        #expect(try client.receive(timeout: .seconds(10)) == .result(.authinfoUnavailable, canonicalUser: nil))
+        #expect(try client.receive(timeout: .seconds(10)) == .result(.authenticationError, canonicalUser: nil))
         let stopped = fixture.stop()
         #expect(stopped?.status == 0, "\(stopped?.stderr ?? "")")
         #expect(access(fixture.socket, F_OK) != 0)
@@ -371,10 +440,33 @@ struct DaemonTests {
             waiting.append(client)
         }
         let third = try DaemonClient(fixture.socket).converse(mallory, password: fixture.password)
-        #expect(third.result == .authinfoUnavailable)
+        #expect(third.result == .authenticationError)
         var alice = request(fixture)
         alice.requestingUser = "alice"
         #expect(try DaemonClient(fixture.socket).converse(alice, password: fixture.password).result == .success)
+    }
+
+    /// The socket's directory is the daemon's: whoever made it private first (a root tool making its cache
+    /// below it, an administrator's umask), every start sets it to 0755, so that every user reaches the socket.
+    /// And a tool making a private directory below it leaves the directories above it searchable.
+    @Test func theSocketsDirectoryIsReachableWhoeverMadeIt() throws {
+        let scratch = ScratchDirectory("gatekeeperd-run")
+        let run = scratch.path + "/gatekeeper"
+        let cache = try StateDirectory(run + "/cache", creatingWith: 0o700)
+        var info = stat()
+        #expect(stat(run, &info) == 0 && info.st_mode & 0o7777 == 0o755)
+        #expect(fstat(cache.descriptor, &info) == 0 && info.st_mode & 0o7777 == 0o700)
+        chmod(run, 0o700)
+        let fixture = try DaemonFixture(start: false)
+        let daemon = try Spawned(
+            builtExecutable("gatekeeperd"),
+            ["--foreground", "--socket", run + "/socket", "--config-dir", fixture.services])
+        defer {
+            daemon.send(SIGTERM)
+            _ = daemon.finish(timeout: .seconds(20))
+        }
+        try daemon.waitForStderr(containing: "serving")
+        #expect(stat(run, &info) == 0 && info.st_mode & 0o7777 == 0o755)
     }
 
     /// A second daemon on the same socket refuses to start; a stale socket (nobody answers) is taken over.

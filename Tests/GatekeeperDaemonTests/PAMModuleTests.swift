@@ -38,12 +38,13 @@ struct PAMModuleTests {
         var sudoers: String { "/etc/sudoers.d/gatekeeper-test-\(user)" }
 
         init(
-            settings: String = "lockout deny=1000", arguments: [String] = [], entry: ((DaemonFixture) -> String)? = nil
+            settings: String = "lockout deny=1000", arguments: [String] = [], launcher: [String] = [],
+            entry: ((DaemonFixture) -> String)? = nil
         )
             throws
         {
             module = try PAMModuleTests.module.get()
-            fixture = try DaemonFixture(settings: settings, arguments: arguments, start: false)
+            fixture = try DaemonFixture(settings: settings, arguments: arguments, launcher: launcher, start: false)
             service = "gatekeeper-test-\(user)"
             let created = try shell("useradd -M -s /bin/sh \(user)")
             guard created.status == 0 else { throw DaemonFixtureError("useradd: \(created.output)") }

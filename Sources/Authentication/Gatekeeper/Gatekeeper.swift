@@ -236,7 +236,9 @@ public final class Gatekeeper: Sendable {
     ) -> AuditEvent {
         var event = AuditEvent(
             kind: kind, username: nil, provider: provider.name, stackEntry: stackEntry, reason: reason,
-            detail: detail, terminal: configuration.terminal, remoteHost: configuration.remoteHost)
+            detail: detail, terminal: configuration.terminal, remoteHost: configuration.remoteHost,
+            service: configuration.clientProcessID != nil ? configuration.service : nil,
+            processID: configuration.clientProcessID)
         naming(&event)
         return event
     }
@@ -273,6 +275,9 @@ extension Gatekeeper {
         /// The service's name, recorded as a failure's source when there is neither a remote host nor a
         /// terminal (as PAM's service name is).
         public var service: String
+        /// The process of the program a login is served for, when it is not this one (gatekeeperd serving
+        /// sudo's): audit records name it and the ``service``, not the process that serves.
+        public var clientProcessID: Int32?
         /// Whether a person whose password has expired changes it during the login, as `login` and
         /// `sudo` have them do (``AuthRequest/mayChangeExpiredPassword``). On by default; turn it off where
         /// nobody can answer a new password's questions (a password read from a pipe): the login then
