@@ -49,7 +49,7 @@ public struct DaemonInvocation: Sendable, Equatable {
           --check             read every service file, say what is wrong, and exit
 
         SIGHUP reads the service files again (a set with a bad file is refused, and the one in use kept);
-        SIGTERM answers every login in flight (authinfo_unavail) and exits.
+        SIGTERM refuses every login in flight and exits.
         """
 
     /// - Throws: ``UsageError`` saying what is wrong.
