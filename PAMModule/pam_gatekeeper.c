@@ -378,6 +378,9 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
     if (operation == OP_AUTHENTICATE && pam_modutil_getpwnam(pamh, user) == NULL)
         request_flags |= FLAG_UNKNOWN_TO_HOST;
 
+    /* The whole login is bounded: the daemon has timeout= from here (the connection included) and after each
+       answer, and the daemon's answer time after a message the person reads; a keepalive renews nothing. */
+    long long deadline = now_ms() + options.timeout_ms;
     int fd = connect_daemon(pamh, &options);
     if (fd == DAEMON_ABSENT) return PAM_AUTHINFO_UNAVAIL;
     if (fd < 0) return refusal(operation);
@@ -404,9 +407,6 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
     }
     frame_text(frame, F_AUTHTOK, authtok);
     unsigned char flag_bytes[4] = {0, 0, 0, (unsigned char)request_flags};
-    /* The whole login is bounded: the daemon has timeout= after the request and after each answer, and the
-       daemon's answer time after a message the person reads; a keepalive renews nothing. */
-    long long deadline = now_ms() + options.timeout_ms;
     frame_field(frame, F_FLAGS, flag_bytes, 4);
     if (frame->overflow) {
         pam_syslog(pamh, LOG_ERR, "the request is too long to send to gatekeeperd");

@@ -61,7 +61,8 @@ extension Daemon {
                 service: request.service, terminal: origin.terminal, remoteHost: origin.remoteHost,
                 requestingUser: origin.user, clientProcessID: peer.pid)
             let conversation = DaemonConversation(connection: connection, request: request)
-            switch await gatekeeper.signInWithTrace(conversation: conversation).outcome {
+            let traced = await gatekeeper.signInWithTrace(conversation: conversation)
+            switch traced.outcome {
             case .success(let identity) where Username.same(identity.username, request.user):
                 result = (.success, nil)
             case .success(let identity) where renames:
@@ -82,7 +83,14 @@ extension Daemon {
                 // A locked account is told why, as pam_faillock tells it: sudo would say only "Sorry, try again"
                 // for a login refused before anything was asked.
                 if error.code == .tooManyAttempts { await conversation.show(error.description, as: .error) }
-                result = (Self.pamResult(error, refusedToAsk: conversation.refusedToAsk.withLock { $0 }), nil)
+                var code = Self.pamResult(error, refusedToAsk: conversation.refusedToAsk.withLock { $0 })
+                // `authinfo_unavail` only when the stack itself said its backends cannot be reached. Lockout state
+                // that cannot be read or written (a disk any user can fill) is a refusal: fail closed, never
+                // "fall through to pam_unix".
+                if code == .authinfoUnavailable, traced.trace?.result != .authinfoUnavailable {
+                    code = .authenticationError
+                }
+                result = (code, nil)
             }
         case .account:
             result = (await checkAccount(request.user, provider: login.provider), nil)
@@ -152,49 +160,27 @@ extension Daemon {
     /// uid is recorded at once; those in the 10 seconds after it, in one record when they are over: a flood of
     /// refusals does not fill the log, and none goes unrecorded.
     func refused(_ request: DaemonRequest, by peer: DaemonConnection.Peer, own: String?, audit: any AuditSink) {
-        let now = ContinuousClock.now
-        let window = Duration.seconds(10)
-        // Recorded now (with what an earlier window left out, if its record is not written yet), or left out; the
-        // window's start when this is the first left out.
-        let (recorded, carried, firstLeftOut) = refusals.withLock {
-            refusals -> (Bool, Int, ContinuousClock.Instant?) in
-            // Uids whose window is over and left nothing out are forgotten: the table holds only recent callers.
-            refusals = refusals.filter { $0.value.at.duration(to: now) < window || $0.value.leftOut > 0 }
-            guard let last = refusals[peer.uid], last.at.duration(to: now) < window else {
-                let carried = refusals[peer.uid]?.leftOut ?? 0
-                refusals[peer.uid] = (now, 0)
-                return (true, carried, nil)
-            }
-            refusals[peer.uid]?.leftOut += 1
-            return (false, 0, last.leftOut == 0 ? last.at : nil)
-        }
         let who = "uid \(peer.uid) (\(own.map { TextSafety.escaped($0) } ?? "no account"))"
-        if recorded {
-            audit.record(
-                AuditEvent(
-                    kind: .requestRefused, username: nil, provider: "gatekeeperd",
-                    detail: "\(who) asked for another account (\(request.operation.word), service \(request.service))"
-                        + (carried > 0 ? "; \(carried) more such requests refused before this one" : ""),
-                    terminal: request.terminal.map { TextSafety.escaped($0) }, processID: peer.pid))
-        } else if let windowStart = firstLeftOut {
-            // The refusals left out are written once their window is over, whether or not another comes.
-            Task {
-                try? await Task.sleep(for: window)
-                let leftOut = refusals.withLock { refusals -> Int in
-                    // A refusal after the window, recorded meanwhile, carried the count already.
-                    guard let entry = refusals[peer.uid], entry.at == windowStart else { return 0 }
-                    refusals[peer.uid] = nil
-                    return entry.leftOut
-                }
-                guard leftOut > 0 else { return }
+        refusals.note(
+            peer.uid,
+            write: { carried in
+                audit.record(
+                    AuditEvent(
+                        kind: .requestRefused, username: nil, provider: "gatekeeperd",
+                        detail:
+                            "\(who) asked for another account (\(request.operation.word), service \(request.service))"
+                            + (carried > 0 ? "; \(carried) more such requests refused before this one" : ""),
+                        terminal: request.terminal.map { TextSafety.escaped($0) }, service: request.service,
+                        processID: peer.pid))
+            },
+            summarize: { leftOut in
                 audit.record(
                     AuditEvent(
                         kind: .requestRefused, username: nil, provider: "gatekeeperd",
                         detail: "\(who) asked for another account \(leftOut) more times in 10 seconds "
-                            + "(the first recorded before)",
-                        processID: peer.pid))
-            }
-        }
+                            + "(the first recorded before; this pid and service are the first left out's)",
+                        service: request.service, processID: peer.pid))
+            })
     }
 
     /// `pam_sm_acct_mgmt`: whether `user` may log in now, asked of the stack without a password. Every

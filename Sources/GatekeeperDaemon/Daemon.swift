@@ -34,9 +34,10 @@ final class Daemon: Sendable {
         var stopping = false
     }
     private let flight = Locked(Flight())
-    /// Each caller's uid whose refusal was audited in the last 10 seconds: when, and the refusals left out since
-    /// (written in one record when the 10 seconds are over).
-    let refusals = Locked<[UInt32: (at: ContinuousClock.Instant, leftOut: Int)]>([:])
+    /// A caller's requests for another account: audited once each 10 seconds, the rest in one record.
+    let refusals = CallerThrottle()
+    /// A caller's malformed requests: one line each 10 seconds on standard error, the rest in one line.
+    let malformed = CallerThrottle()
     /// Whose subordinate uids are whose, for each caller's share.
     let subordinates: SubordinateIDs
 
@@ -133,8 +134,17 @@ final class Daemon: Sendable {
         switch connection.readRequest(timeout: invocation.requestTimeout) {
         case .success(let read): request = read
         case .failure(.protocolError(let why)):
-            output.error(
-                "gatekeeperd: a request from pid \(connection.peer.pid) (uid \(connection.peer.uid)) refused: \(why)")
+            let (pid, uid) = (connection.peer.pid, connection.peer.uid)
+            malformed.note(
+                uid,
+                write: { carried in
+                    output.error(
+                        "gatekeeperd: a request from pid \(pid) (uid \(uid)) refused: \(why)"
+                            + (carried > 0 ? " (\(carried) more malformed requests of this uid before it)" : ""))
+                },
+                summarize: { [output] leftOut in
+                    output.error("gatekeeperd: \(leftOut) more malformed requests of uid \(uid) in 10 seconds refused")
+                })
             return
         case .failure: return
         }

@@ -226,6 +226,23 @@ struct DaemonTests {
             }, "\(fixture.auditRecords)")
     }
 
+    /// One caller's flood of malformed requests writes one line, and one summary when its 10 seconds are over:
+    /// nobody fills the daemon's log (the journal) by sending garbage.
+    @Test func malformedRequestsAreSummarisedPerCaller() throws {
+        let fixture = try DaemonFixture()
+        for _ in 0..<50 {
+            let client = try DaemonClient(fixture.socket)
+            client.sendRaw([0, 0, 0, 3, 1, 1, 99])
+            #expect(client.isClosed(within: .seconds(5)))
+        }
+        func lines(_ text: String) -> Int {
+            (fixture.daemon?.stderr ?? "").components(separatedBy: "\n").filter { $0.contains(text) }.count
+        }
+        #expect(lines("refused: ") == 1, "\(fixture.daemon?.stderr ?? "")")
+        #expect(eventually(within: 30) { lines("49 more malformed requests of uid \(getuid())") == 1 })
+        #expect(lines("refused: ") == 1)
+    }
+
     /// A client that goes away while its question waits (sudo's Ctrl-C) ends the login at once: it is
     /// recorded as cancelled, and nothing is counted.
     @Test func clientGoneCancelsTheLogin() throws {
