@@ -34,7 +34,6 @@
 #define PAM_SM_SESSION
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
-#include <security/pam_modutil.h>
 
 /* The module's six entry points are all it exports (built with -fvisibility=hidden). */
 #define EXPORTED __attribute__((visibility("default")))
@@ -347,6 +346,27 @@ static int hands_on_password(int result) {
            result == PAM_AUTHINFO_UNAVAIL;
 }
 
+/* Whether the name service says it has no account `user`: nothing found, with no error or one of those
+   getpwnam_r(3) lists for "not found" (glibc answers ENOENT when a source such as sss is not running). A
+   look-up that failed otherwise (out of descriptors or memory) is no answer, and the login goes on as any
+   other; the daemon looks the name up itself as well, so a program's starved look-up alone frees no guess. */
+static int unknown_to_host(const char *user) {
+    size_t size = 16384;
+    for (;;) {
+        char *buffer = malloc(size);
+        if (buffer == NULL) return 0;
+        struct passwd entry, *found = NULL;
+        int error = getpwnam_r(user, &entry, buffer, size, &found);
+        free(buffer);
+        if (error == ERANGE && size < 1024 * 1024) {
+            size *= 2;
+            continue;
+        }
+        return found == NULL &&
+               (error == 0 || error == ENOENT || error == ESRCH || error == EBADF || error == EPERM);
+    }
+}
+
 /* One PAM call through the daemon. */
 static int run(pam_handle_t *pamh, int operation, int flags, int argc, const char **argv) {
     struct options options;
@@ -375,8 +395,7 @@ static int run(pam_handle_t *pamh, int operation, int flags, int argc, const cha
     if (options.rename_user) request_flags |= FLAG_RENAME_USER;
     /* A name the host's name service does not know (sshd runs PAM for one with a stand-in password): the daemon
        asks as for any name and counts nothing, as pam_faillock counts nothing for it. */
-    if (operation == OP_AUTHENTICATE && pam_modutil_getpwnam(pamh, user) == NULL)
-        request_flags |= FLAG_UNKNOWN_TO_HOST;
+    if (operation == OP_AUTHENTICATE && unknown_to_host(user)) request_flags |= FLAG_UNKNOWN_TO_HOST;
 
     /* The whole login is bounded: the daemon has timeout= from here (the connection included) and after each
        answer, and the daemon's answer time after a message the person reads; a keepalive renews nothing. */

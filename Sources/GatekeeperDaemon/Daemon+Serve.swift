@@ -54,7 +54,9 @@ extension Daemon {
         }
         let result: (PAMResult, String?)
         switch request.operation {
-        case .authenticate where request.flags.contains(.unknownToHost):
+        // The module's word that the host does not know the name, and the daemon's own look-up agreeing: a
+        // name either side knows is an ordinary login, counted as any.
+        case .authenticate where request.flags.contains(.unknownToHost) && SystemAccounts.uid(of: request.user) == nil:
             result = (await standIn(request, login: login, connection: connection, origin: origin), nil)
         case .authenticate:
             let gatekeeper = login.gatekeeper(
@@ -83,14 +85,10 @@ extension Daemon {
                 // A locked account is told why, as pam_faillock tells it: sudo would say only "Sorry, try again"
                 // for a login refused before anything was asked.
                 if error.code == .tooManyAttempts { await conversation.show(error.description, as: .error) }
-                var code = Self.pamResult(error, refusedToAsk: conversation.refusedToAsk.withLock { $0 })
-                // `authinfo_unavail` only when the stack itself said its backends cannot be reached. Lockout state
-                // that cannot be read or written (a disk any user can fill) is a refusal: fail closed, never
-                // "fall through to pam_unix".
-                if code == .authinfoUnavailable, traced.trace?.result != .authinfoUnavailable {
-                    code = .authenticationError
-                }
-                result = (code, nil)
+                result = (
+                    Self.pamResult(
+                        error, of: traced.trace, refusedToAsk: conversation.refusedToAsk.withLock { $0 }), nil
+                )
             }
         case .account:
             result = (await checkAccount(request.user, provider: login.provider), nil)
@@ -109,10 +107,12 @@ extension Daemon {
                 service: request.service, terminal: origin.terminal, remoteHost: origin.remoteHost,
                 requestingUser: origin.user, clientProcessID: peer.pid)
             let conversation = DaemonConversation(connection: connection, request: request)
-            switch await gatekeeper.changePasswordWithTrace(of: request.user, conversation: conversation).outcome {
+            let traced = await gatekeeper.changePasswordWithTrace(of: request.user, conversation: conversation)
+            switch traced.outcome {
             case .success: result = (.success, nil)
             case .failure(let error):
-                let code = Self.pamResult(error, refusedToAsk: conversation.refusedToAsk.withLock { $0 })
+                let code = Self.pamResult(
+                    error, of: traced.trace, refusedToAsk: conversation.refusedToAsk.withLock { $0 })
                 // Anything but a wrong current password or a cancel: the token could not be changed.
                 result = (
                     [.authenticationError, .conversationError, .authinfoUnavailable].contains(code)
@@ -212,6 +212,16 @@ extension Daemon {
             }
         }
         return answer
+    }
+
+    /// The PAM return code for a login or password change through a stack that ended with `error`: as
+    /// ``pamResult(_:refusedToAsk:)``, but `authinfo_unavail` only where the stack itself decided so (its
+    /// backends could not be reached, `trace`). Anything else unavailable — lockout state that cannot be read or
+    /// written, on a disk any user can fill — is a refusal: never the "fall through to pam_unix" an admin's
+    /// `authinfo_unavail=ignore` makes of it.
+    static func pamResult(_ error: AuthError, of trace: ProviderChain.Trace?, refusedToAsk: Bool) -> PAMResult {
+        let code = pamResult(error, refusedToAsk: refusedToAsk)
+        return code == .authinfoUnavailable && trace?.result != .authinfoUnavailable ? .authenticationError : code
     }
 
     /// The PAM return code for a login that ended with `error`, as pam_unix and pam_faillock answer: a locked

@@ -55,8 +55,11 @@ final class DaemonFixture {
     /// Starts the daemon and waits until it serves.
     func start() throws {
         let daemonArguments =
-            ["--foreground", "--socket", socket, "--config-dir", services, "--state-dir", stateDirectory]
-            + (arguments.contains("--request-timeout") ? [] : ["--request-timeout", "1s"]) + arguments
+            ["--foreground", "--socket", socket, "--config-dir", services]
+            + [("--state-dir", stateDirectory), ("--request-timeout", "1s")].flatMap { option, value in
+                // A test's own choice of an option replaces the fixture's.
+                arguments.contains(option) ? [] : [option, value]
+            } + arguments
         let daemon =
             try launcher.first.map {
                 try Spawned(

@@ -181,24 +181,39 @@ struct DaemonTests {
 
     /// A name the host's name service does not know (the module's `unknownToHost`: sshd's invalid users) is
     /// asked for a password as any name is, and answered `user_unknown` whatever is typed — the right password
-    /// of a users-file account of that name included — with nothing counted against the account and a record
-    /// that names no one.
-    @Test func aNameTheHostDoesNotKnowCountsNothing() throws {
+    /// of a users-file account of that name included — with nothing counted and a record that names no one.
+    @Test(.enabled(if: getuid() == 0, "asks for an account other than the runner's, which only root may"))
+    func aNameTheHostDoesNotKnowCountsNothing() throws {
         let fixture = try DaemonFixture(settings: "lockout deny=2")
-        var ghost = request(fixture, service: "sshd")
-        ghost.flags = [.unknownToHost]
+        let name = "gkghost\(UInt32.random(in: 100_000...999_999))"
+        let added = try run(
+            builtExecutable("gatekeeper-passwd"), ["add", fixture.users, name, "--password-stdin"],
+            input: fixture.password + "\n")
+        #expect(added.status == 0, "\(added.stderr)")
+        var ghost = DaemonRequest(.authenticate, service: "sshd", user: name, flags: [.unknownToHost])
         for password in ["\u{8}\n\r\u{7f}INCORRECT", "wrong", "wrong again", fixture.password] {
             let answer = try DaemonClient(fixture.socket).converse(ghost, password: password)
             #expect(answer.result == .userUnknown)
             #expect(answer.seen.contains { if case .question(_, hidden: true) = $0 { true } else { false } })
         }
-        #expect(try fixture.failures(of: fixture.account) == 0)
+        #expect(try fixture.failures(of: name) == 0)
         #expect(try fixture.unknownNameFailures() == 0)
         #expect(fixture.auditRecords.filter { $0.contains("a name the host does not know") }.count == 4)
-        #expect(!fixture.auditRecords.contains { $0.contains("\"user\":\"\(fixture.account)\"") })
-        // The account itself, known to the host, is not locked by any of it.
-        #expect(
-            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+        #expect(!fixture.auditRecords.contains { $0.contains("\"user\":\"\(name)\"") })
+        // Once the host knows it (here: asked without the flag), the account signs in: nothing was counted.
+        ghost.flags = []
+        #expect(try DaemonClient(fixture.socket).converse(ghost, password: fixture.password).result == .success)
+    }
+
+    /// The module's `unknownToHost` for a name the daemon's own look-up knows is an ordinary login, counted as
+    /// any: no program whose look-up was made to fail (out of descriptors) makes a known account's guesses free.
+    @Test func aKnownNameSaidUnknownIsAnOrdinaryLogin() throws {
+        let fixture = try DaemonFixture(settings: "lockout deny=5")
+        var known = request(fixture)
+        known.flags = [.unknownToHost]
+        #expect(try DaemonClient(fixture.socket).converse(known, password: "wrong").result == .authenticationError)
+        #expect(try fixture.failures(of: fixture.account) == 1)
+        #expect(try DaemonClient(fixture.socket).converse(known, password: fixture.password).result == .success)
     }
 
     /// A locked account is told why, as pam_faillock tells it, before its refusal: sudo would otherwise say only
@@ -224,6 +239,44 @@ struct DaemonTests {
             fixture.auditRecords.contains {
                 $0.contains("\"lockedOut\"") && $0.contains("\"service\":\"sudo\"") && $0.contains("\"pid\":\(pid)")
             }, "\(fixture.auditRecords)")
+    }
+
+    /// Lockout state that cannot be written — a file system out of inodes, which any user who can write /tmp on
+    /// the same file system can bring about — is a refusal, never `authinfo_unavail`, which the documented line
+    /// and the profile let fall to pam_unix. (A tiny tmpfs over the state directory, in the daemon's own mount
+    /// namespace, filled the way such a user fills it.)
+    @Test(.enabled(if: getuid() == 0, "mounts a file system in a mount namespace of the daemon's own"))
+    func lockoutStateThatCannotBeWrittenIsARefusal() throws {
+        let scratch = ScratchDirectory("gatekeeperd-full")
+        let state = scratch.path + "/state"
+        let fixture = try DaemonFixture(
+            arguments: ["--state-dir", state],
+            launcher: [
+                "/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+                "mkdir -p \(state) && mount -t tmpfs -o size=1m,nr_inodes=64,mode=0755 gatekeeper-full \(state) "
+                    + "&& exec \"$@\"", "sh",
+            ])
+        let daemon = try #require(fixture.daemon)
+        let filled = try shell(
+            "nsenter -t \(daemon.pid) -m sh -c 'i=0; while touch \(state)/fill$i 2>/dev/null; do i=$((i+1)); done; "
+                + "echo $i'")
+        #expect(filled.status == 0 && (Int(filled.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0)
+        for password in [fixture.password, "wrong"] {
+            let answer = try DaemonClient(fixture.socket).converse(request(fixture), password: password)
+            #expect(answer.result == .authenticationError, "\(answer.seen)")
+        }
+        #expect(fixture.auditRecords.contains { $0.contains("\"stateUnavailable\"") })
+    }
+
+    /// A stack whose backends cannot be reached answers `authinfo_unavail` itself (as pam_sss does offline),
+    /// so that `[authinfo_unavail=ignore]` leaves a local account to pam_unix: only the stack's own decision is
+    /// read so, never the daemon's state.
+    @Test func aStackThatCannotReachItsBackendIsUnavailable() throws {
+        let fixture = try DaemonFixture(start: false)
+        try fixture.writeService("default", entry: "required debug result=authinfo_unavail")
+        try fixture.start()
+        let answer = try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password)
+        #expect(answer.result == .authinfoUnavailable, "\(answer.seen)")
     }
 
     /// One caller's flood of malformed requests writes one line, and one summary when its 10 seconds are over:
@@ -477,7 +530,10 @@ struct DaemonTests {
         let fixture = try DaemonFixture(start: false)
         let daemon = try Spawned(
             builtExecutable("gatekeeperd"),
-            ["--foreground", "--socket", run + "/socket", "--config-dir", fixture.services])
+            [
+                "--foreground", "--socket", run + "/socket", "--config-dir", fixture.services, "--state-dir",
+                fixture.stateDirectory,
+            ])
         defer {
             daemon.send(SIGTERM)
             _ = daemon.finish(timeout: .seconds(20))
@@ -506,7 +562,9 @@ struct DaemonTests {
     /// Without systemd's socket and without --foreground, the daemon says what to do rather than guess.
     @Test func needsASocketOrForeground() throws {
         let fixture = try DaemonFixture(start: false)
-        let result = try run(builtExecutable("gatekeeperd"), ["--config-dir", fixture.services], input: "")
+        let result = try run(
+            builtExecutable("gatekeeperd"), ["--config-dir", fixture.services, "--state-dir", fixture.stateDirectory],
+            input: "")
         #expect(result.status == 64 && result.stderr.contains("--foreground"))
         let check = try run(
             builtExecutable("gatekeeperd"),

@@ -45,10 +45,21 @@ struct HostSeamTests {
             + ["-c", "id -un", user]
     }
 
-    /// Gives `user` a unix password (pam_unix's, in /etc/shadow; the account is removed with the host).
-    static func setUnixPassword(_ user: String, _ password: String) throws {
+    /// Gives `user` a unix password of its own (pam_unix's, in /etc/shadow; the account is removed with the
+    /// host), other than the stack's, and answers it.
+    static func giveUnixPassword(_ user: String) throws -> String {
+        let password = "Unix-Only-\(UInt32.random(in: 1000...9999))"
         let set = try shell("chpasswd", input: "\(user):\(password)\n")
         guard set.status == 0 else { throw DaemonFixtureError("chpasswd: \(set.output)") }
+        return password
+    }
+
+    /// The daemon of `host` serves stacks for `services` only (the users file, each), and no `default`.
+    static func serveOnly(_ host: Host, _ services: [String]) throws {
+        try FileManager.default.removeItem(atPath: host.fixture.services + "/default")
+        for service in services { try host.fixture.writeService(service) }
+        host.fixture.daemon?.send(SIGHUP)
+        try host.fixture.daemon?.waitForStderr(containing: "read \(services.count) service files again")
     }
 
     /// The packaged profile, enabled by pam-auth-update over Debian's own common-auth: a stack for su of a
@@ -57,8 +68,7 @@ struct HostSeamTests {
     /// the stack's own password and code.
     @Test func theProfileNeverLetsARefusalReachPamUnix() throws {
         let host = try Host.withOneTimeCodes()
-        let unixPassword = "Unix-Only-\(UInt32.random(in: 1000...9999))"
-        try Self.setUnixPassword(host.user, unixPassword)
+        let unixPassword = try Self.giveUnixPassword(host.user)
         // (A right code would be spent by the refused login: one-time codes are never taken twice.)
         for (password, code) in [(unixPassword, "000000"), (unixPassword, "999999")] {
             let scratch = ScratchDirectory("gatekeeper-host")
@@ -87,12 +97,8 @@ struct HostSeamTests {
     /// and pam_unix asks for and takes the unix password.
     @Test func theProfileLeavesServicesWithoutAStackToPamUnix() throws {
         let host = try Host()
-        try FileManager.default.removeItem(atPath: host.fixture.services + "/default")
-        try host.fixture.writeService("sshd")
-        host.fixture.daemon?.send(SIGHUP)
-        try host.fixture.daemon?.waitForStderr(containing: "read 1 service files again")
-        let unixPassword = "Unix-Only-\(UInt32.random(in: 1000...9999))"
-        try Self.setUnixPassword(host.user, unixPassword)
+        try Self.serveOnly(host, ["sshd"])
+        let unixPassword = try Self.giveUnixPassword(host.user)
         let scratch = ScratchDirectory("gatekeeper-host")
         let su = try Self.onHost(host, mode: "profile", scratch: scratch, Self.su(host.user))
         try su.waitFor("assword")
@@ -106,13 +112,8 @@ struct HostSeamTests {
     /// unix password is refused, the stack's admitted — and nothing answers "Permission denied" unasked.
     @Test func sudoDashIAndSuDashLTakeTheirProgramsStacks() throws {
         let host = try Host()
-        try FileManager.default.removeItem(atPath: host.fixture.services + "/default")
-        try host.fixture.writeService("sudo")
-        try host.fixture.writeService("su")
-        host.fixture.daemon?.send(SIGHUP)
-        try host.fixture.daemon?.waitForStderr(containing: "read 2 service files again")
-        let unixPassword = "Unix-Only-\(UInt32.random(in: 1000...9999))"
-        try Self.setUnixPassword(host.user, unixPassword)
+        try Self.serveOnly(host, ["sudo", "su"])
+        let unixPassword = try Self.giveUnixPassword(host.user)
         try "Defaults:\(host.user) !lecture\n\(host.user) ALL=(ALL) ALL\n".write(
             toFile: host.sudoers, atomically: false, encoding: .utf8)
         chmod(host.sudoers, 0o440)
