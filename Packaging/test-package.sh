@@ -210,7 +210,11 @@ grep -q "^Default: no" /usr/share/pam-configs/gatekeeper || fail "the pam-auth-u
 daemon=$scratch/daemon
 install -d -m 0755 "$daemon" "$daemon/pam.d"
 echo "Daemon-Pass-$RANDOM" >"$daemon/password"
-gatekeeper-passwd add "$daemon/users" gkpkgtest --create --password-stdin <"$daemon/password" >/dev/null ||
+# A host account of that name, as sudo, su and sshd need (a name the host does not know is counted nowhere and
+# admitted never: sshd's invalid users), removed below.
+account=gkpkg$$
+useradd -M -s /usr/sbin/nologin "$account" || fail "useradd $account"
+gatekeeper-passwd add "$daemon/users" "$account" --create --password-stdin <"$daemon/password" >/dev/null ||
     fail "gatekeeper-passwd add for the daemon's stack"
 printf 'delay 0\nrequired file users=%s/users\n' "$daemon" >"$daemon/pam.d/default"
 chmod 0644 "$daemon/pam.d/default"
@@ -223,9 +227,10 @@ service=gatekeeper-test-package-$$
 printf 'auth required pam_gatekeeper.so socket=%s/socket\naccount required pam_gatekeeper.so socket=%s/socket\n' \
     "$daemon" "$daemon" >"/etc/pam.d/$service"
 status=0
-pamtester "$service" gkpkgtest authenticate acct_mgmt <"$daemon/password" >"$scratch/out" 2>&1 || status=$?
-echo wrong | pamtester "$service" gkpkgtest authenticate >>"$scratch/out" 2>&1 && status=99
+pamtester "$service" "$account" authenticate acct_mgmt <"$daemon/password" >"$scratch/out" 2>&1 || status=$?
+echo wrong | pamtester "$service" "$account" authenticate >>"$scratch/out" 2>&1 && status=99
 rm -f "/etc/pam.d/$service"
+userdel "$account"
 kill "$daemon_pid"
 wait "$daemon_pid" || fail "gatekeeperd did not stop cleanly on SIGTERM: $(cat "$daemon/log")"
 [[ $status == 0 ]] || fail "pamtester through the installed module and daemon: $(cat "$scratch/out")"
