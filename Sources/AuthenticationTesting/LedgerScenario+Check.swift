@@ -413,6 +413,11 @@ private final class KillableStore: LockoutStore {
         try base.withdraw(ticket)
     }
 
+    /// A dead process settles nothing; its store, the process's own, goes with it.
+    func settled(_ ticket: LockoutTicket) {
+        if !killed { base.settled(ticket) }
+    }
+
     func recordFailure(of account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) throws(AuthError)
         -> LockoutStatus
     {

@@ -39,6 +39,19 @@ public final class FaillockStore: LockoutStore {
     private let tallies: StateDirectory
     private let unknown: StateDirectory
     private let digest: AuditDigest
+    /// The records of attempts this store counted whose check is not over, by tally, time and tag: while
+    /// they fill an account's slots, another attempt waits rather than is refused. (Another process's count
+    /// as failures, as pam_faillock takes them; so do this one's once a quarter of an hour has passed.)
+    private let checking = Locked<Set<Checking>>([])
+
+    private struct Checking: Hashable {
+        var tally: String
+        var time: Int64
+        var tag: UInt16
+    }
+
+    /// How long a record counts as still being checked at most, whatever became of its attempt.
+    static let longestCheck: Int64 = 900
 
     /// The record format, as `struct tally` of pam_faillock.
     static let recordSize = 64
@@ -86,9 +99,10 @@ public final class FaillockStore: LockoutStore {
             throw .providerUnavailable(
                 reason: "the lockout directory \(directory) cannot be written: \(errorDescription())")
         }
+        let tally = try tallyName(of: account)
         return try withTally(of: account, create: false) { (records, now) throws(StateFileError) in
             guard let records else { return .open(failures: 0) }
-            return Self.status(records, now, policy, account)
+            return Self.status(settledRecords(records, tally: tally, now: now), now, policy, account)
         }
     }
 
@@ -98,23 +112,67 @@ public final class FaillockStore: LockoutStore {
         var random = SystemRandomNumberGenerator()
         // Never 0, which is what pam_faillock writes there: a ticket names only the record it wrote.
         let tag = UInt16.random(in: 1 ... .max, using: &random)
-        return try withTally(of: account, create: true) {
-            (records: inout [Record]?, now: Int64) throws(StateFileError) -> LockoutAttempt in
-            let before = Self.status(records ?? [], now, policy, account)
-            if before.isLocked { return .refused(before) }
-            var record = Record(source: source, time: UInt64(bitPattern: now))
-            record.reserved = tag
-            let status = append(record, to: &records, now: now, policy: policy, account: account)
-            return .counted(LockoutTicket(account: account, time: now, tag: tag), status: status)
+        let tally = try tallyName(of: account)
+        var entered: Checking?
+        do throws(AuthError) {
+            return try withTally(of: account, create: true) {
+                (records: inout [Record]?, now: Int64) throws(StateFileError) -> LockoutAttempt in
+                let before = Self.status(records ?? [], now, policy, account)
+                if before.isLocked {
+                    let settled = Self.status(settledRecords(records ?? [], tally: tally, now: now), now, policy, account)
+                    return settled.isLocked ? .refused(settled) : .waiting(before)
+                }
+                var record = Record(source: source, time: UInt64(bitPattern: now))
+                record.reserved = tag
+                let status = append(record, to: &records, now: now, policy: policy, account: account)
+                // Entered before the record is written, under the file's lock: no attempt of this process reads
+                // it as a settled failure meanwhile.
+                let checked = Checking(tally: tally, time: now, tag: tag)
+                checking.withLock { set in
+                    set = set.filter { now &- $0.time < Self.longestCheck }
+                    set.insert(checked)
+                }
+                entered = checked
+                return .counted(LockoutTicket(account: account, time: now, tag: tag), status: status)
+            }
+        } catch {
+            if let entered { checking.withLock { _ = $0.remove(entered) } }
+            throw error
         }
     }
 
     public func withdraw(_ ticket: LockoutTicket) throws(AuthError) {
+        let tally = try tallyName(of: ticket.account)
         try withTally(of: ticket.account, create: false) { (records: inout [Record]?, _: Int64) in
             records?.removeAll {
                 $0.reserved == ticket.tag && $0.time == UInt64(bitPattern: ticket.time)
                     && $0.status & Self.statusValid != 0
             }
+        }
+        checking.withLock { _ = $0.remove(Checking(tally: tally, time: ticket.time, tag: ticket.tag)) }
+    }
+
+    public func settled(_ ticket: LockoutTicket) {
+        guard let tally = try? tallyName(of: ticket.account) else { return }
+        checking.withLock { _ = $0.remove(Checking(tally: tally, time: ticket.time, tag: ticket.tag)) }
+    }
+
+    /// `records` without those of attempts this store is still checking.
+    private func settledRecords(_ records: [Record], tally: String, now: Int64) -> [Record] {
+        let mine = checking.withLock { set in set.filter { $0.tally == tally && now &- $0.time < Self.longestCheck } }
+        guard !mine.isEmpty else { return records }
+        return records.filter { !mine.contains(Checking(tally: tally, time: Int64(clamping: $0.time), tag: $0.reserved)) }
+    }
+
+    /// Which tally an account is counted in: its own file, or its folded name's records in a bucket.
+    private func tallyName(of account: LockoutAccount) throws(AuthError) -> String {
+        if account.known && StateDirectory.isPlainName(account.key) && !account.key.hasPrefix(".") {
+            return "=" + account.key
+        }
+        do {
+            return try "~" + Self.folded(account)
+        } catch {
+            throw .providerUnavailable(reason: "the failed logins cannot be read or counted: \(error)")
         }
     }
 

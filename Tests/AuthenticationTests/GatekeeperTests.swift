@@ -209,6 +209,8 @@ struct LockoutStoreTests {
             events.withLock { $0.append("withdraw \(ticket.account.key)") }
         }
 
+        func settled(_ ticket: LockoutTicket) {}
+
         func recordFailure(of account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) -> LockoutStatus {
             events.withLock { $0.append("failure \(account.key) \(account.known) \(policy.deny)") }
             return .open(failures: 1)

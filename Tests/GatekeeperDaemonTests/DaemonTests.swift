@@ -32,6 +32,33 @@ struct DaemonTests {
         #expect(!fixture.auditRecords.contains { $0.contains(fixture.password) || $0.contains("not-it") })
     }
 
+    /// 16 right passwords of one account at once, `deny=5`, through two service files on one lockout
+    /// directory: every one is admitted — none refused as locked for the others still being checked — and
+    /// nothing stays counted.
+    @Test func rightPasswordsAtOnceAreEachAdmitted() throws {
+        let fixture = try DaemonFixture(settings: "lockout deny=5", start: false)
+        try fixture.writeService("su", settings: "lockout deny=5")
+        try fixture.start()
+        let results = Locked<[PAMResult?]>([])
+        let (socket, password) = (fixture.socket, fixture.password)
+        let requests = (0..<16).map { request(fixture, service: $0 % 2 == 0 ? "sudo" : "su") }
+        // A thread each, all connected before any answers: 16 logins in flight at once.
+        let done = DispatchGroup()
+        for request in requests {
+            done.enter()
+            Thread {
+                let result = try? DaemonClient(socket).converse(request, password: password).result
+                results.withLock { $0.append(result) }
+                done.leave()
+            }.start()
+        }
+        done.wait()
+        let answers = results.withLock { $0 }
+        #expect(answers.count == 16 && answers.allSatisfy { $0 == .success }, "\(answers)")
+        #expect(try fixture.failures(of: fixture.account) == 0)
+        #expect(!fixture.auditRecords.contains { $0.contains("lockedOut") }, "\(fixture.auditRecords)")
+    }
+
     /// `use_first_pass`: the password another module took is the one tried, and nothing is asked; without one
     /// to use, nothing is asked either. `try_first_pass`: the given one first.
     @Test func firstPassFlags() throws {

@@ -101,6 +101,7 @@ struct AdmissionTests {
                 throw .providerUnavailable(reason: "No space left on device")
             }
             func withdraw(_ ticket: LockoutTicket) {}
+            func settled(_ ticket: LockoutTicket) {}
             func recordFailure(of account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) throws(AuthError)
                 -> LockoutStatus
             {

@@ -507,7 +507,7 @@ extension Gatekeeper {
         let policy = configuration.lockout.flatMap { $0.deny > 0 ? $0 : nil }
         let source = LoginSource(
             remoteHost: configuration.remoteHost, terminal: configuration.terminal, service: configuration.service)
-        return AttemptLedger(store: lockout, policy: policy, source: source) { [self] incident in
+        return AttemptLedger(store: lockout, policy: policy, source: source, wait: configuration.lockoutWait) { [self] incident in
             switch incident {
             case .lockedOut(let account, let error): record(.lockedOut, account.key, known: account.known, error)
             case .stateUnavailable(let error, let detail, let account):
@@ -573,7 +573,7 @@ struct ValidatingConversation: Conversation {
     func ask(_ prompt: String) async throws(AuthError) -> String {
         attempt?.asking()
         let answer = try await base.ask(prompt)
-        try attempt?.present()
+        try await attempt?.present()
         return answer
     }
 
@@ -585,7 +585,7 @@ struct ValidatingConversation: Conversation {
         attempt?.asking()
         let secret = try await base.askSecret(prompt)
         try Credentials.validatePassword(secret)
-        try attempt?.present()
+        try await attempt?.present()
         return secret
     }
 

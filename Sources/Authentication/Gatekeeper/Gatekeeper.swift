@@ -301,6 +301,11 @@ extension Gatekeeper {
         /// command it cannot log when `ignore_audit_errors` is off. Off by default: the failure is reported
         /// and the login goes on. Failed logins are never refused on this ground (they are refused anyway).
         public var requiresAudit = false
+        /// How long an attempt waits for a slot of its account's lockout when every one is held by attempts
+        /// this process is still checking (``LockoutAttempt/waiting(_:)``): so many right passwords at once
+        /// are each admitted, not refused as locked. Beyond it the attempt is refused with
+        /// ``AuthError/providerUnavailable(reason:)`` and counts nothing.
+        public var lockoutWait: Duration = .seconds(10)
 
         public init(
             idleTimeout: Duration? = .seconds(15 * 60),

@@ -9,7 +9,10 @@ import GatekeeperSupport
 /// - At the presentation the attempt is counted against the account the typed name was counted under,
 ///   under the lockout's lock, together with the check that the account is not locked: however many
 ///   guesses arrive at once, from any number of processes, at most `deny` are handed over. A locked account
-///   is refused there, and the answer never reaches the backend.
+///   is refused there, and the answer never reaches the backend. When the `deny` counts are full but some
+///   are attempts this process is still checking, the attempt waits (``LockoutAttempt/waiting(_:)``) until
+///   they settle, for at most the gatekeeper's `lockoutWait`: none of them may be a failure, so many right
+///   passwords at once are each admitted, and the tally is what it would be one after another.
 /// - Once presented, the count stands whatever follows — a refusal, "unavailable", a time-out, a crash, a
 ///   cancel or a kill: the backend may have checked the answer, and the clock may tell right from wrong —
 ///   unless the answer proves the credential right: the stack admits, or finds the password right but
@@ -35,7 +38,18 @@ struct AttemptLedger: Sendable {
     /// `nil`: nothing is counted.
     let policy: LockoutPolicy?
     let source: LoginSource
+    /// How long an attempt waits for a slot held by attempts still being checked.
+    let wait: Duration
     let report: @Sendable (Incident) -> Void
+
+    /// What a presentation's count came to.
+    enum Charge {
+        /// Nothing is counted: no lockout.
+        case uncounted
+        case counted(ticket: LockoutTicket, status: LockoutStatus)
+        /// Every slot is held, some by attempts still being checked: ask again once one settles.
+        case waiting
+    }
 
     /// The error a login is answered with when `account` is locked out now, or `nil`; a store that cannot
     /// tell fails closed and refuses the login. Asked before anything is asked or presented.
@@ -60,8 +74,8 @@ struct AttemptLedger: Sendable {
 
     /// Counts a failure against `account` unless it is locked, under its lock; the error to answer when it
     /// is locked. A store that cannot count fails closed.
-    func charge(_ account: LockoutAccount) throws(AuthError) -> (ticket: LockoutTicket, status: LockoutStatus)? {
-        guard let policy else { return nil }
+    func charge(_ account: LockoutAccount) throws(AuthError) -> Charge {
+        guard let policy else { return .uncounted }
         let attempt: LockoutAttempt
         do throws(AuthError) {
             attempt = try store.beginAttempt(account, source: source, policy: policy)
@@ -73,7 +87,25 @@ struct AttemptLedger: Sendable {
         }
         switch attempt {
         case .refused(let status): throw refuse(account, status)
-        case .counted(let ticket, let status): return (ticket, status)
+        case .counted(let ticket, let status): return .counted(ticket: ticket, status: status)
+        case .waiting: return .waiting
+        }
+    }
+
+    /// Counts a failure an entry's answer made against another `account` than the presentation's: already
+    /// checked, so it never waits and never holds a slot. The error to answer when the account is locked.
+    private func chargeChecked(_ account: LockoutAccount) throws(AuthError) {
+        switch try charge(account) {
+        case .uncounted: return
+        case .counted(let ticket, _): store.settled(ticket)
+        case .waiting:
+            do throws(AuthError) {
+                _ = try store.recordFailure(of: account, source: source, policy: policy!)
+            } catch {
+                report(
+                    .stateUnavailable(error, detail: "the failure could not be counted; the login is refused", account: nil))
+                throw error
+            }
         }
     }
 
@@ -112,6 +144,9 @@ struct AttemptLedger: Sendable {
     /// locked account tells nothing through another entry's spelling of it.
     func settle(_ attempt: LedgerAttempt, _ answer: LedgerAnswer) -> AuthError? {
         let counted = attempt.counted
+        var withdrawn = false
+        // However it ends, its count no longer holds a slot anyone waits for.
+        defer { if let counted, !withdrawn { store.settled(counted.ticket) } }
         let typed = attempt.account
         /// Whether an entry's account is the one the typed name was counted against (the same spelling: a name
         /// no look-up recognised is counted where the presentation counted it, and never twice).
@@ -124,7 +159,7 @@ struct AttemptLedger: Sendable {
             for case let refused? in answer.refusals where !isTyped(refused) && refused != admitted {
                 guard seen.insert(refused).inserted else { continue }
                 do throws(AuthError) {
-                    _ = try charge(LockoutAccount(refused))
+                    try chargeChecked(LockoutAccount(refused))
                 } catch {
                     lockedOut = lockedOut ?? error
                 }
@@ -134,7 +169,10 @@ struct AttemptLedger: Sendable {
             if !isTyped(name) {
                 // The backend answered for another account: the count against the typed name is taken back
                 // unless an entry refused the credential for it, and that account decides.
-                if let counted, !answer.refusals.contains(where: isTyped) { withdraw(counted.ticket) }
+                if let counted, !answer.refusals.contains(where: isTyped) {
+                    withdraw(counted.ticket)
+                    withdrawn = true
+                }
                 do throws(AuthError) {
                     if let error = try self.lockedOut(LockoutAccount(name)) { return error }
                 } catch {
@@ -155,7 +193,10 @@ struct AttemptLedger: Sendable {
                 lockedOut = lockedOut ?? error
             }
         }
-        if case .rightCredential = answer.end, let counted { withdraw(counted.ticket) }
+        if case .rightCredential = answer.end, let counted {
+            withdraw(counted.ticket)
+            withdrawn = true
+        }
         return lockedOut
     }
 }
@@ -216,19 +257,45 @@ final class LedgerAttempt: Sendable {
 
     /// The person's answer is about to be handed to the backend: the attempt is counted now (once), under
     /// the lockout's lock. A locked account, or a store that cannot count, throws (and keeps throwing), and
-    /// the answer is not handed over.
-    func present() throws(AuthError) {
+    /// the answer is not handed over. While every slot is held by attempts still being checked, it waits
+    /// (an async sleep, ended by a cancel) for the ledger's `wait` at most, then is refused, counting nothing.
+    func present() async throws(AuthError) {
+        let deadline = ContinuousClock.now + ledger.wait
+        var pause = Duration.milliseconds(5)
+        while try !presentOnce() {
+            guard ContinuousClock.now < deadline else {
+                let error = AuthError.providerUnavailable(
+                    reason: "too many logins of this account are being checked at once; try again")
+                state.withLock { $0.refusal = $0.refusal ?? error }
+                throw error
+            }
+            do {
+                try await Task.sleep(for: pause)
+            } catch {
+                throw .cancelled
+            }
+            pause = min(pause * 2, .milliseconds(100))
+        }
+    }
+
+    /// One try at ``present()``: `false` when it must wait for a slot.
+    private func presentOnce() throws(AuthError) -> Bool {
         try state.withLock { state throws(AuthError) in
             if let refusal = state.refusal { throw refusal }
             state.answeredAt = .now
-            guard !state.presented else { return }
+            guard !state.presented else { return true }
             do throws(AuthError) {
-                state.counted = try ledger.charge(account)
+                switch try ledger.charge(account) {
+                case .waiting: return false
+                case .uncounted: state.counted = nil
+                case .counted(let ticket, let status): state.counted = (ticket, status)
+                }
             } catch {
                 state.refusal = error
                 throw error
             }
             state.presented = true
+            return true
         }
     }
 

@@ -11,6 +11,11 @@
 /// Accounts are counted by the backend's own spelling (``LockoutAccount/key``), never the typed one,
 /// so every spelling of one account shares one lockout.
 ///
+/// Counted attempts still being checked hold their slots: when they fill all `deny` of them, a new attempt
+/// of the same process is not refused as locked for answers nobody has yet — ``beginAttempt(_:source:policy:)``
+/// answers ``LockoutAttempt/waiting(_:)``, the ledger asks again as each settles (``settled(_:)``), for a
+/// bounded time, and the tally is the same as if the attempts had come one after another.
+///
 /// Two stores ship: ``MemoryLockoutStore`` keeps the count in memory, for the life of a process; the
 /// host-protection module's `FaillockStore` keeps it in files in pam_faillock's format, shared by every
 /// process and by pam_faillock itself. A store must be safe to call from many tasks at once and must
@@ -32,6 +37,12 @@ public protocol LockoutStore: Sendable {
     /// Takes back an attempt that was counted but never checked. A ticket whose record is gone (a success
     /// or an unlock cleared it meanwhile) changes nothing.
     func withdraw(_ ticket: LockoutTicket) throws(AuthError)
+
+    /// The check of an attempt counted at its presentation is over, and its count stands (a failure) or a
+    /// success cleared it: it no longer holds a slot that another attempt of this process waits for
+    /// (``LockoutAttempt/waiting(_:)``). Nothing is written. A store that never answers `waiting` has nothing
+    /// to do; one that wraps another passes it on, or the other's slots stay held.
+    func settled(_ ticket: LockoutTicket)
 
     /// Counts a failed login for `account` after the fact: the backend answered for another spelling than
     /// the one the attempt was counted against.
@@ -106,6 +117,12 @@ public enum LockoutAttempt: Sendable, Hashable {
     /// The attempt is counted as a failure until a success clears it or it is withdrawn; `status` is the
     /// account's state with it counted.
     case counted(LockoutTicket, status: LockoutStatus)
+    /// Every failure the account may have is counted, and some of them are attempts this process is still
+    /// checking: nothing was recorded. The attempt waits and asks again, for none of those may be a failure
+    /// (one right password clears them all); once they settle as failures the account is locked and the
+    /// answer is ``refused(_:)``. `status` counts them. Attempts another process is checking count as the
+    /// failures pam_faillock takes them for.
+    case waiting(LockoutStatus)
 }
 
 /// An attempt counted before its check, to take back if it is never checked.

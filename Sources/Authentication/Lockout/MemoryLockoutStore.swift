@@ -27,9 +27,12 @@ public final class MemoryLockoutStore: LockoutStore {
     public func beginAttempt(_ account: LockoutAccount, source: LoginSource, policy: LockoutPolicy) -> LockoutAttempt {
         let now = clock.now()
         return table.withLock { table in
-            let before = table.status(of: account, at: now, policy)
-            if before.isLocked { return .refused(before) }
-            let (tag, status) = table.registerFailure(of: account, at: now, policy)
+            let before = table.status(of: account, at: now, policy, counting: .all)
+            if before.isLocked {
+                let settled = table.status(of: account, at: now, policy)
+                return settled.isLocked ? .refused(settled) : .waiting(before)
+            }
+            let (tag, status) = table.registerFailure(of: account, at: now, policy, checking: true)
             return .counted(LockoutTicket(account: account, time: now, tag: tag), status: status)
         }
     }
@@ -38,11 +41,15 @@ public final class MemoryLockoutStore: LockoutStore {
         table.withLock { $0.withdraw(ticket) }
     }
 
+    public func settled(_ ticket: LockoutTicket) {
+        table.withLock { $0.settled(ticket) }
+    }
+
     public func recordFailure(of account: LockoutAccount, source: LoginSource, policy: LockoutPolicy)
         -> LockoutStatus
     {
         let now = clock.now()
-        return table.withLock { $0.registerFailure(of: account, at: now, policy).status }
+        return table.withLock { $0.registerFailure(of: account, at: now, policy, checking: false).status }
     }
 
     public func recordSuccess(of account: String) {
@@ -62,6 +69,17 @@ struct FailureTable {
     private static let unit = Duration.nanoseconds(1)
     private var failures: [String: [(time: Int64, tag: UInt16)]] = [:]
     private var lastTag: UInt16 = 0
+    /// The failures that are attempts still being checked, by account key, time and tag.
+    private var checking: Set<Checking> = []
+
+    private struct Checking: Hashable {
+        var key: String
+        var time: Int64
+        var tag: UInt16
+    }
+
+    /// Which failures a status counts: all of them, or only those whose check is over.
+    enum Counting { case all, settled }
 
     /// An account by its name; a name no look-up recognised by its folded form, apart from every account
     /// (a NUL, which no valid name holds, before it), as the file store keeps such names in buckets of
@@ -70,32 +88,45 @@ struct FailureTable {
         account.known ? account.key : "\u{0}" + account.bucketKey
     }
 
-    func status(of account: LockoutAccount, at now: Int64, _ policy: LockoutPolicy) -> LockoutStatus {
-        policy.status(
-            failures: (failures[Self.key(account)] ?? []).map(\.time), now: now, unit: Self.unit,
-            isAdministrator: account.isSystemAdministrator)
+    func status(of account: LockoutAccount, at now: Int64, _ policy: LockoutPolicy, counting: Counting = .settled)
+        -> LockoutStatus
+    {
+        let key = Self.key(account)
+        var times = failures[key] ?? []
+        if counting == .settled, !checking.isEmpty {
+            times.removeAll { checking.contains(Checking(key: key, time: $0.time, tag: $0.tag)) }
+        }
+        return policy.status(
+            failures: times.map(\.time), now: now, unit: Self.unit, isAdministrator: account.isSystemAdministrator)
     }
 
     /// Counts a failure, as pam_faillock's `write_tally`: failures outside the interval, or from before an
     /// unlock by time, stop counting; at most `deny` are kept, which is all the rules look at.
-    mutating func registerFailure(of account: LockoutAccount, at now: Int64, _ policy: LockoutPolicy)
+    /// The failure of an attempt still being checked (`checking`) holds its slot until ``settled(_:)``.
+    mutating func registerFailure(of account: LockoutAccount, at now: Int64, _ policy: LockoutPolicy, checking: Bool)
         -> (tag: UInt16, status: LockoutStatus)
     {
         let key = Self.key(account)
         if failures.count >= Self.capacity, failures[key] == nil { prune(at: now, policy) }
         var times = failures[key] ?? []
         let window = LockoutPolicy.count(policy.interval, Self.unit)
-        if status(of: account, at: now, policy) == .unlockedByTime { times.removeAll() }
+        if status(of: account, at: now, policy, counting: .all) == .unlockedByTime { times.removeAll() }
         times.removeAll { now &- $0.time >= window }
         lastTag &+= 1
         times.append((now, lastTag))
         if times.count > max(policy.deny, 1) { times.removeFirst(times.count - max(policy.deny, 1)) }
         failures[key] = times
-        return (lastTag, status(of: account, at: now, policy))
+        if checking { self.checking.insert(Checking(key: key, time: now, tag: lastTag)) }
+        return (lastTag, status(of: account, at: now, policy, counting: .all))
     }
 
     mutating func withdraw(_ ticket: LockoutTicket) {
         failures[Self.key(ticket.account)]?.removeAll { $0.time == ticket.time && $0.tag == ticket.tag }
+        settled(ticket)
+    }
+
+    mutating func settled(_ ticket: LockoutTicket) {
+        checking.remove(Checking(key: Self.key(ticket.account), time: ticket.time, tag: ticket.tag))
     }
 
     /// Forgets `username`'s failures, as an account and as a name no look-up recognised.
@@ -105,8 +136,9 @@ struct FailureTable {
     }
 
     private mutating func prune(at now: Int64, _ policy: LockoutPolicy) {
-        failures = failures.filter { _, times in
+        failures = failures.filter { key, times in
             policy.status(failures: times.map(\.time), now: now, unit: Self.unit).isLocked
+                || times.contains { checking.contains(Checking(key: key, time: $0.time, tag: $0.tag)) }
         }
         if failures.count >= Self.capacity { failures.removeAll(keepingCapacity: true) }
     }
