@@ -32,12 +32,15 @@ final class Daemon: Sendable {
         var byOrigin: [String: Int] = [:]
         var connections: [ObjectIdentifier: DaemonConnection] = [:]
         var stopping = false
+        var rate: LoginRate
     }
-    private let flight = Locked(Flight())
+    private let flight: Locked<Flight>
     /// A caller's requests for another account: audited once each 10 seconds, the rest in one record.
     let refusals = CallerThrottle()
     /// A caller's malformed requests: one line each 10 seconds on standard error, the rest in one line.
     let malformed = CallerThrottle()
+    /// Logins refused for a caller's rate: one line each 10 seconds on standard error, the rest in one line.
+    let overRate = CallerThrottle()
     /// Whose subordinate uids are whose, for each caller's share.
     let subordinates: SubordinateIDs
 
@@ -50,6 +53,7 @@ final class Daemon: Sendable {
         self.registry = registry
         self.output = output
         self.stacks = Locked(stacks)
+        flight = Locked(Flight(rate: LoginRate(perMinute: invocation.maxLoginRate)))
     }
 
     /// The service files read again; a set that cannot be used leaves the one in use, and says why.
@@ -155,7 +159,7 @@ final class Daemon: Sendable {
             ? [request.requestingUser, request.remoteHost].compactMap { $0 }
                 .first(where: { !$0.isEmpty }) : nil
         if let origin {
-            if let refusal = admit(origin: origin) {
+            if let refusal = admit(origin: origin, pid: connection.peer.pid) {
                 connection.send(.message(refusal, isError: true))
                 connection.send(.result(request.operation.refusal, canonicalUser: nil))
                 return
@@ -174,28 +178,63 @@ final class Daemon: Sendable {
     /// program's, against the user who ran it; those of root's own processes, sshd's, only in all).
     private func admit(_ connection: DaemonConnection) -> String? {
         let user = connection.peer.countedUser
-        return flight.withLock { flight -> String? in
-            if flight.stopping { return "gatekeeperd is stopping." }
-            if flight.all >= invocation.maxLogins { return "gatekeeperd is busy: too many logins at once." }
+        let refusal = flight.withLock { flight -> Refusal? in
+            if flight.stopping { return .busy("gatekeeperd is stopping.") }
+            if flight.all >= invocation.maxLogins { return .busy("gatekeeperd is busy: too many logins at once.") }
             if let user, flight.byUser[user, default: 0] >= invocation.maxLoginsPerUser {
-                return "gatekeeperd: too many logins of this user at once."
+                return .busy("gatekeeperd: too many logins of this user at once.")
             }
+            if let user, let wait = flight.rate.take(.user(user)) { return .overRate(wait) }
             flight.all += 1
             if let user { flight.byUser[user, default: 0] += 1 }
             flight.connections[ObjectIdentifier(connection)] = connection
             return nil
         }
+        return refusal.map { explain($0, user: user ?? connection.peer.uid, pid: connection.peer.pid) }
     }
 
     /// Counts a root caller's request for `origin`, or says why it cannot be.
-    private func admit(origin: String) -> String? {
-        flight.withLock { flight -> String? in
+    private func admit(origin: String, pid: Int32) -> String? {
+        let refusal = flight.withLock { flight -> Refusal? in
             guard flight.byOrigin[origin, default: 0] < invocation.maxLoginsPerUser else {
-                return "gatekeeperd: too many logins of this user at once."
+                return .busy("gatekeeperd: too many logins of this user at once.")
             }
+            if let wait = flight.rate.take(.origin(origin)) { return .overRate(wait) }
             flight.byOrigin[origin, default: 0] += 1
             return nil
         }
+        return refusal.map { explain($0, user: 0, pid: pid, origin: origin) }
+    }
+
+    /// Why a login is not taken.
+    private enum Refusal {
+        case busy(String)
+        /// The caller's ``LoginRate`` is spent; it may start another after this long.
+        case overRate(Duration)
+    }
+
+    /// What a caller refused is told; one over its rate is reported on standard error once each 10 seconds
+    /// for its uid.
+    private func explain(_ refusal: Refusal, user: UInt32, pid: Int32, origin: String? = nil) -> String {
+        let wait: Duration
+        switch refusal {
+        case .busy(let message): return message
+        case .overRate(let after): wait = after
+        }
+        let whose = origin.map { "for \(TextSafety.escaped($0)) " } ?? ""
+        overRate.note(
+            user,
+            write: { [output] carried in
+                output.error(
+                    "gatekeeperd: a login from pid \(pid) (uid \(user)) \(whose)refused: over --max-login-rate"
+                        + (carried > 0 ? " (\(carried) more of this uid before it)" : ""))
+            },
+            summarize: { [output] leftOut in
+                output.error(
+                    "gatekeeperd: \(leftOut) more logins of uid \(user) over --max-login-rate in 10 seconds refused")
+            })
+        let seconds = max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
+        return "gatekeeperd: too many logins of this user; try again in \(seconds) s."
     }
 
     private func release(origin: String) {

@@ -21,6 +21,8 @@ public struct DaemonInvocation: Sendable, Equatable {
     /// Logins in flight at once, in all and for one non-root user.
     public var maxLogins = 256
     public var maxLoginsPerUser = 16
+    /// Logins a minute for one user other than root, or one origin of root's programs.
+    public var maxLoginRate = 120
     /// How long a question waits for its answer.
     public var answerTimeout: Duration = .seconds(300)
     /// How long a client has, once connected, to send its whole request.
@@ -30,8 +32,8 @@ public struct DaemonInvocation: Sendable, Equatable {
 
     public static let usage = """
         usage: gatekeeperd [--foreground] [--socket PATH] [--config-dir DIR] [--state-dir DIR]
-                           [--max-logins N] [--max-logins-per-user N] [--answer-timeout DURATION]
-                           [--request-timeout DURATION]
+                           [--max-logins N] [--max-logins-per-user N] [--max-login-rate N]
+                           [--answer-timeout DURATION] [--request-timeout DURATION]
                gatekeeperd --check [--config-dir DIR] [--state-dir DIR]
 
         Serves the logins of pam_gatekeeper.so: every PAM program (sudo, su, sshd) that names the module
@@ -43,6 +45,9 @@ public struct DaemonInvocation: Sendable, Equatable {
           --state-dir DIR     count failures in DIR/faillock where a file does not say (/var/lib/gatekeeper)
           --max-logins N      logins in flight at once, in all (256); more are refused at once
           --max-logins-per-user N   for one user other than root (16)
+          --max-login-rate N  logins a minute one user other than root may start, or root's programs
+                              for one remote host or requesting user (120: a burst of 120, then one
+                              each half second); more are refused, so no one user's logins fill the audit log
           --answer-timeout DURATION a question unanswered this long ends its login (5m)
           --request-timeout DURATION a client that has not sent its whole request this long after it
                               connected is cut off (10s)
@@ -57,8 +62,8 @@ public struct DaemonInvocation: Sendable, Equatable {
         let parsed = try CommandLineSyntax(
             flags: ["-h", "--help", "--foreground", "--check"],
             valueOptions: [
-                "socket", "config-dir", "state-dir", "max-logins", "max-logins-per-user", "answer-timeout",
-                "request-timeout",
+                "socket", "config-dir", "state-dir", "max-logins", "max-logins-per-user", "max-login-rate",
+                "answer-timeout", "request-timeout",
             ]
         ).parse(arguments)
         guard parsed.positionals.isEmpty, parsed.trailing.isEmpty else {
@@ -83,6 +88,10 @@ public struct DaemonInvocation: Sendable, Equatable {
             try parsed.value("max-logins-per-user") { text throws(ConfigurationError) in
                 try ConfigurationValue.count(text, in: 1...4096)
             } ?? invocation.maxLoginsPerUser
+        invocation.maxLoginRate =
+            try parsed.value("max-login-rate") { text throws(ConfigurationError) in
+                try ConfigurationValue.count(text, in: 1...100_000)
+            } ?? invocation.maxLoginRate
         invocation.answerTimeout =
             try parsed.value("answer-timeout") { text throws(ConfigurationError) in
                 try ConfigurationValue.duration(text, in: .seconds(1)...(.seconds(3600)))

@@ -119,7 +119,8 @@ public final class FaillockStore: LockoutStore {
                 (records: inout [Record]?, now: Int64) throws(StateFileError) -> LockoutAttempt in
                 let before = Self.status(records ?? [], now, policy, account)
                 if before.isLocked {
-                    let settled = Self.status(settledRecords(records ?? [], tally: tally, now: now), now, policy, account)
+                    let settled = Self.status(
+                        settledRecords(records ?? [], tally: tally, now: now), now, policy, account)
                     return settled.isLocked ? .refused(settled) : .waiting(before)
                 }
                 var record = Record(source: source, time: UInt64(bitPattern: now))
@@ -161,7 +162,9 @@ public final class FaillockStore: LockoutStore {
     private func settledRecords(_ records: [Record], tally: String, now: Int64) -> [Record] {
         let mine = checking.withLock { set in set.filter { $0.tally == tally && now &- $0.time < Self.longestCheck } }
         guard !mine.isEmpty else { return records }
-        return records.filter { !mine.contains(Checking(tally: tally, time: Int64(clamping: $0.time), tag: $0.reserved)) }
+        return records.filter {
+            !mine.contains(Checking(tally: tally, time: Int64(clamping: $0.time), tag: $0.reserved))
+        }
     }
 
     /// Which tally an account is counted in: its own file, or its folded name's records in a bucket.

@@ -323,6 +323,50 @@ struct DaemonTests {
         #expect(lines("refused: ") == 1)
     }
 
+    /// One caller's logins are bounded by rate (`--max-login-rate`), not by dropping records: a burst of N a
+    /// minute, then one each 60/N s; the rest are refused at once, saying why — never read as an absent daemon
+    /// — audited nowhere, and reported on standard error once per uid each 10 seconds. Root's programs are
+    /// bounded by whom each login is for (PAM_RUSER, PAM_RHOST); root's own logins and other origins go on.
+    @Test func oneCallersLoginsAreBoundedByRate() throws {
+        let fixture = try DaemonFixture(arguments: ["--max-login-rate", "60"])
+        var mallory = request(fixture)
+        mallory.requestingUser = "mallory"
+        var checks = mallory
+        checks.operation = .account
+        for _ in 0..<59 {
+            #expect(try DaemonClient(fixture.socket).converse(checks, password: nil).result == .success)
+        }
+        #expect(try DaemonClient(fixture.socket).converse(mallory, password: fixture.password).result == .success)
+        let signedIn = fixture.auditRecords.count { $0.contains("\"signedIn\"") }
+        for _ in 0..<3 {
+            let refused = try DaemonClient(fixture.socket).converse(mallory, password: fixture.password)
+            #expect(refused.result == .authenticationError)
+            #expect(
+                refused.seen.contains {
+                    if case .message(let text, isError: true) = $0 {
+                        text.contains("too many logins of this user")
+                    } else {
+                        false
+                    }
+                }, "\(refused.seen)")
+        }
+        #expect(fixture.auditRecords.count { $0.contains("\"signedIn\"") } == signedIn)
+        let reported = (fixture.daemon?.stderr ?? "").components(separatedBy: "\n").filter {
+            $0.contains("over --max-login-rate")
+        }
+        #expect(reported.count == 1 && reported[0].contains("for mallory"), "\(reported)")
+        // Another origin, and root's own logins, are not mallory's.
+        var trudy = mallory
+        trudy.requestingUser = "trudy"
+        #expect(try DaemonClient(fixture.socket).converse(trudy, password: fixture.password).result == .success)
+        #expect(
+            try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
+        // The bucket fills again at one a second.
+        usleep(1_200_000)
+        #expect(try DaemonClient(fixture.socket).converse(mallory, password: fixture.password).result == .success)
+        #expect(try DaemonClient(fixture.socket).converse(mallory, password: fixture.password).result != .success)
+    }
+
     /// A client that goes away while its question waits (sudo's Ctrl-C) ends the login at once: it is
     /// recorded as cancelled, and nothing is counted.
     @Test func clientGoneCancelsTheLogin() throws {

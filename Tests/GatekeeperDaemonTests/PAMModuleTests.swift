@@ -287,6 +287,26 @@ struct PAMModuleTests {
         _ = flooding.finish()
     }
 
+    /// A user's loop of right passwords through the module (a setuid program's, counted against the user who
+    /// ran it) is bounded by `--max-login-rate`: the logins over it are refused with the reason on the
+    /// terminal, so no one user grows the audit log without bound; root's logins go on.
+    @Test func aUsersLoopOfLoginsIsBoundedByRate() throws {
+        let host = try Host(arguments: ["--max-login-rate", "4"])
+        guard let uid = SystemAccounts.uid(of: host.user) else {
+            Issue.record("no uid for \(host.user)")
+            return
+        }
+        let loop = try shell(
+            "for i in 1 2 3 4 5 6; do echo \(host.fixture.password) | setpriv --ruid=\(uid) pamtester "
+                + "\(host.service) \(host.user) authenticate 2>&1; done")
+        let admitted = loop.output.components(separatedBy: "successfully authenticated").count - 1
+        #expect(admitted == 4, "\(loop.output)")
+        #expect(loop.output.contains("too many logins of this user; try again in"), "\(loop.output)")
+        #expect(host.fixture.auditRecords.count { $0.contains("\"signedIn\"") } == 4)
+        let root = try host.pamtester("\(host.user) authenticate", input: host.fixture.password + "\n")
+        #expect(root.status == 0, "\(root.output)")
+    }
+
     /// A setuid program (sudo, chfn, passwd: root's effective uid, the user's real one) counts against the user
     /// who ran it: one user's pile of unanswered prompts holds that user's share, and root's logins go on.
     @Test func aSetuidProgramsLoginsCountAgainstItsUser() throws {

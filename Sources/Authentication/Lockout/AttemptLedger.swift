@@ -103,7 +103,8 @@ struct AttemptLedger: Sendable {
                 _ = try store.recordFailure(of: account, source: source, policy: policy!)
             } catch {
                 report(
-                    .stateUnavailable(error, detail: "the failure could not be counted; the login is refused", account: nil))
+                    .stateUnavailable(
+                        error, detail: "the failure could not be counted; the login is refused", account: nil))
                 throw error
             }
         }
