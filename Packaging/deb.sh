@@ -103,7 +103,7 @@ Description: logins through PAM, a users file, LDAP or OpenID Connect, for tools
  the pam-auth-update profile are off until an administrator turns them on.
 CONTROL
 echo /etc/gatekeeper/gatekeeper.conf >"$stage/DEBIAN/conffiles"
-install -m 0755 "$here/debian/postrm" "$stage/DEBIAN/postrm"
+for script in postinst prerm postrm; do install -m 0755 "$here/debian/$script" "$stage/DEBIAN/$script"; done
 (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) \
     >"$stage/DEBIAN/md5sums"
 chmod 0644 "$stage/DEBIAN/control" "$stage/DEBIAN/conffiles" "$stage/DEBIAN/md5sums"

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Installs swift-gatekeeper's tools and their files, or removes exactly those (make install, make uninstall).
 #   Packaging/install.sh install|uninstall|list
-# Environment: PREFIX (default /usr/local); SYSCONFDIR (default /etc for PREFIX=/usr, else PREFIX/etc);
-# DESTDIR, a staging root put before every path (default none); BUILD, the directory holding the release
-# binaries (default .build/static/release); NOSTRIP=1 installs the binaries with their symbols.
+# Environment: PREFIX (default /usr/local); SYSCONFDIR (default /etc, whatever the prefix: gatekeeperd reads
+# /etc/gatekeeper/pam.d, and the unit installed with another SYSCONFDIR passes it --config-dir); DESTDIR, a
+# staging root put before every path (default none); BUILD, the directory holding the release binaries
+# (default .build/static/release); NOSTRIP=1 installs the binaries with their symbols.
+#
+# Two files go where their readers look, whatever the prefix: the pam-auth-update profile in
+# /usr/share/pam-configs (pam-auth-update reads no other directory), naming the module by its full path when
+# it is not in libpam's own directory (PREFIX=/usr); systemd finds the units under /usr/local/lib too.
+# Uninstalling (not staged) first turns the profile off with pam-auth-update, if it is on: no PAM stack is
+# left naming a module that is gone.
 #
 # The example configuration is installed only where there is none, and removed only if unchanged: an
 # administrator's configuration is never overwritten or deleted.
@@ -13,9 +20,7 @@ action=${1:-}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 PREFIX=${PREFIX:-/usr/local}
-if [[ -z ${SYSCONFDIR:-} ]]; then
-    if [[ $PREFIX == /usr ]]; then SYSCONFDIR=/etc; else SYSCONFDIR=$PREFIX/etc; fi
-fi
+SYSCONFDIR=${SYSCONFDIR:-/etc}
 DESTDIR=${DESTDIR:-}
 BUILD=${BUILD:-$root/.build/static/release}
 
@@ -40,7 +45,7 @@ else
     pamdir=$PREFIX/lib/$multiarch/security
     unitdir=$PREFIX/lib/systemd/system
 fi
-pamconfigdir=$PREFIX/share/pam-configs
+pamconfigdir=/usr/share/pam-configs
 exampledir=$PREFIX/share/gatekeeper/pam.d
 helperdir=$PREFIX/libexec/gatekeeper
 plugindir=$PREFIX/lib/gatekeeper/plugins
@@ -87,9 +92,15 @@ install_all() {
         if [[ ($mode == 0755 || $destination == *.so) && ${NOSTRIP:-} != 1 ]]; then
             strip --strip-unneeded --remove-section=.comment "$DESTDIR$destination"
         fi
-        # The unit starts the daemon where it was installed.
+        # The unit starts the daemon where it was installed, on the service files where they were installed.
         if [[ $destination == */gatekeeperd.service ]]; then
-            sed -i "s|/usr/sbin/gatekeeperd|$sbindir/gatekeeperd|" "$DESTDIR$destination"
+            local options=""
+            [[ $confdir == /etc/gatekeeper ]] || options=" --config-dir $confdir/pam.d"
+            sed -i "s|^ExecStart=/usr/sbin/gatekeeperd\$|ExecStart=$sbindir/gatekeeperd$options|" "$DESTDIR$destination"
+        fi
+        # The profile names the module where libpam finds it, or by its full path.
+        if [[ $destination == */pam-configs/gatekeeper && $pamdir != /lib/$multiarch/security ]]; then
+            sed -i "s|\tpam_gatekeeper\.so|\t$pamdir/pam_gatekeeper.so|" "$DESTDIR$destination"
         fi
         echo "installed $destination"
     done < <(files)
@@ -114,6 +125,12 @@ install_all() {
 
 uninstall_all() {
     local mode source destination name directory
+    # A profile in use is turned off first, as the package's prerm does: common-auth must not name a module
+    # about to go. (Staged: nothing of the host's is touched.)
+    if [[ -z $DESTDIR && -f $pamconfigdir/gatekeeper ]] && grep -qs pam_gatekeeper /etc/pam.d/common-*; then
+        pam-auth-update --package --remove gatekeeper
+        echo "turned the gatekeeper profile off (pam-auth-update)"
+    fi
     while read -r mode source destination; do
         if [[ -e $DESTDIR$destination || -L $DESTDIR$destination ]]; then
             rm -f "$DESTDIR$destination"

@@ -18,8 +18,10 @@ package=swift-gatekeeper
 . "$here/private-tmp.sh"
 scratch=$(private_tmp gatekeeper-test-package)
 installed_by_test=0
+account=""
 cleanup() {
     if ((installed_by_test)); then dpkg --purge "$package" >/dev/null 2>&1 || true; fi
+    if [[ -n $account ]]; then userdel "$account" 2>/dev/null || true; fi
     rm -rf "$scratch"
 }
 trap cleanup EXIT
@@ -33,6 +35,95 @@ pass() {
     checks=$((checks + 1))
     echo "test-package: ok: $*"
 }
+
+# Runs "$@" (a function exported with export -f, or a command) in a mount namespace of its own where
+# /etc/pam.d, pam-auth-update's state (/var/lib/pam) and, unless PROFILES=host, its profiles
+# (/usr/share/pam-configs) are copies, and /run/gatekeeper, /usr/local and /etc/gatekeeper (unless the
+# package's) are empty: pam-auth-update, make install and the daemon's socket there change nothing of the
+# host's. (dpkg's own files are the host's: a package removed there is removed.)
+in_private_host() {
+    local made=()
+    for directory in /run/gatekeeper /etc/gatekeeper /usr/local; do
+        [[ -d $directory ]] || { mkdir -p "$directory" && made+=("$directory"); }
+    done
+    local status=0
+    SCRATCH=$scratch PROFILES=${PROFILES:-copy} unshare -m --propagation private bash -c '
+        set -euo pipefail
+        for directory in /etc/pam.d /var/lib/pam /usr/share/pam-configs; do
+            [[ $directory == /usr/share/pam-configs && $PROFILES == host ]] && continue
+            copy=$(mktemp -d "$SCRATCH/copy.XXXXXX")
+            [[ -d $directory ]] && cp -a "$directory/." "$copy/"
+            mkdir -p "$directory"
+            mount --bind "$copy" "$directory"
+        done
+        for directory in /run/gatekeeper /usr/local; do mount -t tmpfs -o mode=0755 tmpfs "$directory"; done
+        [[ -e /etc/gatekeeper/gatekeeper.conf ]] || mount -t tmpfs -o mode=0755 tmpfs /etc/gatekeeper
+        "$@"' in-private-host "$@" || status=$?
+    for directory in "${made[@]}"; do rmdir "$directory" 2>/dev/null || true; done
+    return $status
+}
+
+# login_through_profile ACCOUNT PASSWORD_FILE WORK DAEMON...: with the gatekeeper profile turned on by
+# pam-auth-update, the login service (Debian's /etc/pam.d/login, through common-auth) signs ACCOUNT in
+# through gatekeeperd (DAEMON: its command and options; it is given the socket and WORK/state) with the
+# stack's password, and refuses a wrong one.
+login_through_profile() {
+    local account=$1 password=$2 work=$3
+    shift 3
+    pam-auth-update --enable gatekeeper >/dev/null
+    grep -q "pam_gatekeeper.so" /etc/pam.d/common-auth || { echo "the profile did not reach common-auth"; return 1; }
+    "$@" --foreground --socket /run/gatekeeper/socket --state-dir "$work/state" 2>"$work/daemon.log" &
+    local daemon=$!
+    for _ in $(seq 100); do [[ -S /run/gatekeeper/socket ]] && break; sleep 0.1; done
+    local status=0 out
+    out=$(pamtester login "$account" authenticate <"$password" 2>&1) || status=$?
+    if ((status == 0)); then
+        echo wrong | pamtester login "$account" authenticate >/dev/null 2>&1 && status=98
+    fi
+    kill "$daemon"
+    wait "$daemon" || true
+    ((status == 0)) || {
+        echo "a login through the profile (status $status): $out; gatekeeperd: $(cat "$work/daemon.log")"
+        return 1
+    }
+}
+
+# make install with PREFIX=/usr/local, for real (in in_private_host): the unit starts the installed daemon on
+# the installed service files, the profile names the installed module, a login through it works, and make
+# uninstall turns the profile off before the module goes.
+install_end_to_end() {
+    local here=$1 account=$2 password=$3 work=$4 multiarch unit daemon
+    multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+    PREFIX=/usr/local bash "$here/install.sh" install >/dev/null
+    unit=/usr/local/lib/systemd/system/gatekeeperd.service
+    daemon=$(sed -n 's/^ExecStart=//p' "$unit")
+    [[ $daemon == /usr/local/sbin/gatekeeperd && -x $daemon ]] || { echo "the unit starts: $daemon"; return 1; }
+    grep -q "$(printf '\t')/usr/local/lib/$multiarch/security/pam_gatekeeper.so" /usr/share/pam-configs/gatekeeper ||
+        { echo "the profile does not name the installed module: $(cat /usr/share/pam-configs/gatekeeper)"; return 1; }
+    [[ -f /usr/local/lib/$multiarch/security/pam_gatekeeper.so && -d /etc/gatekeeper/pam.d ]] ||
+        { echo "the module or /etc/gatekeeper/pam.d is missing"; return 1; }
+    /usr/local/bin/gatekeeper-passwd add /etc/gatekeeper/users "$account" --create --password-stdin <"$password" \
+        >/dev/null
+    printf 'delay 0\nrequired file users=/etc/gatekeeper/users\n' >/etc/gatekeeper/pam.d/default
+    chmod 0644 /etc/gatekeeper/pam.d/default
+    # The daemon as the unit starts it: its own default service directory is where make install put them.
+    login_through_profile "$account" "$password" "$work" $daemon
+    local said
+    said=$(PREFIX=/usr/local bash "$here/install.sh" uninstall)
+    grep -q "turned the gatekeeper profile off" <<<"$said" || { echo "make uninstall: $said"; return 1; }
+    ! grep -qs pam_gatekeeper /etc/pam.d/common-* || { echo "make uninstall left the module in common-*"; return 1; }
+    [[ ! -e /usr/local/lib/$multiarch/security/pam_gatekeeper.so && ! -e /usr/share/pam-configs/gatekeeper ]] ||
+        { echo "make uninstall left the module or the profile"; return 1; }
+}
+# The installed package, for real (in in_private_host): a login through its profile, and its removal turning
+# the profile off (prerm) before the module goes.
+package_end_to_end() {
+    local account=$1 password=$2 work=$3 config=$4
+    login_through_profile "$account" "$password" "$work" gatekeeperd --config-dir "$config"
+    dpkg --remove swift-gatekeeper >/dev/null
+    ! grep -qs pam_gatekeeper /etc/pam.d/common-* || { echo "dpkg --remove left the module in common-*"; return 1; }
+}
+export -f login_through_profile install_end_to_end package_end_to_end
 
 # 1. lintian.
 lintian_output=$(lintian --allow-root --fail-on error,warning "$deb" 2>&1) || fail "lintian: $lintian_output"
@@ -48,15 +139,15 @@ actual=$(cd "$stage" && find . \( -type f -o -type l \) -printf '/%P\n' | sort)
 [[ $(readlink "$stage/usr/local/share/bash-completion/completions/gatekeeper-passwd") == gatekeeper-run ]] ||
     fail "the completion link of gatekeeper-passwd"
 pass "make install places exactly what it lists, under PREFIX=/usr/local"
-echo "# edited" >>"$stage/usr/local/etc/gatekeeper/gatekeeper.conf"
+echo "# edited" >>"$stage/etc/gatekeeper/gatekeeper.conf"
 PREFIX=/usr/local DESTDIR=$stage bash "$here/install.sh" install >/dev/null
-grep -q "^# edited" "$stage/usr/local/etc/gatekeeper/gatekeeper.conf" || fail "make install overwrote an edited configuration"
+grep -q "^# edited" "$stage/etc/gatekeeper/gatekeeper.conf" || fail "make install overwrote an edited configuration"
 PREFIX=/usr/local DESTDIR=$stage bash "$here/install.sh" uninstall >/dev/null
 left=$(cd "$stage" && find . \( -type f -o -type l \) -printf '/%P\n')
-[[ $left == /usr/local/etc/gatekeeper/gatekeeper.conf ]] || fail "make uninstall left: $left"
+[[ $left == /etc/gatekeeper/gatekeeper.conf ]] || fail "make uninstall left: $left"
 [[ ! -e $stage/usr/local/lib/gatekeeper && ! -e $stage/usr/local/libexec/gatekeeper ]] ||
     fail "make uninstall left the gatekeeper directories"
-rm "$stage/usr/local/etc/gatekeeper/gatekeeper.conf"
+rm "$stage/etc/gatekeeper/gatekeeper.conf"
 PREFIX=/usr/local DESTDIR=$stage bash "$here/install.sh" install >/dev/null
 PREFIX=/usr/local DESTDIR=$stage bash "$here/install.sh" uninstall >/dev/null
 left=$(cd "$stage" && find . \( -type f -o -type l \) -printf '/%P\n')
@@ -166,6 +257,18 @@ fi
 if dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed"; then
     fail "$package is already installed on this machine; remove it first (dpkg --purge $package)"
 fi
+# A host account, as login, sudo, su and sshd need (a name the host does not know is counted nowhere and
+# admitted never: sshd's invalid users), removed at the end.
+account=gkpkg$$
+useradd -M -s /usr/sbin/nologin "$account" || fail "useradd $account"
+echo "Daemon-Pass-$RANDOM" >"$scratch/password"
+
+# make install PREFIX=/usr/local, for real, in a mount namespace that keeps the host's files as they are.
+work=$(mktemp -d "$scratch/install.XXXXXX")
+output=$(in_private_host install_end_to_end "$here" "$account" "$scratch/password" "$work" 2>&1) ||
+    fail "make install PREFIX=/usr/local end to end: $output"
+pass "make install PREFIX=/usr/local: the unit starts the installed daemon on /etc/gatekeeper/pam.d, pam-auth-update's profile names the installed module, login signs in through it (and refuses a wrong password), make uninstall turns the profile off first"
+
 installed_by_test=1
 dpkg --install "$deb" >/dev/null || fail "dpkg --install"
 listed=$(dpkg -L "$package")
@@ -209,11 +312,7 @@ grep -qi "libswift\|libstdc++\|libFoundation" <<<"$module" && fail "pam_gatekeep
 grep -q "^Default: no" /usr/share/pam-configs/gatekeeper || fail "the pam-auth-update profile is on by default"
 daemon=$scratch/daemon
 install -d -m 0755 "$daemon" "$daemon/pam.d"
-echo "Daemon-Pass-$RANDOM" >"$daemon/password"
-# A host account of that name, as sudo, su and sshd need (a name the host does not know is counted nowhere and
-# admitted never: sshd's invalid users), removed below.
-account=gkpkg$$
-useradd -M -s /usr/sbin/nologin "$account" || fail "useradd $account"
+cp "$scratch/password" "$daemon/password"
 gatekeeper-passwd add "$daemon/users" "$account" --create --password-stdin <"$daemon/password" >/dev/null ||
     fail "gatekeeper-passwd add for the daemon's stack"
 printf 'delay 0\nrequired file users=%s/users\n' "$daemon" >"$daemon/pam.d/default"
@@ -230,15 +329,17 @@ status=0
 pamtester "$service" "$account" authenticate acct_mgmt <"$daemon/password" >"$scratch/out" 2>&1 || status=$?
 echo wrong | pamtester "$service" "$account" authenticate >>"$scratch/out" 2>&1 && status=99
 rm -f "/etc/pam.d/$service"
-userdel "$account"
 kill "$daemon_pid"
 wait "$daemon_pid" || fail "gatekeeperd did not stop cleanly on SIGTERM: $(cat "$daemon/log")"
 [[ $status == 0 ]] || fail "pamtester through the installed module and daemon: $(cat "$scratch/out")"
 pass "the installed gatekeeperd serves the installed pam_gatekeeper.so (pamtester), and stops on SIGTERM"
 
-# Removing: nothing but the conffile stays; purging: nothing at all.
+# Removing, with the profile on: it is turned off first; nothing but the conffile stays; purging: nothing at all.
 echo "# edited by the administrator" >>/etc/gatekeeper/gatekeeper.conf
-dpkg --remove "$package" >/dev/null || fail "dpkg --remove"
+work=$(mktemp -d "$scratch/package.XXXXXX")
+output=$(PROFILES=host in_private_host package_end_to_end "$account" "$scratch/password" "$work" "$daemon/pam.d" 2>&1) ||
+    fail "the package's profile end to end: $output"
+pass "the package's pam-auth-update profile, turned on: login signs in through it and refuses a wrong password; dpkg --remove turns it off first"
 while read -r path; do
     [[ $path == /etc/gatekeeper/gatekeeper.conf || $path == /etc/gatekeeper ]] && continue
     # A system directory that is a link (/lib under merged /usr) is the system's, not the package's.
