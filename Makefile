@@ -52,13 +52,14 @@ SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/u
 # shell with job control for the REPL's Ctrl-Z; g++, for libstdc++'s archive (linked into the release tools) and
 # the C++ PAM module make test-package logs in through; openssh-server and openssh-client, the sshd and ssh the
 # module's ssh tests log in with, and sssd-ldap with libpam-sss, the SSSD they and make bench compare with
-# (started only in a mount namespace of their own; installing libpam-sss adds pam_sss to common-auth).
+# (started only in a mount namespace of their own; installing libpam-sss adds pam_sss to common-auth);
+# python3-matplotlib (Debian's own python3) draws make bench's picture of the two side by side.
 DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin libpam-wrapper pamtester gcc \
 	libc6-dev passwd libcrypt-dev libaprutil1-dev apache2-utils whois time python3 liboath-dev oathtool libpam-oath \
 	libqrencode-dev qrencode libldap-dev slapd ldap-utils openssl mandoc lintian bash-completion \
 	dpkg-dev man-db groff-base binutils libunistring-dev libcurl4-openssl-dev libssl-dev glewlwyd sqlite3 curl \
 	python3-cryptography libpwquality-dev libpwquality-tools cracklib-runtime sudo tmux g++ openssh-server \
-	openssh-client sssd-ldap libpam-sss
+	openssh-client sssd-ldap libpam-sss python3-matplotlib
 
 .PHONY: pam-module startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
 
@@ -242,6 +243,8 @@ bench: deps
 	bash Benchmarks/write-report.sh .build/bench/table.txt .build/bench/report.json > .build/bench/BENCHMARKS.md
 	mv .build/bench/BENCHMARKS.md BENCHMARKS.md
 	python3 Benchmarks/check-report.py < .build/bench/report.json
+	# The picture docs/fleet.md shows: gatekeeperd against SSSD, logins a second and p99 by clients at once.
+	/usr/bin/python3 Benchmarks/sssd-chart.py .build/bench/report.json docs/images/sssd-scaling.svg
 
 # What CI runs so the benchmark cannot rot: every measurement with a hundredth of its work, in the debug
 # build; it must run to its end with every section measured and well-formed JSON. Not figures.
@@ -258,6 +261,7 @@ bench-smoke: deps
 	mkdir -p .build/bench
 	$$($(SWIFT) build --show-bin-path)/gatekeeper-bench --smoke --json-file .build/bench/smoke.json > .build/bench/smoke.txt
 	python3 Benchmarks/check-report.py < .build/bench/smoke.json
+	/usr/bin/python3 Benchmarks/sssd-chart.py .build/bench/smoke.json .build/bench/smoke-sssd.svg
 	bash Benchmarks/write-report.sh .build/bench/smoke.txt .build/bench/smoke.json > .build/bench/SMOKE.md
 
 sanitize: sanitize-address sanitize-thread

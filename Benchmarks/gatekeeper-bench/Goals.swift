@@ -71,7 +71,7 @@ enum Goals {
             }.joined(separator: ",") + "]"
     }
 
-    private static func pad(_ text: String, _ width: Int) -> String {
+    static func pad(_ text: String, _ width: Int) -> String {
         text + String(repeating: " ", count: max(1, width - text.count))
     }
 

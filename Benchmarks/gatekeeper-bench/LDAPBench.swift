@@ -125,7 +125,10 @@ func ldapJSON(_ result: Result<LDAPBench.Figures, any Error>) -> String {
 /// stopped after it.
 final class DemoDirectory {
     let directory: String
+    /// StartTLS, required.
     let uri: String
+    /// TLS from the first byte.
+    let ldapsURI: String
     let base = "dc=example,dc=test"
     var caFile: String { directory + "/cert.pem" }
 
@@ -140,6 +143,10 @@ final class DemoDirectory {
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         else { throw LDAPBenchError.noDirectory }
         uri = "ldap://127.0.0.1:\(port)"
+        let ldapsPort =
+            (try? String(contentsOfFile: directory + "/ldaps-port", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        ldapsURI = "ldaps://127.0.0.1:\(ldapsPort)"
         // A watchdog stops the directory when this process ends, however it ends (a crash included), and
         // removes what it was made of.
         _ = system(
@@ -171,6 +178,18 @@ final class DemoDirectory {
         guard
             system("ldapadd -x -H '\(uri)' -D 'cn=admin,\(base)' -w admin-secret -f '\(file)' >/dev/null 2>&1") == 0
         else { throw LDAPBenchError.loginFailed("ldapadd refused the load accounts") }
+    }
+
+    /// slapd's processor time so far, in nanoseconds: the sum over its threads (/proc/PID/task/*/schedstat).
+    func slapdCPU() -> Double {
+        guard let text = try? String(contentsOfFile: directory + "/slapd.pid", encoding: .utf8),
+            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+            let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        else { return 0 }
+        return threads.reduce(0) { sum, thread in
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/schedstat", encoding: .utf8)) ?? ""
+            return sum + (Double(stat.split(separator: " ").first ?? "") ?? 0)
+        }
     }
 
     /// Stops the directory server and removes its files.

@@ -7,32 +7,63 @@ import Synchronization
 #endif
 
 /// gatekeeperd with pam_gatekeeper.so against SSSD with pam_sss, in the same run (as root), against the
-/// same throwaway slapd (`Examples/ldap/demo.sh --start`, StartTLS, with cn=Monitor), the same 32 accounts,
-/// configured alike (`Examples/sssd/side-by-side.sh`: SSSD in a mount namespace of its own; offline logins
-/// cached by both). Each login is a whole PAM login as sshd makes it — pam_start, pam_authenticate,
-/// pam_acct_mgmt, pam_end — by `pam-load` (C, Benchmarks/pam-load), one process per client, each client
-/// its own account:
-/// - logins a second with 1 and 32 clients at once, and their median and p99 latency, best of three rounds
-///   taken alternately;
-/// - resident memory after 10,000 logins: gatekeeperd against sssd + sssd_be + sssd_pam (sssd_nss beside);
-/// - the directory's load per login of an account not signed in for a while (slapd's cn=Monitor: binds,
-///   searches, extended operations, connections made), and with 2 to 16 daemons against the one directory
-///   (each its own state, as hosts of a fleet), the load and the connections they keep open.
+/// same throwaway slapd (`Examples/ldap/demo.sh --start`, with cn=Monitor), configured alike
+/// (`Examples/sssd/side-by-side.sh`: SSSD in a mount namespace of its own, tuned as its maintainers advise —
+/// `pam_initgroups_scheme = always`; offline logins cached by both), once over StartTLS and once over ldaps.
+/// Each login is a whole PAM login as sshd makes it — pam_start, pam_authenticate, pam_acct_mgmt, pam_end —
+/// by `pam-load` (C, Benchmarks/pam-load), one process per client, each client its own account. For each
+/// transport:
+/// - logins a second with 1 to 64 clients at once, and their median and p99 latency, best of two rounds
+///   taken alternately (the same accounts again and again: what each keeps of a login in memory helps);
+/// - the latency of logins that find nothing kept: an account's first login since either started; a login
+///   after both were restarted (their disk caches kept); logins of accounts not signed in for more than 5 s
+///   (longer than either keeps what a login found out) — medians, each account through both, in turn first;
+/// - the directory's load per login of an account not signed in for a while: slapd's own processor time,
+///   and its operations (cn=Monitor: binds, searches, extended operations, connections made);
+/// - memory after many logins, as PSS (shared pages shared out) and USS (pages of its own): gatekeeperd
+///   against sssd + sssd_be + sssd_pam (sssd_nss beside: the module's getpwnam asks it too);
+/// and, over StartTLS, 2 to 16 daemons against the one directory (each its own state, as hosts of a fleet):
+/// the load and the connections they keep open.
 struct SSSDBench {
+    enum Transport: String, CaseIterable {
+        case startTLS = "StartTLS"
+        case ldaps
+    }
+
     struct Side {
         var perSecond = 0.0
         var p50 = 0.0
         var p99 = 0.0
     }
 
-    /// What one login costs the directory, from cn=Monitor.
+    /// What one login costs the directory, from cn=Monitor, and slapd's processor time.
     struct Load {
         var binds = 0.0
         var searches = 0.0
         var extended = 0.0
         var connections = 0.0
+        /// slapd's processor time a login, in milliseconds.
+        var slapdMilliseconds = 0.0
         /// Requests answered: binds, searches and extended operations (an unbind has no answer).
         var roundTrips: Double { binds + searches + extended }
+    }
+
+    /// KiB of memory, summed over processes.
+    struct Memory {
+        var rss = 0
+        var pss = 0
+        var uss = 0
+
+        static func + (a: Memory, b: Memory) -> Memory {
+            Memory(rss: a.rss + b.rss, pss: a.pss + b.pss, uss: a.uss + b.uss)
+        }
+    }
+
+    /// Median latencies (ms) of logins that find nothing kept in memory.
+    struct Cold {
+        var first = 0.0
+        var restarted = 0.0
+        var spaced = 0.0
     }
 
     struct Fleet {
@@ -42,23 +73,33 @@ struct SSSDBench {
         var held: Int
     }
 
-    struct Figures {
-        var clients: [Int] = [1, 32]
+    /// One transport's figures.
+    struct Measured {
         var ours: [Int: Side] = [:]
         var sssd: [Int: Side] = [:]
         var logins: [Int: Int] = [:]
-        var memoryLogins = 0
-        var oursKiB = 0
-        var sssdKiB = 0
-        var sssdNSSKiB = 0
+        var oursCold = Cold()
+        var sssdCold = Cold()
         var oursLoad = Load()
         var sssdLoad = Load()
-        var loadLogins = 0
+        var memoryLogins = 0
+        var oursMemory = Memory()
+        var sssdMemory = Memory()
+        var sssdNSSMemory = Memory()
+    }
+
+    struct Figures {
+        var clients = smoke ? [1, 4] : [1, 2, 4, 8, 16, 32, 64]
+        var transports: [(Transport, Measured)] = []
+        var coldLogins = 0
         var fleet: [Fleet] = []
     }
 
     static let password = "load-password-2026"
-    static let accounts = 32
+    /// One account a client, for the most clients at once.
+    static let accounts = 64
+    /// Accounts never signed in before the first-login measure, for each transport.
+    static let fresh = smoke ? 2 : 24
 
     static func run() async throws -> Figures {
         guard geteuid() == 0 else { throw ProcessBench.Skipped.notRoot }
@@ -80,22 +121,79 @@ struct SSSDBench {
 
         let demo = try DemoDirectory()
         defer { demo.stop() }
-        try demo.add((0..<accounts).map { (username: "sssload\($0)", password: password) })
+        try demo.add(
+            (0..<accounts).map { (username: "sssload\($0)", password: password) }
+                + Transport.allCases.flatMap { transport in
+                    (0..<fresh).map { (username: "ssfirst\(transport.rawValue.lowercased())\($0)", password: password) }
+                })
         let directory = "\(ThrowawayState.scratch)/\(ThrowawayState.prefix)sssd-\(getpid())"
         guard mkdir(directory, 0o755) == 0 else { throw ProcessBench.Skipped.failed("\(directory) cannot be made") }
         ThrowawayState.onRemoval { _ = try? FileManager.default.removeItem(atPath: directory) }
-        let socket = directory + "/socket"
-        let daemon = try startDaemon(daemonPath, demo: demo, directory: directory + "/daemon", socket: socket)
-        let sideBySide = SideBySideScript(directory: directory)
-        try sideBySide.start(demo: demo, module: module, socket: socket)
-        ThrowawayState.onRemoval { sideBySide.stop() }
 
-        /// `clients` pam-load processes at once through `service`, each `each` logins of its own account: logins a
-        /// second over the whole, and every login's latency (milliseconds, sorted).
-        func batch(_ service: String, clients: Int, each: Int, first: Int = 0) throws -> (Double, [Double]) {
+        var figures = Figures()
+        figures.coldLogins = fresh
+        for transport in Transport.allCases {
+            let uri = transport == .startTLS ? demo.uri : demo.ldapsURI
+            let place = "\(directory)/\(transport.rawValue.lowercased())"
+            guard mkdir(place, 0o755) == 0 else { throw ProcessBench.Skipped.failed("\(place) cannot be made") }
+            figures.transports.append(
+                (
+                    transport,
+                    try measure(
+                        uri: uri, first: "ssfirst\(transport.rawValue.lowercased())", clients: figures.clients,
+                        demo: demo, place: place, daemonPath: daemonPath, module: module, load: load)
+                ))
+        }
+
+        // Many hosts, one directory: N daemons, each its own state, each signing in every account a few times
+        // through its socket as the module does.
+        for count in smoke ? [2] : [2, 8, 16] {
+            let sockets = try (0..<count).map { index -> String in
+                let path = "\(directory)/fleet\(count)-\(index)"
+                _ = try startDaemon(daemonPath, uri: demo.uri, demo: demo, directory: path, socket: path + "/socket")
+                return path + "/socket"
+            }
+            let each = smoke ? 1 : 4
+            let before = try demo.monitor()
+            for socket in sockets {
+                for index in 0..<32 {
+                    for _ in 0..<each {
+                        guard DaemonBench.login(socket, user: "sssload\(index)", password: password) == .success else {
+                            throw ProcessBench.Skipped.failed("a fleet login failed")
+                        }
+                    }
+                }
+            }
+            let after = try demo.monitor()
+            figures.fleet.append(
+                Fleet(
+                    daemons: count, load: after.load(since: before, logins: count * 32 * each),
+                    held: after.currentConnections - before.currentConnections))
+        }
+        return figures
+    }
+
+    /// Both against the directory at `uri`, in `place`.
+    static func measure(
+        uri: String, first: String, clients: [Int], demo: DemoDirectory, place: String, daemonPath: String,
+        module: String, load: String
+    ) throws -> Measured {
+        let socket = place + "/socket"
+        var daemon = try startDaemon(daemonPath, uri: uri, demo: demo, directory: place + "/daemon", socket: socket)
+        let sideBySide = SideBySideScript(directory: place)
+        try sideBySide.start(uri: uri, demo: demo, module: module, socket: socket)
+        ThrowawayState.onRemoval { sideBySide.stop() }
+        defer { sideBySide.stop() }
+
+        /// `clients` pam-load processes at once through `service`, each `each` logins of its own account (`user`
+        /// and a number from `first`): logins a second over the whole, and every login's latency (milliseconds,
+        /// sorted).
+        func batch(_ service: String, clients: Int, each: Int, user: String = "sssload", first: Int = 0) throws
+            -> (Double, [Double])
+        {
             let start = ContinuousClock.now
             let running = try (0..<clients).map { index in
-                try sideBySide.spawn([load, service, "sssload\(first + index)", password, String(each)])
+                try sideBySide.spawn([load, service, "\(user)\(first + index)", password, String(each)])
             }
             var latencies: [Double] = []
             for process in running {
@@ -108,89 +206,106 @@ struct SSSDBench {
             return (Double(clients * each) / seconds, latencies.sorted())
         }
         let services = [("gk-compare", true), ("sss-compare", false)]
+        /// One login of each account `user`0..<count through both services, one after another, each account
+        /// through the one and then the other, which goes first taking turns: the median latency of each.
+        func eachOnce(_ user: String, count: Int) throws -> (ours: Double, sssd: Double) {
+            var (ours, sssd): ([Double], [Double]) = ([], [])
+            for index in 0..<count {
+                for (service, isOurs) in index % 2 == 0 ? services : services.reversed() {
+                    let latency = try batch(service, clients: 1, each: 1, user: user, first: index).1[0]
+                    if isOurs { ours.append(latency) } else { sssd.append(latency) }
+                }
+            }
+            return (DaemonBench.percentile(ours.sorted(), 0.5), DaemonBench.percentile(sssd.sorted(), 0.5))
+        }
+
+        var measured = Measured()
+        // First logins: accounts neither has seen since it started.
+        (measured.oursCold.first, measured.sssdCold.first) = try eachOnce(first, count: fresh)
         // Warm: every account signed in once through each (SSSD caches the accounts, the daemon its connections).
         for (service, _) in services { _ = try batch(service, clients: accounts, each: 1) }
 
-        var figures = Figures()
-        for clients in figures.clients {
-            let each = clients == 1 ? scaled(400) : max(1, scaled(1600) / clients)
-            figures.logins[clients] = clients * each
-            for _ in 0..<(smoke ? 1 : 3) {
+        for clients in clients {
+            let each = max(1, scaled(800) / clients)
+            measured.logins[clients] = clients * each
+            for _ in 0..<(smoke ? 1 : 2) {
                 for (service, isOurs) in services {
                     let (rate, latencies) = try batch(service, clients: clients, each: each)
                     let side = Side(
                         perSecond: rate, p50: DaemonBench.percentile(latencies, 0.5),
                         p99: DaemonBench.percentile(latencies, 0.99))
                     if isOurs {
-                        if rate > figures.ours[clients, default: Side()].perSecond { figures.ours[clients] = side }
-                    } else if rate > figures.sssd[clients, default: Side()].perSecond {
-                        figures.sssd[clients] = side
+                        if rate > measured.ours[clients, default: Side()].perSecond { measured.ours[clients] = side }
+                    } else if rate > measured.sssd[clients, default: Side()].perSecond {
+                        measured.sssd[clients] = side
                     }
                 }
             }
         }
-
-        // The directory's load per login: each account once, one after another, none signed in through that
-        // service for longer than either keeps what a login found out (gatekeeperd: 5 s).
-        figures.loadLogins = accounts
-        sleep(6)
-        for (service, isOurs) in services {
-            let before = try demo.monitor()
-            for index in 0..<accounts { _ = try batch(service, clients: 1, each: 1, first: index) }
-            let used = try demo.monitor().load(since: before, logins: figures.loadLogins)
-            if isOurs { figures.oursLoad = used } else { figures.sssdLoad = used }
-        }
-
-        // Resident memory after many logins.
-        figures.memoryLogins = scaled(10_000)
-        for (service, _) in services {
-            _ = try batch(service, clients: accounts, each: max(1, figures.memoryLogins / accounts))
-        }
-        figures.oursKiB = DaemonBench.residentKiB(daemon)
+        measured.memoryLogins = measured.logins.values.reduce(0, +) * (smoke ? 1 : 2) + accounts
+        measured.oursMemory = memory(of: daemon)
         let sssdProcesses = sideBySide.sssdProcesses()
-        figures.sssdKiB = sssdProcesses.filter { $0.name != "sssd_nss" }.map { DaemonBench.residentKiB($0.pid) }
-            .reduce(0, +)
-        figures.sssdNSSKiB = sssdProcesses.filter { $0.name == "sssd_nss" }.map { DaemonBench.residentKiB($0.pid) }
-            .reduce(0, +)
-        kill(daemon, SIGTERM)
+        measured.sssdMemory = sssdProcesses.filter { $0.name != "sssd_nss" }.map { memory(of: $0.pid) }
+            .reduce(Memory(), +)
+        measured.sssdNSSMemory = sssdProcesses.filter { $0.name == "sssd_nss" }.map { memory(of: $0.pid) }
+            .reduce(Memory(), +)
 
-        // Many hosts, one directory: N daemons, each its own state, each signing in every account a few times
-        // through its socket as the module does.
-        for count in smoke ? [2] : [2, 8, 16] {
-            let sockets = try (0..<count).map { index -> String in
-                let path = "\(directory)/fleet\(count)-\(index)"
-                _ = try startDaemon(daemonPath, demo: demo, directory: path, socket: path + "/socket")
-                return path + "/socket"
-            }
-            let each = smoke ? 1 : 4
+        // Logins more than 5 s apart (longer than gatekeeperd keeps what a login found out, and SSSD's
+        // pam_id_timeout), and the directory's load for each: cn=Monitor's operations and slapd's processor time.
+        let spacedAccounts = min(fresh, accounts)
+        for (service, isOurs) in services {
+            sleep(smoke ? 1 : 6)
             let before = try demo.monitor()
-            for socket in sockets {
-                for index in 0..<accounts {
-                    for _ in 0..<each {
-                        guard DaemonBench.login(socket, user: "sssload\(index)", password: password) == .success else {
-                            throw ProcessBench.Skipped.failed("a fleet login failed")
-                        }
-                    }
-                }
-            }
-            let after = try demo.monitor()
-            figures.fleet.append(
-                Fleet(
-                    daemons: count, load: after.load(since: before, logins: count * accounts * each),
-                    held: after.currentConnections - before.currentConnections))
+            let cpu = demo.slapdCPU()
+            for index in 0..<spacedAccounts { _ = try batch(service, clients: 1, each: 1, first: index) }
+            let slapd = (demo.slapdCPU() - cpu) / 1e6 / Double(spacedAccounts)
+            var used = try demo.monitor().load(since: before, logins: spacedAccounts)
+            used.slapdMilliseconds = slapd
+            if isOurs { measured.oursLoad = used } else { measured.sssdLoad = used }
         }
-        return figures
+        sleep(smoke ? 1 : 6)
+        (measured.oursCold.spaced, measured.sssdCold.spaced) = try eachOnce("sssload", count: spacedAccounts)
+
+        // After a restart of both: the caches on disk kept, nothing in memory.
+        kill(daemon, SIGTERM)
+        var status: Int32 = 0
+        waitpid(daemon, &status, 0)
+        daemon = try DaemonBench.startDaemon(
+            daemonPath, socket: socket, directory: place + "/daemon", maxLogins: 128)
+        try sideBySide.restart()
+        (measured.oursCold.restarted, measured.sssdCold.restarted) = try eachOnce(
+            "sssload", count: spacedAccounts)
+        kill(daemon, SIGTERM)
+        waitpid(daemon, &status, 0)
+        return measured
     }
 
-    /// gatekeeperd serving `demo`'s directory on `socket`, as a host would: LDAP with an offline cache, in a
+    /// PSS, USS and RSS of `pid`, from /proc/PID/smaps_rollup.
+    static func memory(of pid: pid_t) -> Memory {
+        let text = (try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8)) ?? ""
+        var fields: [String: Int] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            if parts.count >= 2, parts[0].hasSuffix(":"), let value = Int(parts[1]) {
+                fields[String(parts[0].dropLast())] = value
+            }
+        }
+        return Memory(
+            rss: fields["Rss"] ?? 0, pss: fields["Pss"] ?? 0,
+            uss: (fields["Private_Clean"] ?? 0) + (fields["Private_Dirty"] ?? 0))
+    }
+
+    /// gatekeeperd serving the directory at `uri` on `socket`, as a host would: LDAP with an offline cache, in a
     /// directory of its own; stopped when the run's state is removed.
-    static func startDaemon(_ path: String, demo: DemoDirectory, directory: String, socket: String) throws -> pid_t {
+    static func startDaemon(_ path: String, uri: String, demo: DemoDirectory, directory: String, socket: String)
+        throws -> pid_t
+    {
         guard mkdir(directory, 0o755) == 0, mkdir(directory + "/pam.d", 0o755) == 0 else {
             throw ProcessBench.Skipped.failed("\(directory) cannot be made")
         }
         try ThrowawayState.create(
             directory + "/pam.d/default",
-            "required ldap uri=\(demo.uri) base=ou=people,\(demo.base) ca=\(demo.caFile) timeout=3s "
+            "required ldap uri=\(uri) base=ou=people,\(demo.base) ca=\(demo.caFile) timeout=3s "
                 + "offline_cache=\(directory)/offline offline_max_age=7d\n", mode: 0o644)
         return try DaemonBench.startDaemon(path, socket: socket, directory: directory, maxLogins: 128)
     }
@@ -202,13 +317,19 @@ struct SideBySideScript {
     static let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../Examples/sssd/side-by-side.sh").standardized.path
 
-    func start(demo: DemoDirectory, module: String, socket: String) throws {
+    func start(uri: String, demo: DemoDirectory, module: String, socket: String) throws {
         let started = try Running(
-            [
-                Self.path, "start", directory, demo.uri, demo.base, demo.caFile, module, socket, String(getpid()),
-            ]
+            [Self.path, "start", directory, uri, demo.base, demo.caFile, module, socket, String(getpid())]
         ).finish()
         guard started.status == 0 else { throw ProcessBench.Skipped.failed("side-by-side.sh: \(started.errors)") }
+    }
+
+    /// sssd stopped and started again on its cache, once it answers PAM.
+    func restart() throws {
+        let restarted = try Running([Self.path, "restart", directory]).finish()
+        guard restarted.status == 0 else {
+            throw ProcessBench.Skipped.failed("side-by-side.sh restart: \(restarted.errors)")
+        }
     }
 
     /// `arguments` run in the namespace.
@@ -367,37 +488,67 @@ func sssdTable(_ result: Result<SSSDBench.Figures, any Error>) -> String {
         if case .failure(let reason) = result { return "gatekeeperd against SSSD: skipped, \(reason)\n" }
         return ""
     }
+    func describe(_ load: SSSDBench.Load) -> String {
+        "\(fixed(load.binds)) binds, \(fixed(load.searches)) searches, \(fixed(load.extended)) extended, "
+            + "\(fixed(load.connections)) connections, slapd \(fixed(load.slapdMilliseconds)) ms"
+    }
+    func memory(_ memory: SSSDBench.Memory) -> String {
+        "PSS \(fixed(Double(memory.pss) / 1024, 1)) MiB, USS \(fixed(Double(memory.uss) / 1024, 1)) MiB, "
+            + "RSS \(fixed(Double(memory.rss) / 1024, 1)) MiB"
+    }
+    func row(_ label: String, _ values: [String]) -> String {
+        Goals.pad(label, 34) + values.map { Goals.pad($0, 9) }.joined()
+    }
     var lines: [String] = []
-    for clients in figures.clients {
-        let (ours, sssd) = (figures.ours[clients] ?? .init(), figures.sssd[clients] ?? .init())
-        let throughput = ours.perSecond / max(sssd.perSecond, 1e-9)
-        let p99 = ours.p99 / max(sssd.p99, 1e-9)
+    let goalClients = smoke ? figures.clients : [1, 8, 64]
+    for (transport, measured) in figures.transports {
+        let name = transport.rawValue
         lines += [
-            "\(clients) client(s), logins/s gatekeeperd / SSSD        \(fixed(ours.perSecond, 1)) / \(fixed(sssd.perSecond, 1))",
-            "ratio gatekeeperd / SSSD, \(clients) client(s)            \(fixed(throughput))         \(Goals.atLeast("\(clients) client(s): logins a second, gatekeeperd / SSSD", throughput, 1.0))",
-            "\(clients) client(s), p50 / p99 gatekeeperd (ms)         \(fixed(ours.p50, 2)) / \(fixed(ours.p99, 2))",
-            "\(clients) client(s), p50 / p99 SSSD (ms)                \(fixed(sssd.p50, 2)) / \(fixed(sssd.p99, 2))",
-            "ratio p99 gatekeeperd / SSSD, \(clients) client(s)        \(fixed(p99))         \(Goals.atMost("\(clients) client(s): p99 latency, gatekeeperd / SSSD", p99, 1.0))",
+            "gatekeeperd against SSSD (pam_initgroups_scheme = always), \(name), whole PAM logins:",
+            row("clients at once", figures.clients.map(String.init)),
+            row("logins/s, gatekeeperd", figures.clients.map { fixed(measured.ours[$0]?.perSecond ?? 0, 1) }),
+            row("logins/s, SSSD", figures.clients.map { fixed(measured.sssd[$0]?.perSecond ?? 0, 1) }),
+            row("p99 ms, gatekeeperd", figures.clients.map { fixed(measured.ours[$0]?.p99 ?? 0, 1) }),
+            row("p99 ms, SSSD", figures.clients.map { fixed(measured.sssd[$0]?.p99 ?? 0, 1) }),
+        ]
+        for clients in goalClients {
+            let (ours, sssd) = (measured.ours[clients] ?? .init(), measured.sssd[clients] ?? .init())
+            let throughput = ours.perSecond / max(sssd.perSecond, 1e-9)
+            let p99 = ours.p99 / max(sssd.p99, 1e-9)
+            lines += [
+                "ratio logins/s gatekeeperd / SSSD, \(clients) client(s)  \(fixed(throughput))         \(Goals.atLeast("\(name), \(clients) client(s): logins a second, gatekeeperd / SSSD", throughput, 1.0))",
+                "ratio p99 gatekeeperd / SSSD, \(clients) client(s)       \(fixed(p99))         \(Goals.atMost("\(name), \(clients) client(s): p99 latency, gatekeeperd / SSSD", p99, 1.0))",
+            ]
+        }
+        for (label, ours, sssd) in [
+            ("first login", measured.oursCold.first, measured.sssdCold.first),
+            ("login after a restart", measured.oursCold.restarted, measured.sssdCold.restarted),
+            ("login 6 s after the last", measured.oursCold.spaced, measured.sssdCold.spaced),
+        ] {
+            let ratio = ours / max(sssd, 1e-9)
+            lines.append(
+                Goals.pad("\(label), median ms gatekeeperd / SSSD", 50)
+                    + "\(fixed(ours, 1)) / \(fixed(sssd, 1))   \(fixed(ratio))   \(Goals.atMost("\(name): \(label), median, gatekeeperd / SSSD", ratio, 1.0))"
+            )
+        }
+        let pss = Double(measured.oursMemory.pss) / Double(max(measured.sssdMemory.pss, 1))
+        let trips = measured.oursLoad.roundTrips / max(measured.sssdLoad.roundTrips, 1e-9)
+        let slapd = measured.oursLoad.slapdMilliseconds / max(measured.sssdLoad.slapdMilliseconds, 1e-9)
+        lines += [
+            "memory after \(measured.memoryLogins) logins, gatekeeperd     \(memory(measured.oursMemory))",
+            "memory, sssd + sssd_be + sssd_pam               \(memory(measured.sssdMemory))",
+            "memory, sssd_nss (beside)                       \(memory(measured.sssdNSSMemory))",
+            "ratio PSS gatekeeperd / SSSD                    \(fixed(pss))         \(Goals.atMost("\(name): memory (PSS), gatekeeperd / SSSD", pss, 1.0))",
+            "a login's load on slapd, gatekeeperd            \(describe(measured.oursLoad))",
+            "a login's load on slapd, SSSD                   \(describe(measured.sssdLoad))",
+            "ratio round trips per login, gatekeeperd / SSSD \(fixed(trips))         \(Goals.atMost("\(name): directory round trips a login, gatekeeperd / SSSD", trips, 1.0))",
+            "ratio slapd time per login, gatekeeperd / SSSD  \(fixed(slapd))         \(Goals.atMost("\(name): slapd processor time a login, gatekeeperd / SSSD", slapd, 1.0))",
+            "",
         ]
     }
-    let memory = Double(figures.oursKiB) / Double(max(figures.sssdKiB, 1))
-    lines += [
-        "resident after \(figures.memoryLogins) logins, gatekeeperd      \(figures.oursKiB) KiB",
-        "resident, sssd + sssd_be + sssd_pam (sssd_nss)     \(figures.sssdKiB) KiB (\(figures.sssdNSSKiB) KiB)",
-        "ratio resident gatekeeperd / SSSD                  \(fixed(memory))         \(Goals.atMost("resident after many logins, gatekeeperd / SSSD", memory, 1.0))",
-    ]
-    func describe(_ load: SSSDBench.Load) -> String {
-        "\(fixed(load.binds)) binds, \(fixed(load.searches)) searches, \(fixed(load.extended)) extended, \(fixed(load.connections)) connections"
-    }
-    let trips = figures.oursLoad.roundTrips / max(figures.sssdLoad.roundTrips, 1e-9)
-    lines += [
-        "a login's load on slapd, gatekeeperd               \(describe(figures.oursLoad))",
-        "a login's load on slapd, SSSD                      \(describe(figures.sssdLoad))",
-        "ratio round trips per login, gatekeeperd / SSSD    \(fixed(trips))         \(Goals.atMost("directory round trips per login, gatekeeperd / SSSD", trips, 1.0))",
-    ]
     for fleet in figures.fleet {
         lines.append(
-            "\(fleet.daemons) daemons, one slapd: per login                 \(describe(fleet.load)); \(fleet.held) connections held"
+            "\(fleet.daemons) daemons, one slapd (StartTLS): per login     \(describe(fleet.load)); \(fleet.held) connections held"
         )
     }
     return lines.joined(separator: "\n") + "\n"
@@ -407,21 +558,33 @@ func sssdJSON(_ result: Result<SSSDBench.Figures, any Error>) -> String {
     guard case .success(let figures) = result else { return "null" }
     func load(_ load: SSSDBench.Load) -> String {
         "{\"binds\":\(fixed(load.binds)),\"searches\":\(fixed(load.searches)),\"extended\":\(fixed(load.extended)),"
-            + "\"connections\":\(fixed(load.connections)),\"round_trips\":\(fixed(load.roundTrips))}"
+            + "\"connections\":\(fixed(load.connections)),\"round_trips\":\(fixed(load.roundTrips)),"
+            + "\"slapd_ms\":\(fixed(load.slapdMilliseconds, 3))}"
     }
-    let sides = figures.clients.map { clients -> String in
-        let (ours, sssd) = (figures.ours[clients] ?? .init(), figures.sssd[clients] ?? .init())
-        return "\"clients_\(clients)\":{\"logins\":\(figures.logins[clients] ?? 0),"
-            + "\"gatekeeperd_per_second\":\(fixed(ours.perSecond, 1)),\"sssd_per_second\":\(fixed(sssd.perSecond, 1)),"
-            + "\"gatekeeperd_p50_ms\":\(fixed(ours.p50, 2)),\"gatekeeperd_p99_ms\":\(fixed(ours.p99, 2)),"
-            + "\"sssd_p50_ms\":\(fixed(sssd.p50, 2)),\"sssd_p99_ms\":\(fixed(sssd.p99, 2))}"
+    func memory(_ memory: SSSDBench.Memory) -> String {
+        "{\"rss_kib\":\(memory.rss),\"pss_kib\":\(memory.pss),\"uss_kib\":\(memory.uss)}"
+    }
+    func cold(_ cold: SSSDBench.Cold) -> String {
+        "{\"first_ms\":\(fixed(cold.first, 2)),\"restarted_ms\":\(fixed(cold.restarted, 2)),\"spaced_ms\":\(fixed(cold.spaced, 2))}"
+    }
+    let transports = figures.transports.map { transport, measured -> String in
+        func side(_ sides: [Int: SSSDBench.Side]) -> String {
+            let points = figures.clients.map { clients -> String in
+                let side = sides[clients] ?? .init()
+                return "{\"clients\":\(clients),\"logins\":\(measured.logins[clients] ?? 0),"
+                    + "\"per_second\":\(fixed(side.perSecond, 1)),\"p50_ms\":\(fixed(side.p50, 2)),\"p99_ms\":\(fixed(side.p99, 2))}"
+            }
+            return "[" + points.joined(separator: ",") + "]"
+        }
+        return "\"\(transport.rawValue)\":{\"gatekeeperd\":\(side(measured.ours)),\"sssd\":\(side(measured.sssd)),"
+            + "\"gatekeeperd_cold\":\(cold(measured.oursCold)),\"sssd_cold\":\(cold(measured.sssdCold)),"
+            + "\"memory_logins\":\(measured.memoryLogins),\"gatekeeperd_memory\":\(memory(measured.oursMemory)),"
+            + "\"sssd_memory\":\(memory(measured.sssdMemory)),\"sssd_nss_memory\":\(memory(measured.sssdNSSMemory)),"
+            + "\"gatekeeperd_load\":\(load(measured.oursLoad)),\"sssd_load\":\(load(measured.sssdLoad))}"
     }
     let fleet = figures.fleet.map {
         "{\"daemons\":\($0.daemons),\"per_login\":\(load($0.load)),\"connections_held\":\($0.held)}"
     }
-    return "{" + sides.joined(separator: ",")
-        + ",\"memory_logins\":\(figures.memoryLogins),\"gatekeeperd_kib\":\(figures.oursKiB),"
-        + "\"sssd_kib\":\(figures.sssdKiB),\"sssd_nss_kib\":\(figures.sssdNSSKiB),"
-        + "\"load_logins\":\(figures.loadLogins),\"gatekeeperd_load\":\(load(figures.oursLoad)),"
-        + "\"sssd_load\":\(load(figures.sssdLoad)),\"fleet\":[\(fleet.joined(separator: ","))]}"
+    return "{\"sssd_tuning\":\"pam_initgroups_scheme = always\",\"cold_logins\":\(figures.coldLogins),"
+        + transports.joined(separator: ",") + ",\"fleet\":[\(fleet.joined(separator: ","))]}"
 }

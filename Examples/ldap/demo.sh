@@ -6,7 +6,8 @@
 #
 # usage: Examples/ldap/demo.sh PATH-TO-gatekeeper-repl      (make ldap-demo runs it)
 #        Examples/ldap/demo.sh --start DIR                 start the directory in DIR and leave it running
-#                                                          (DIR/port, DIR/cert.pem; stop it: kill $(cat DIR/slapd.pid))
+#                                                          (DIR/port for ldap:// with StartTLS, DIR/ldaps-port
+#                                                          for ldaps://, DIR/cert.pem; stop it: kill $(cat DIR/slapd.pid))
 set -euo pipefail
 if [ "${1:-}" = "--start" ]; then
     work=${2:?usage: demo.sh --start DIR}
@@ -23,6 +24,7 @@ else
     trap cleanup EXIT
 fi
 port=$((20000 + RANDOM % 30000))
+ldaps_port=$((port + 1))
 mkdir -p "$work/db"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" -days 1 \
     -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost 2>/dev/null
@@ -64,10 +66,11 @@ CONF
     printf 'memberUid: alice\nmemberUid: carol\n'
 } > "$work/data.ldif"
 slapadd -f "$work/slapd.conf" -l "$work/data.ldif" 2>/dev/null
-slapd -f "$work/slapd.conf" -h "ldap://127.0.0.1:$port/"
+slapd -f "$work/slapd.conf" -h "ldap://127.0.0.1:$port/ ldaps://127.0.0.1:$ldaps_port/"
 for _ in $(seq 100); do ldapwhoami -x -H "ldap://127.0.0.1:$port" >/dev/null 2>&1 && break; sleep 0.05; done
 if [ -z "$repl" ]; then
     echo "$port" > "$work/port"
+    echo "$ldaps_port" > "$work/ldaps-port"
     exit 0
 fi
 cat > "$work/ldap.conf" <<CONF

@@ -4,13 +4,18 @@
 # so the host's SSSD state and PAM files are never touched. In it, two PAM services: sss-compare (every phase
 # pam_sss) and gk-compare (every phase pam_gatekeeper.so, talking to a gatekeeperd you run on SOCKET; its
 # account phase `ignore` falling to pam_permit, as to the host's own account modules), both
-# configured alike: StartTLS checked against CAFILE, offline logins for 7 days, 5 failed offline logins before
-# they are refused, 3 s time-outs. The namespace ends (sssd stopped) when the process OWNER ends, or at `stop`.
-# Used by the tests (SSSDComparisonTests) and by `make bench` (gatekeeper-bench --sssd).
+# configured alike: TLS checked against CAFILE (StartTLS for an ldap:// URI, ldaps:// as it says), offline
+# logins for 7 days, 5 failed offline logins before they are refused, 3 s time-outs. SSSD is tuned as its
+# maintainers advise for a host where PAM logins matter: `pam_initgroups_scheme = always` (sssd_pam asks the
+# cache for the groups, not every /proc/PID/status to see whether a session is open). The namespace ends (sssd
+# stopped) when the process OWNER ends, or at `stop`. Used by the tests (SSSDComparisonTests) and by
+# `make bench` (gatekeeper-bench --sssd).
 #
 # usage: side-by-side.sh start DIR URI BASE CAFILE MODULE SOCKET OWNER
 #            DIR: an existing directory of root's; sssd.conf, the namespace's pid and sssd's log go there
 #        side-by-side.sh run DIR COMMAND [ARGUMENT...]      run a command in the namespace
+#        side-by-side.sh restart DIR     stop sssd and start it again on the same cache (as after a reboot
+#                                        whose disk kept /var/lib/sss), once it answers PAM again
 #        side-by-side.sh stop DIR
 set -euo pipefail
 command=${1:-}
@@ -21,6 +26,7 @@ inside() { nsenter -t "$(cat "$dir/namespace.pid")" -m -- "$@"; }
 case "$command" in
 start)
     uri=${3:?URI} base=${4:?BASE} cafile=${5:?CAFILE} module=${6:?MODULE} socket=${7:?SOCKET} owner=${8:?OWNER}
+    case "$uri" in ldaps://*) start_tls=false ;; *) start_tls=true ;; esac
     cat > "$dir/sssd.conf" <<CONF
 [sssd]
 services = nss, pam
@@ -30,6 +36,7 @@ domains = compare
 offline_credentials_expiration = 7
 offline_failed_login_attempts = 5
 offline_failed_login_delay = 5
+pam_initgroups_scheme = always
 
 [domain/compare]
 id_provider = ldap
@@ -38,7 +45,7 @@ chpass_provider = ldap
 ldap_uri = $uri
 ldap_search_base = $base
 ldap_schema = rfc2307
-ldap_id_use_start_tls = true
+ldap_id_use_start_tls = $start_tls
 ldap_tls_cacert = $cafile
 ldap_tls_reqcert = demand
 cache_credentials = true
@@ -67,13 +74,25 @@ chmod 0700 /var/lib/sss/db /var/lib/sss/pipes/private
 mount -t overlay overlay -o lowerdir=/etc,upperdir=$dir/etc.upper,workdir=$dir/etc.work /etc
 printf 'auth required pam_sss.so\naccount required pam_sss.so\npassword required pam_sss.so\n' > /etc/pam.d/sss-compare
 printf 'auth required $entry\naccount [success=ok ignore=ignore default=bad] $entry\naccount required pam_permit.so\npassword required $entry\n' > /etc/pam.d/gk-compare
-/usr/sbin/sssd -i -c "$dir/sssd.conf" --logger=stderr 2>>"$dir/sssd.log" &
-sssd=\$!
-echo \$sssd > "$dir/sssd.pid"
+start_sssd() {
+    rm -f /var/lib/sss/pipes/pam /var/lib/sss/pipes/nss
+    /usr/sbin/sssd -i -c "$dir/sssd.conf" --logger=stderr 2>>"$dir/sssd.log" &
+    sssd=\$!
+    echo \$sssd > "$dir/sssd.pid"
+}
+start_sssd
 trap 'kill \$sssd 2>/dev/null; wait' EXIT
 trap 'exit 0' TERM
 echo \$\$ > "$dir/namespace.pid"
-while kill -0 $owner 2>/dev/null && kill -0 \$sssd 2>/dev/null; do sleep 0.2; done
+# sssd gone: started again if \`restart\` asked for it, else the namespace ends.
+while kill -0 $owner 2>/dev/null; do
+    if ! kill -0 \$sssd 2>/dev/null; then
+        [ -f "$dir/restart" ] || break
+        rm -f "$dir/restart"
+        start_sssd
+    fi
+    sleep 0.1
+done
 NAMESPACE
     rm -f "$dir/namespace.pid"
     unshare -m bash "$dir/namespace.sh" </dev/null >"$dir/namespace.log" 2>&1 &
@@ -88,6 +107,19 @@ NAMESPACE
 run)
     shift 2
     inside "$@"
+    ;;
+restart)
+    old=$(cat "$dir/sssd.pid")
+    touch "$dir/restart"
+    kill "$old"
+    for _ in $(seq 300); do
+        new=$(cat "$dir/sssd.pid" 2>/dev/null || true)
+        if [ -n "$new" ] && [ "$new" != "$old" ] && inside test -S /var/lib/sss/pipes/pam 2>/dev/null; then exit 0; fi
+        sleep 0.1
+    done
+    echo "side-by-side.sh: sssd did not start again:" >&2
+    tail -20 "$dir/sssd.log" >&2 2>/dev/null || true
+    exit 1
     ;;
 stop)
     # sssd first (it ends its children), then the namespace's holder; killed outright if either lingers (a
