@@ -28,10 +28,14 @@ fail() {
     echo "install.sh: $*" >&2
     exit 1
 }
+# Paths are written into the unit's ExecStart and the PAM profile, which split at blanks and take nothing
+# quoted: letters, digits and . _ + - only.
 for path in "$PREFIX" "$SYSCONFDIR"; do
-    [[ $path == /* && $path != *..* ]] || fail "PREFIX and SYSCONFDIR must be absolute paths without .. ($path)"
+    [[ $path =~ ^/[A-Za-z0-9._+/-]*$ && $path != *..* ]] ||
+        fail "PREFIX and SYSCONFDIR must be absolute paths of letters, digits, '.', '_', '+', '-' and '/', without .. ($path)"
 done
-[[ -z $DESTDIR || $DESTDIR == /* ]] || fail "DESTDIR must be an absolute path ($DESTDIR)"
+[[ -z $DESTDIR || $DESTDIR =~ ^/[A-Za-z0-9._+/-]*$ ]] ||
+    fail "DESTDIR must be an absolute path of letters, digits, '.', '_', '+', '-' and '/' ($DESTDIR)"
 
 bindir=$PREFIX/bin
 sbindir=$PREFIX/sbin
@@ -123,13 +127,27 @@ install_all() {
     fi
 }
 
+# The files of /etc/pam.d with a line (not a comment) naming the module, but those whose names start with $1;
+# fails when there are none.
+naming() {
+    local found
+    found=$(grep -lsE '^[[:space:]]*[^#[:space:]].*pam_gatekeeper\.so' /etc/pam.d/* |
+        { if [[ -n ${1:-} ]]; then grep -v "^/etc/pam.d/$1" || true; else cat; fi; } | tr '\n' ' ' || true)
+    [[ -n $found ]] && echo "$found"
+}
+
 uninstall_all() {
     local mode source destination name directory
-    # A profile in use is turned off first, as the package's prerm does: common-auth must not name a module
-    # about to go. (Staged: nothing of the host's is touched.)
-    if [[ -z $DESTDIR && -f $pamconfigdir/gatekeeper ]] && grep -qs pam_gatekeeper /etc/pam.d/common-*; then
-        pam-auth-update --package --remove gatekeeper
-        echo "turned the gatekeeper profile off (pam-auth-update)"
+    # No PAM stack may be left naming a module about to go (a program using it would fail: "Module is
+    # unknown"): lines an administrator added (the per-service recipe) stop the uninstall, naming their files;
+    # a profile in use is turned off, as the package's prerm does. (Staged: nothing of the host's is touched.)
+    if [[ -z $DESTDIR ]]; then
+        naming "common-" >/dev/null && fail "these PAM files name pam_gatekeeper.so; take its lines out first: $(naming "common-")"
+        if [[ -f $pamconfigdir/gatekeeper ]] && grep -qs pam_gatekeeper /etc/pam.d/common-*; then
+            pam-auth-update --package --remove gatekeeper
+            echo "turned the gatekeeper profile off (pam-auth-update)"
+        fi
+        naming >/dev/null && fail "these PAM files still name pam_gatekeeper.so; take its lines out first: $(naming)"
     fi
     while read -r mode source destination; do
         if [[ -e $DESTDIR$destination || -L $DESTDIR$destination ]]; then

@@ -109,6 +109,16 @@ install_end_to_end() {
     # The daemon as the unit starts it: its own default service directory is where make install put them.
     login_through_profile "$account" "$password" "$work" $daemon
     local said
+    # The per-service recipe's line in sudo: make uninstall refuses to leave it naming a module that is gone.
+    cp /etc/pam.d/sudo "$work/sudo"
+    sed -i "/^@include common-auth/i auth [success=done ignore=ignore user_unknown=ignore authinfo_unavail=ignore default=die] /usr/local/lib/$multiarch/security/pam_gatekeeper.so" /etc/pam.d/sudo
+    if said=$(PREFIX=/usr/local bash "$here/install.sh" uninstall 2>&1); then
+        echo "make uninstall went on with /etc/pam.d/sudo naming the module: $said"
+        return 1
+    fi
+    grep -q "/etc/pam.d/sudo" <<<"$said" || { echo "make uninstall did not name /etc/pam.d/sudo: $said"; return 1; }
+    [[ -f /usr/local/lib/$multiarch/security/pam_gatekeeper.so ]] || { echo "the refused uninstall removed the module"; return 1; }
+    cp "$work/sudo" /etc/pam.d/sudo
     said=$(PREFIX=/usr/local bash "$here/install.sh" uninstall)
     grep -q "turned the gatekeeper profile off" <<<"$said" || { echo "make uninstall: $said"; return 1; }
     ! grep -qs pam_gatekeeper /etc/pam.d/common-* || { echo "make uninstall left the module in common-*"; return 1; }
@@ -120,6 +130,17 @@ install_end_to_end() {
 package_end_to_end() {
     local account=$1 password=$2 work=$3 config=$4
     login_through_profile "$account" "$password" "$work" gatekeeperd --config-dir "$config"
+    # The per-service recipe's line in sudo: the removal is refused, and the package stays.
+    cp /etc/pam.d/sudo "$work/sudo"
+    sed -i '/^@include common-auth/i auth [success=done ignore=ignore user_unknown=ignore authinfo_unavail=ignore default=die] pam_gatekeeper.so' /etc/pam.d/sudo
+    local said
+    if said=$(dpkg --remove swift-gatekeeper 2>&1); then
+        echo "dpkg --remove went on with /etc/pam.d/sudo naming the module: $said"
+        return 1
+    fi
+    grep -q "/etc/pam.d/sudo" <<<"$said" || { echo "the refused removal did not name /etc/pam.d/sudo: $said"; return 1; }
+    dpkg-query -W -f='${Status}' swift-gatekeeper | grep -q "ok installed" || { echo "the refused removal left: $(dpkg-query -W -f='${Status}' swift-gatekeeper)"; return 1; }
+    cp "$work/sudo" /etc/pam.d/sudo
     dpkg --remove swift-gatekeeper >/dev/null
     ! grep -qs pam_gatekeeper /etc/pam.d/common-* || { echo "dpkg --remove left the module in common-*"; return 1; }
 }
@@ -139,6 +160,13 @@ actual=$(cd "$stage" && find . \( -type f -o -type l \) -printf '/%P\n' | sort)
 [[ $(readlink "$stage/usr/local/share/bash-completion/completions/gatekeeper-passwd") == gatekeeper-run ]] ||
     fail "the completion link of gatekeeper-passwd"
 pass "make install places exactly what it lists, under PREFIX=/usr/local"
+for prefix in "/opt/my prefix" "/opt/a&b" "/opt/a|b" "opt/relative"; do
+    if PREFIX=$prefix DESTDIR=$scratch/odd bash "$here/install.sh" install >/dev/null 2>&1; then
+        fail "make install took PREFIX=$prefix"
+    fi
+    [[ ! -e $scratch/odd ]] || fail "make install with PREFIX=$prefix wrote $(find "$scratch/odd" | head -3)"
+done
+pass "make install refuses a PREFIX that the unit or the PAM profile could not name (blanks, & | , relative), writing nothing"
 echo "# edited" >>"$stage/etc/gatekeeper/gatekeeper.conf"
 PREFIX=/usr/local DESTDIR=$stage bash "$here/install.sh" install >/dev/null
 grep -q "^# edited" "$stage/etc/gatekeeper/gatekeeper.conf" || fail "make install overwrote an edited configuration"

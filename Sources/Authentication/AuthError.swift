@@ -74,6 +74,9 @@ public struct AuthError: CodedError {
     /// Too many failed logins, and the account stays locked until an administrator unlocks it.
     public static let lockedUntilUnlocked = AuthError(.tooManyAttempts, reason: "until an administrator unlocks it")
     public static let cancelled = AuthError(.cancelled)
+    /// Every lockout slot of the account was held by logins still being checked, longer than the gatekeeper's
+    /// `lockoutWait`: refused, and nothing counted.
+    public static let loginsInFlight = AuthError(.loginsInFlight)
     /// A credential that expired before it could be used: a device sign-in code not approved in time (PAM's
     /// `cred_expired`).
     public static let credentialsExpired = AuthError(.credentialsExpired)
@@ -129,6 +132,7 @@ extension AuthError: CustomStringConvertible {
             let until = lockedUntil.map { " (locked until \($0.formatted(.iso8601)))" } ?? ""
             return "Too many failed attempts; try again in \(Self.seconds(retryAfter)) seconds\(until)."
         case .cancelled: return "The login was cancelled."
+        case .loginsInFlight: return "Too many logins of this account are being checked at once; try again in a moment."
         case .credentialsExpired: return "The sign-in code expired before it was approved; sign in again."
         case .providerUnavailable: return "The login service is unavailable: \(reason ?? "no reason given")"
         default: return "The login failed (\(code))."
@@ -190,6 +194,9 @@ extension ErrorCode where Domain == AuthError {
     public static var tooManyAttempts: Self { Self("tooManyAttempts") }
     /// The person cancelled the login, or the task running it was cancelled.
     public static var cancelled: Self { Self("cancelled") }
+    /// Every lockout slot of the account was held by logins still being checked, for longer than a login may
+    /// wait (``Gatekeeper/Configuration/lockoutWait``): nothing was counted; a moment later it may go through.
+    public static var loginsInFlight: Self { Self("loginsInFlight") }
     /// A credential expired before it could be used: a device sign-in code not approved in time (PAM's
     /// `cred_expired`). Nothing was refused; signing in again starts anew.
     public static var credentialsExpired: Self { Self("credentialsExpired") }

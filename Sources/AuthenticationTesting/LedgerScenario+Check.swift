@@ -430,6 +430,11 @@ private final class KillableStore: LockoutStore {
         try base.recordSuccess(of: account)
     }
 
+    func recordSuccess(of account: String, settling ticket: LockoutTicket?) throws(AuthError) {
+        try alive()
+        try base.recordSuccess(of: account, settling: ticket)
+    }
+
     func unlock(_ account: String) throws(AuthError) {
         try alive()
         try base.unlock(account)

@@ -83,8 +83,10 @@ extension Daemon {
                 result = (.authenticationError, nil)
             case .failure(let error):
                 // A locked account is told why, as pam_faillock tells it: sudo would say only "Sorry, try again"
-                // for a login refused before anything was asked.
-                if error.code == .tooManyAttempts { await conversation.show(error.description, as: .error) }
+                // for a login refused before anything was asked. So is one whose other logins held every slot.
+                if error.code == .tooManyAttempts || error.code == .loginsInFlight {
+                    await conversation.show(error.description, as: .error)
+                }
                 result = (
                     Self.pamResult(
                         error, of: traced.trace, refusedToAsk: conversation.refusedToAsk.withLock { $0 }), nil

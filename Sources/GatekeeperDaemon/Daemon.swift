@@ -158,12 +158,10 @@ final class Daemon: Sendable {
             connection.peer.uid == 0
             ? [request.requestingUser, request.remoteHost].compactMap { $0 }
                 .first(where: { !$0.isEmpty }) : nil
-        if let origin {
-            if let refusal = admit(origin: origin, pid: connection.peer.pid) {
-                connection.send(.message(refusal, isError: true))
-                connection.send(.result(request.operation.refusal, canonicalUser: nil))
-                return
-            }
+        if let refusal = admit(connection, origin: origin) {
+            connection.send(.message(refusal, isError: true))
+            connection.send(.result(request.operation.refusal, canonicalUser: nil))
+            return
         }
         defer { if let origin { release(origin: origin) } }
         let task = Task {
@@ -184,7 +182,6 @@ final class Daemon: Sendable {
             if let user, flight.byUser[user, default: 0] >= invocation.maxLoginsPerUser {
                 return .busy("gatekeeperd: too many logins of this user at once.")
             }
-            if let user, let wait = flight.rate.take(.user(user)) { return .overRate(wait) }
             flight.all += 1
             if let user { flight.byUser[user, default: 0] += 1 }
             flight.connections[ObjectIdentifier(connection)] = connection
@@ -193,17 +190,26 @@ final class Daemon: Sendable {
         return refusal.map { explain($0, user: user ?? connection.peer.uid, pid: connection.peer.pid) }
     }
 
-    /// Counts a root caller's request for `origin`, or says why it cannot be.
-    private func admit(origin: String, pid: Int32) -> String? {
+    /// Counts a request of `connection` — a root caller's for `origin` — or says why it cannot be taken: a
+    /// root caller's logins in flight for `origin` are over the share, or the caller's rate (the user's it
+    /// counts against, else `origin`'s) is spent. Read once the request is, so the refusal is in its call's
+    /// words.
+    private func admit(_ connection: DaemonConnection, origin: String?) -> String? {
+        // The user a setuid program was run by, whatever the program says the login is for; root's own
+        // programs (sshd) by whom or where from.
+        let caller: LoginRate.Caller? = connection.peer.countedUser.map { .user($0) } ?? origin.map { .origin($0) }
         let refusal = flight.withLock { flight -> Refusal? in
-            guard flight.byOrigin[origin, default: 0] < invocation.maxLoginsPerUser else {
+            if let origin, flight.byOrigin[origin, default: 0] >= invocation.maxLoginsPerUser {
                 return .busy("gatekeeperd: too many logins of this user at once.")
             }
-            if let wait = flight.rate.take(.origin(origin)) { return .overRate(wait) }
-            flight.byOrigin[origin, default: 0] += 1
+            if let caller, let wait = flight.rate.take(caller) { return .overRate(wait) }
+            if let origin { flight.byOrigin[origin, default: 0] += 1 }
             return nil
         }
-        return refusal.map { explain($0, user: 0, pid: pid, origin: origin) }
+        let user = connection.peer.countedUser ?? connection.peer.uid
+        return refusal.map {
+            explain($0, user: user, pid: connection.peer.pid, origin: connection.peer.countedUser == nil ? origin : nil)
+        }
     }
 
     /// Why a login is not taken.

@@ -64,8 +64,6 @@ final class ServiceStacks: Sendable {
         report: @escaping @Sendable (String) -> Void
     ) throws(DaemonError) -> ServiceStacks {
         var services: [String: HostLogin] = [:]
-        // One store per lockout directory: each knows which counts are logins it is still checking.
-        var lockouts: [String: any LockoutStore] = [:]
         for name in try serviceFiles(in: directory) {
             let path = directory + "/" + name
             let loaded: ConfigurationFile.Loaded
@@ -77,19 +75,13 @@ final class ServiceStacks: Sendable {
                 throw DaemonError("\(error)")
             }
             do throws(AuthError) {
-                let settings = HostSettings(loaded.settings, stateDirectory: stateDirectory)
-                var lockout: (any LockoutStore)?
-                if settings.gatekeeper.lockout != nil {
-                    lockout = lockouts[settings.lockoutDirectory]
-                    if lockout == nil { lockout = try settings.lockoutStore() }
-                    lockouts[settings.lockoutDirectory] = lockout
-                }
                 // One attempt per PAM call, as pam_unix makes: the program asks again (sudo's passwd_tries).
                 services[name] = try HostLogin(
-                    provider: provider, stack: loaded.stack, settings: settings,
+                    provider: provider, stack: loaded.stack,
+                    settings: HostSettings(loaded.settings, stateDirectory: stateDirectory),
                     context: .init(
                         tool: "gatekeeperd", remembersLogins: false, maxAttempts: 1, readsGroups: false),
-                    lockout: lockout, report: report)
+                    report: report)
             } catch {
                 throw DaemonError("\(path): \(error.reason ?? error.description)")
             }

@@ -89,9 +89,6 @@ public final class HostLogin: Sendable {
     ///     configuration: remembered logins are kept apart by what they were made through.
     ///   - report: Told of what does not stop a login (an audit log that cannot be opened, a cache that
     ///     cannot be used), once.
-    ///   - lockout: The store to count failures in, instead of one opened from `settings`: a process serving
-    ///     many stacks on one lockout directory shares one, for a store knows which of its counts are
-    ///     attempts still being checked (``LockoutAttempt/waiting(_:)``).
     /// - Throws: ``AuthError/providerUnavailable(reason:)`` when the lockout cannot be used: nobody signs
     ///   in without it.
     public init(
@@ -100,17 +97,12 @@ public final class HostLogin: Sendable {
         selection: (name: String?, options: [String: String]) = (nil, [:]),
         settings: HostSettings,
         context: Context,
-        lockout: (any LockoutStore)? = nil,
         report: @escaping @Sendable (String) -> Void
     ) throws(AuthError) {
         self.settings = settings
         self.provider = provider
         audit = settings.auditSink(tool: context.tool, report: report)
-        if let lockout {
-            self.lockout = lockout
-        } else {
-            self.lockout = context.countsInMemory ? MemoryLockoutStore() : try settings.lockoutStore()
-        }
+        lockout = context.countsInMemory ? MemoryLockoutStore() : try settings.lockoutStore()
         let cache = settings.loginCache(
             scope: HostSettings.scope(stack: stack, provider: selection.name, options: selection.options),
             report: report)

@@ -39,19 +39,11 @@ public final class FaillockStore: LockoutStore {
     private let tallies: StateDirectory
     private let unknown: StateDirectory
     private let digest: AuditDigest
-    /// The records of attempts this store counted whose check is not over, by tally, time and tag: while
-    /// they fill an account's slots, another attempt waits rather than is refused. (Another process's count
-    /// as failures, as pam_faillock takes them; so do this one's once a quarter of an hour has passed.)
-    private let checking = Locked<Set<Checking>>([])
-
-    private struct Checking: Hashable {
-        var tally: String
-        var time: Int64
-        var tag: UInt16
-    }
-
-    /// How long a record counts as still being checked at most, whatever became of its attempt.
-    static let longestCheck: Int64 = 900
+    /// Where this process's attempts still being checked are noted (``AttemptsInFlight/process``).
+    private let inFlight: AttemptsInFlight
+    /// The tally directories' identity (device and inode): one directory under two paths (a bind mount, a
+    /// reload naming it anew) is one.
+    private let identity: String
 
     /// The record format, as `struct tally` of pam_faillock.
     static let recordSize = 64
@@ -65,13 +57,21 @@ public final class FaillockStore: LockoutStore {
 
     /// Opens (creating, mode 0700: the file names are account names) the tally directory and its sibling
     /// for names that match no account.
+    /// - Parameter inFlight: Where attempts still being checked are noted: the process's own, shared by every
+    ///   store of the process (a simulation of several processes in one gives each its own).
     /// - Throws: ``AuthError/providerUnavailable(reason:)`` when either cannot be used safely.
-    public init(directory: String) throws(AuthError) {
+    public init(directory: String, inFlight: AttemptsInFlight = .process) throws(AuthError) {
         do {
             self.directory = directory
+            self.inFlight = inFlight
             tallies = try StateDirectory(directory, creatingWith: 0o700)
             unknown = try StateDirectory(directory + ".unknown", creatingWith: 0o700)
             digest = AuditDigest(key: try Self.key(in: unknown))
+            var info = stat()
+            guard fstat(tallies.descriptor, &info) == 0 else {
+                throw StateFileError("\(directory): \(errorDescription())")
+            }
+            identity = "\(info.st_dev):\(info.st_ino)"
         } catch {
             throw .providerUnavailable(reason: "the lockout directory cannot be used: \(error)")
         }
@@ -113,7 +113,7 @@ public final class FaillockStore: LockoutStore {
         // Never 0, which is what pam_faillock writes there: a ticket names only the record it wrote.
         let tag = UInt16.random(in: 1 ... .max, using: &random)
         let tally = try tallyName(of: account)
-        var entered: Checking?
+        var entered: AttemptsInFlight.Entry?
         do throws(AuthError) {
             return try withTally(of: account, create: true) {
                 (records: inout [Record]?, now: Int64) throws(StateFileError) -> LockoutAttempt in
@@ -128,16 +128,13 @@ public final class FaillockStore: LockoutStore {
                 let status = append(record, to: &records, now: now, policy: policy, account: account)
                 // Entered before the record is written, under the file's lock: no attempt of this process reads
                 // it as a settled failure meanwhile.
-                let checked = Checking(tally: tally, time: now, tag: tag)
-                checking.withLock { set in
-                    set = set.filter { now &- $0.time < Self.longestCheck }
-                    set.insert(checked)
-                }
+                let checked = AttemptsInFlight.Entry(tally: tally, time: now, tag: tag)
+                inFlight.enter(checked, now: now)
                 entered = checked
                 return .counted(LockoutTicket(account: account, time: now, tag: tag), status: status)
             }
         } catch {
-            if let entered { checking.withLock { _ = $0.remove(entered) } }
+            if let entered { inFlight.leave(entered) }
             throw error
         }
     }
@@ -150,30 +147,36 @@ public final class FaillockStore: LockoutStore {
                     && $0.status & Self.statusValid != 0
             }
         }
-        checking.withLock { _ = $0.remove(Checking(tally: tally, time: ticket.time, tag: ticket.tag)) }
+        inFlight.leave(AttemptsInFlight.Entry(tally: tally, time: ticket.time, tag: ticket.tag))
     }
 
     public func settled(_ ticket: LockoutTicket) {
         guard let tally = try? tallyName(of: ticket.account) else { return }
-        checking.withLock { _ = $0.remove(Checking(tally: tally, time: ticket.time, tag: ticket.tag)) }
+        inFlight.leave(AttemptsInFlight.Entry(tally: tally, time: ticket.time, tag: ticket.tag))
     }
 
-    /// `records` without those of attempts this store is still checking.
+    /// `records` without those of attempts this process is still checking.
     private func settledRecords(_ records: [Record], tally: String, now: Int64) -> [Record] {
-        let mine = checking.withLock { set in set.filter { $0.tally == tally && now &- $0.time < Self.longestCheck } }
-        guard !mine.isEmpty else { return records }
-        return records.filter {
-            !mine.contains(Checking(tally: tally, time: Int64(clamping: $0.time), tag: $0.reserved))
-        }
+        let checking = inFlight.entries(of: tally, now: now)
+        guard !checking.isEmpty else { return records }
+        return records.filter { !checking.contains($0.inFlight(tally: tally)) }
     }
 
-    /// Which tally an account is counted in: its own file, or its folded name's records in a bucket.
+    /// Those of `records` that are attempts this process is still checking.
+    private func recordsInFlight(_ records: [Record], tally: String, now: Int64) -> [Record] {
+        let checking = inFlight.entries(of: tally, now: now)
+        guard !checking.isEmpty else { return [] }
+        return records.filter { checking.contains($0.inFlight(tally: tally)) }
+    }
+
+    /// Which tally an account is counted in: its own file, or its folded name's records in a bucket — in
+    /// this directory, whatever path named it.
     private func tallyName(of account: LockoutAccount) throws(AuthError) -> String {
         if account.known && StateDirectory.isPlainName(account.key) && !account.key.hasPrefix(".") {
-            return "=" + account.key
+            return identity + "=" + account.key
         }
         do {
-            return try "~" + Self.folded(account)
+            return try identity + "~" + Self.folded(account)
         } catch {
             throw .providerUnavailable(reason: "the failed logins cannot be read or counted: \(error)")
         }
@@ -228,13 +231,15 @@ public final class FaillockStore: LockoutStore {
     }
 
     /// Empties the account's file (creating it), and the records the name has in its bucket from logins no
-    /// look-up could name.
+    /// look-up could name — but for those of this process's attempts still being checked, which hold their
+    /// slots and stay counted if they prove wrong (pam_faillock would count them once checked, after this).
     public func recordSuccess(of account: String) throws(AuthError) {
-        try withTally(of: LockoutAccount(account, known: false), create: false) {
-            (records: inout [Record]?, _: Int64) in
-            if records?.isEmpty == false { records = [] }
-        }
-        try reset(account)
+        try clear(account, keepingInFlight: true, settling: nil)
+    }
+
+    /// A success whose own attempt is `ticket`: settled and cleared with the rest, under the tally's lock.
+    public func recordSuccess(of account: String, settling ticket: LockoutTicket?) throws(AuthError) {
+        try clear(account, keepingInFlight: true, settling: ticket)
     }
 
     /// Empties `account`'s file, as `faillock --reset` does.
@@ -247,21 +252,40 @@ public final class FaillockStore: LockoutStore {
                     "\(TextSafety.escaped(account)) cannot name a tally file; its failures are counted with names that match no account"
             )
         }
-        // Failures counted for the name while no look-up could recognise it go too.
-        try recordSuccess(of: account)
+        // Failures counted for the name while no look-up could recognise it go too; an administrator's unlock
+        // forgets every record, those of attempts in flight included.
+        try clear(account, keepingInFlight: false, settling: nil)
     }
 
-    /// Empties the account's own file, creating it if it has none; its bucket is left alone.
-    private func reset(_ account: String) throws(AuthError) {
-        guard StateDirectory.isPlainName(account), !account.hasPrefix(".") else { return }
-        do {
-            let file = try tallies.openFile(account, creatingWith: 0o600, owners: Self.owners(account))
-            defer { close(file) }
-            try StateDirectory.lock(file)
-            try StateDirectory.overwrite(file, with: [])
-        } catch {
-            throw .providerUnavailable(reason: "the failed logins of an account cannot be reset: \(error)")
+    /// Empties the name's records in its bucket and the account's own file (creating it, so the account has
+    /// one from then on), keeping those of attempts in flight when asked. `ticket`, the success's own attempt,
+    /// is settled under the lock of the tally it was counted in, so nobody sees it as a failure meanwhile.
+    private func clear(_ account: String, keepingInFlight: Bool, settling ticket: LockoutTicket?) throws(AuthError) {
+        let entry = try ticket.map { ticket throws(AuthError) in
+            AttemptsInFlight.Entry(tally: try tallyName(of: ticket.account), time: ticket.time, tag: ticket.tag)
         }
+        func empty(_ records: inout [Record]?, tally: String, now: Int64) {
+            if let entry, entry.tally == tally { inFlight.leave(entry) }
+            guard let list = records, !list.isEmpty else { return }
+            records = keepingInFlight ? recordsInFlight(list, tally: tally, now: now) : []
+        }
+        let bucket = LockoutAccount(account, known: false)
+        let bucketTally = try tallyName(of: bucket)
+        try withTally(of: bucket, create: false) { (records: inout [Record]?, now: Int64) in
+            empty(&records, tally: bucketTally, now: now)
+        }
+        if StateDirectory.isPlainName(account), !account.hasPrefix(".") {
+            let own = LockoutAccount(account)
+            let ownTally = try tallyName(of: own)
+            do throws(AuthError) {
+                try withTally(of: own, create: true) { (records: inout [Record]?, now: Int64) in
+                    empty(&records, tally: ownTally, now: now)
+                }
+            } catch {
+                throw .providerUnavailable(reason: "the failed logins of an account cannot be reset: \(error)")
+            }
+        }
+        if let entry { inFlight.leave(entry) }
     }
 
     /// The failures recorded for `account` (`nil` when it has no file and no bucket file): the name's own
@@ -424,6 +448,11 @@ public final class FaillockStore: LockoutStore {
             source + Self.encode(reserved) + Self.encode(status) + Self.encode(time)
         }
 
+        /// The attempt in flight it would be, in `tally`.
+        func inFlight(tally: String) -> AttemptsInFlight.Entry {
+            AttemptsInFlight.Entry(tally: tally, time: Int64(clamping: time), tag: reserved)
+        }
+
         /// The source as text, for display.
         var sourceText: String {
             String(decoding: source.prefix(while: { $0 != 0 }), as: UTF8.self)
@@ -475,5 +504,43 @@ extension FaillockStore {
         } catch {
             throw .providerUnavailable(reason: "the failed logins cannot be read: \(error)")
         }
+    }
+}
+
+/// The attempts a process counted in tally files and is still checking, by tally, time and tag: while they
+/// fill an account's `deny` slots, another attempt of the process waits rather than is refused as locked
+/// (``LockoutAttempt/waiting(_:)``), and a success leaves their records standing. One table serves every
+/// ``FaillockStore`` of the process (``process``), so a reload that opens the stores anew, or one directory
+/// named by two paths, still knows them; another process's attempts count as the failures pam_faillock takes
+/// them for, and so does an entry no check ended within a quarter of an hour.
+public final class AttemptsInFlight: Sendable {
+    struct Entry: Hashable {
+        var tally: String
+        var time: Int64
+        var tag: UInt16
+    }
+
+    /// The process's own.
+    public static let process = AttemptsInFlight()
+    /// How long, in seconds, an entry holds its slot at most, whatever became of its attempt.
+    static let longestCheck: Int64 = 900
+    private let entries = Locked<Set<Entry>>([])
+
+    /// A table of its own: for a simulation of several processes in one.
+    public init() {}
+
+    func enter(_ entry: Entry, now: Int64) {
+        entries.withLock { set in
+            set = set.filter { now &- $0.time < Self.longestCheck }
+            set.insert(entry)
+        }
+    }
+
+    func leave(_ entry: Entry) {
+        entries.withLock { _ = $0.remove(entry) }
+    }
+
+    func entries(of tally: String, now: Int64) -> Set<Entry> {
+        entries.withLock { set in set.filter { $0.tally == tally && now &- $0.time < Self.longestCheck } }
     }
 }

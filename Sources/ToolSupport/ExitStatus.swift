@@ -30,14 +30,15 @@ public struct ExitStatus: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A login that ended without running the command: cancelled (130), unusable input (65), the
-    /// backend down (69), something to do before trying again — an expired password not changed, a sign-in
-    /// code not approved in time (75) — or refused for any other reason, including codes added later (77).
+    /// backend down, or the account's other logins holding every slot of its lockout (69), something to do
+    /// before trying again — an expired password not changed, a sign-in code not approved in time (75) — or
+    /// refused for any other reason, including codes added later (77).
     public init(dismissal reason: AuthError) {
         switch reason.code {
         case .cancelled: self = .cancelled
         case .passwordChangeRequired, .credentialsExpired: self = .passwordExpired
         case .missingUsername, .invalidUsername, .missingPassword, .invalidPassword: self = .invalidInput
-        case .providerUnavailable: self = .unavailable
+        case .providerUnavailable, .loginsInFlight: self = .unavailable
         default: self = .denied
         }
     }

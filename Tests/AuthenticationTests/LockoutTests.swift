@@ -77,7 +77,12 @@ struct LockoutPolicyTests {
     @Test func theMemoryStoreKeepsUnrecognisedNamesApart() {
         let store = MemoryLockoutStore()
         for spelling in ["BOB", "Bob", "ｂｏｂ"] {
-            _ = store.beginAttempt(LockoutAccount(spelling, known: false), source: .service("t"), policy: policy)
+            // Each checked and found wrong: settled, its count a failure.
+            if case .counted(let ticket, _) = store.beginAttempt(
+                LockoutAccount(spelling, known: false), source: .service("t"), policy: policy)
+            {
+                store.settled(ticket)
+            }
         }
         #expect(store.status(of: LockoutAccount("bOb", known: false), policy: policy).isLocked)
         #expect(store.status(of: "bob", policy: policy) == .open(failures: 0))

@@ -324,8 +324,8 @@ struct DaemonTests {
     }
 
     /// One caller's logins are bounded by rate (`--max-login-rate`), not by dropping records: a burst of N a
-    /// minute, then one each 60/N s; the rest are refused at once, saying why — never read as an absent daemon
-    /// — audited nowhere, and reported on standard error once per uid each 10 seconds. Root's programs are
+    /// minute, then one each 60/N s; the rest are refused at once, saying why, in the call's words — never read
+    /// as an absent daemon — audited nowhere, and reported on standard error once per uid each 10 seconds. Root's programs are
     /// bounded by whom each login is for (PAM_RUSER, PAM_RHOST); root's own logins and other origins go on.
     @Test func oneCallersLoginsAreBoundedByRate() throws {
         let fixture = try DaemonFixture(arguments: ["--max-login-rate", "60"])
@@ -350,6 +350,8 @@ struct DaemonTests {
                     }
                 }, "\(refused.seen)")
         }
+        // In each call's own words: the account phase is perm_denied, as a busy daemon's is.
+        #expect(try DaemonClient(fixture.socket).converse(checks, password: nil).result == .permissionDenied)
         #expect(fixture.auditRecords.count { $0.contains("\"signedIn\"") } == signedIn)
         let reported = (fixture.daemon?.stderr ?? "").components(separatedBy: "\n").filter {
             $0.contains("over --max-login-rate")

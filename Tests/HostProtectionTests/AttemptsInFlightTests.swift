@@ -145,7 +145,7 @@ struct AttemptsInFlightTests {
     }
 
     /// A check that never ends holds its slot only as long as the gatekeeper's `lockoutWait`: the attempt
-    /// waiting for it is then refused as unavailable and counts nothing; one cancelled while it waits counts
+    /// waiting for it is then refused (``AuthError/loginsInFlight``) and counts nothing; one cancelled while it waits counts
     /// nothing either; and no waiting attempt reaches the backend.
     @Test(arguments: Kind.allCases)
     func waitingIsBoundedAndCountsNothing(_ kind: Kind) async throws {
@@ -158,7 +158,7 @@ struct AttemptsInFlightTests {
         let waiting = gatekeeper(provider, store, wait: .milliseconds(300))
         await #expect {
             try await waiting.signIn(credentials("alice", "right"))
-        } throws: { ($0 as? AuthError)?.code == .providerUnavailable }
+        } throws: { ($0 as? AuthError)?.code == .loginsInFlight }
         let cancelled = Task { try await gatekeeper(provider, store).signIn(credentials("alice", "right")) }
         try await Task.sleep(for: .milliseconds(100))
         cancelled.cancel()
@@ -176,10 +176,10 @@ struct AttemptsInFlightTests {
         let gate = Locked(false)
         let checks = Locked(0)
         let provider = Self.slowEntry(gate: gate, checks: checks)
-        let other = try FaillockStore(directory: directory)
+        let other = try FaillockStore(directory: directory, inFlight: AttemptsInFlight())
         let holding = Task { await burst(5, "right", provider, other) }
         #expect(await eventually { checks.withLock { $0 } == 5 })
-        let mine = try FaillockStore(directory: directory)
+        let mine = try FaillockStore(directory: directory, inFlight: AttemptsInFlight())
         await #expect {
             try await gatekeeper(provider, mine).signIn(credentials("alice", "right"))
         } throws: { ($0 as? AuthError)?.code == .tooManyAttempts }
@@ -187,5 +187,55 @@ struct AttemptsInFlightTests {
         let answers = await holding.value
         #expect(answers.count { if case .success = $0 { true } else { false } } == 5)
         _ = try await gatekeeper(provider, mine).signIn(credentials("alice", "right"))
+    }
+
+    /// Two stores of one process on one directory (a reload opens it anew; a second path to it, a bind mount,
+    /// is the same directory by device and inode) know each other's attempts in flight: right passwords
+    /// through the second wait for the first's, and are admitted.
+    @Test func storesOfOneProcessShareTheirAttemptsInFlight() async throws {
+        let gate = Locked(false)
+        let checks = Locked(0)
+        let provider = Self.slowEntry(gate: gate, checks: checks)
+        let first = try FaillockStore(directory: directory)
+        let holding = Task { await burst(5, "right", provider, first) }
+        #expect(await eventually { checks.withLock { $0 } == 5 })
+        let reopened = try FaillockStore(directory: directory)
+        let waiting = Task { await burst(3, "right", provider, reopened) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(checks.withLock { $0 } == 5)
+        gate.withLock { $0 = true }
+        #expect((await holding.value).count { if case .success = $0 { true } else { false } } == 5)
+        #expect((await waiting.value).count { if case .success = $0 { true } else { false } } == 3)
+    }
+
+    /// A success leaves the counts of this process's attempts still being checked: those that then prove wrong
+    /// stay counted (as pam_faillock, which counts a failure once checked, would have them), and never more than
+    /// `deny` wrong passwords reach the backend, whatever successes come between.
+    @Test(arguments: Kind.allCases)
+    func aSuccessKeepsTheCountsOfAttemptsStillInFlight(_ kind: Kind) async throws {
+        let store = try store(kind)
+        let gate = Locked(false)
+        let checks = Locked(0)
+        let slow = Self.slowEntry(gate: gate, checks: checks)
+        let wrong = Task { await burst(4, "wrong", slow, store) }
+        #expect(await eventually { checks.withLock { $0 } == 4 })
+        // A right password, checked at once, succeeds while the four are checked.
+        let fastChecks = Locked(0)
+        let fast = Self.slowEntry(delay: .zero, checks: fastChecks)
+        #expect((await burst(1, "right", fast, store)).allSatisfy { if case .success = $0 { true } else { false } })
+        #expect(try store.status(of: "alice", policy: LockoutPolicy(deny: 5)).failures == 0)
+        // More wrong ones: one slot is free, the rest wait for the four, which then prove wrong.
+        let more = Task { await burst(6, "wrong", fast, store) }
+        #expect(await eventually { fastChecks.withLock { $0 } == 2 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(fastChecks.withLock { $0 } == 2, "more than deny wrong passwords reached the backend")
+        gate.withLock { $0 = true }
+        _ = await wrong.value
+        _ = await more.value
+        #expect(checks.withLock { $0 } + fastChecks.withLock { $0 } == 6)
+        #expect(try store.status(of: "alice", policy: LockoutPolicy(deny: 5)).isLocked)
+        if kind == .files {
+            #expect(try FaillockStore(directory: directory).failures(of: "alice").count { $0.valid } == 5)
+        }
     }
 }

@@ -193,7 +193,7 @@ extension Gatekeeper {
             } catch {
                 if error.code != .cancelled { try await waitAfterFailure(answeredAt: answeredAt) }
                 switch error.code {
-                case .cancelled, .providerUnavailable, .tooManyAttempts, .credentialsExpired:
+                case .cancelled, .providerUnavailable, .tooManyAttempts, .credentialsExpired, .loginsInFlight:
                     throw error
                 default:
                     // A stack that refused without asking the person anything (a device login approved by
@@ -489,7 +489,7 @@ extension Gatekeeper {
         }
         if let error = outcome.error {
             if outcome == .rejected(.wrongCurrentPassword) || trace?.refusedCredential == true {
-                _ = try? ledger.charge(LockoutAccount(identity.username))
+                try? ledger.chargeChecked(LockoutAccount(identity.username))
             }
             record(.passwordChangeFailed, identity.username, error)
             await provider.signOut(identity)
@@ -507,9 +507,14 @@ extension Gatekeeper {
         let policy = configuration.lockout.flatMap { $0.deny > 0 ? $0 : nil }
         let source = LoginSource(
             remoteHost: configuration.remoteHost, terminal: configuration.terminal, service: configuration.service)
-        return AttemptLedger(store: lockout, policy: policy, source: source, wait: configuration.lockoutWait) { [self] incident in
+        return AttemptLedger(store: lockout, policy: policy, source: source, wait: configuration.lockoutWait) {
+            [self] incident in
             switch incident {
             case .lockedOut(let account, let error): record(.lockedOut, account.key, known: account.known, error)
+            case .busy(let account):
+                record(
+                    .signInFailed, account.key, known: account.known, .loginsInFlight,
+                    detail: "every slot of the lockout was held by logins still being checked; refused, uncounted")
             case .stateUnavailable(let error, let detail, let account):
                 record(.stateUnavailable, account, error, detail: detail)
             }

@@ -304,7 +304,7 @@ extension Gatekeeper {
         /// How long an attempt waits for a slot of its account's lockout when every one is held by attempts
         /// this process is still checking (``LockoutAttempt/waiting(_:)``): so many right passwords at once
         /// are each admitted, not refused as locked. Beyond it the attempt is refused with
-        /// ``AuthError/providerUnavailable(reason:)`` and counts nothing.
+        /// ``AuthError/loginsInFlight`` and counts nothing.
         public var lockoutWait: Duration = .seconds(10)
 
         public init(

@@ -30,6 +30,9 @@ struct AttemptLedger: Sendable {
     enum Incident {
         /// `account` is locked: the login is answered with `error`.
         case lockedOut(LockoutAccount, AuthError)
+        /// Every slot of `account` was held by attempts still being checked for the ledger's `wait`: the login is
+        /// refused (``AuthError/loginsInFlight``), nothing counted.
+        case busy(LockoutAccount)
         /// The store failed; `detail` says what could not be done.
         case stateUnavailable(AuthError, detail: String, account: String?)
     }
@@ -92,9 +95,10 @@ struct AttemptLedger: Sendable {
         }
     }
 
-    /// Counts a failure an entry's answer made against another `account` than the presentation's: already
-    /// checked, so it never waits and never holds a slot. The error to answer when the account is locked.
-    private func chargeChecked(_ account: LockoutAccount) throws(AuthError) {
+    /// Counts a failure of a credential already checked — an entry's refusal of another `account` than the
+    /// presentation's, a current password refused during a change: it never waits and never holds a slot.
+    /// The error to answer when the account is locked.
+    func chargeChecked(_ account: LockoutAccount) throws(AuthError) {
         switch try charge(account) {
         case .uncounted: return
         case .counted(let ticket, _): store.settled(ticket)
@@ -120,11 +124,11 @@ struct AttemptLedger: Sendable {
         }
     }
 
-    /// A success: `account`'s count starts again.
-    func clear(_ account: String) {
+    /// A success: `account`'s count starts again; `ticket`, the success's own count, goes with it.
+    func clear(_ account: String, settling ticket: LockoutTicket? = nil) {
         guard policy != nil else { return }
         do throws(AuthError) {
-            try store.recordSuccess(of: account)
+            try store.recordSuccess(of: account, settling: ticket)
         } catch {
             report(
                 .stateUnavailable(error, detail: "the count of failed logins could not be reset", account: account))
@@ -145,9 +149,9 @@ struct AttemptLedger: Sendable {
     /// locked account tells nothing through another entry's spelling of it.
     func settle(_ attempt: LedgerAttempt, _ answer: LedgerAnswer) -> AuthError? {
         let counted = attempt.counted
-        var withdrawn = false
+        var released = false
         // However it ends, its count no longer holds a slot anyone waits for.
-        defer { if let counted, !withdrawn { store.settled(counted.ticket) } }
+        defer { if let counted, !released { store.settled(counted.ticket) } }
         let typed = attempt.account
         /// Whether an entry's account is the one the typed name was counted against (the same spelling: a name
         /// no look-up recognised is counted where the presentation counted it, and never twice).
@@ -172,7 +176,7 @@ struct AttemptLedger: Sendable {
                 // unless an entry refused the credential for it, and that account decides.
                 if let counted, !answer.refusals.contains(where: isTyped) {
                     withdraw(counted.ticket)
-                    withdrawn = true
+                    released = true
                 }
                 do throws(AuthError) {
                     if let error = try self.lockedOut(LockoutAccount(name)) { return error }
@@ -181,8 +185,10 @@ struct AttemptLedger: Sendable {
                 }
             }
             // The store's success clears the account's file and its count among names no look-up knows, where
-            // a typed name that none recognised was counted.
-            clear(name)
+            // a typed name that none recognised was counted. This attempt's check is over: its own count is
+            // settled with it, and cleared with the rest where it lies in a tally the success clears.
+            clear(name, settling: released ? nil : counted?.ticket)
+            released = true
             return nil
         }
         // Any other account an entry named (one that found the password right, but the stack said no): locked,
@@ -196,7 +202,7 @@ struct AttemptLedger: Sendable {
         }
         if case .rightCredential = answer.end, let counted {
             withdraw(counted.ticket)
-            withdrawn = true
+            released = true
         }
         return lockedOut
     }
@@ -259,15 +265,16 @@ final class LedgerAttempt: Sendable {
     /// The person's answer is about to be handed to the backend: the attempt is counted now (once), under
     /// the lockout's lock. A locked account, or a store that cannot count, throws (and keeps throwing), and
     /// the answer is not handed over. While every slot is held by attempts still being checked, it waits
-    /// (an async sleep, ended by a cancel) for the ledger's `wait` at most, then is refused, counting nothing.
+    /// (an async sleep, ended by a cancel) for the ledger's `wait` at most, then is refused
+    /// (``AuthError/loginsInFlight``, audited), counting nothing.
     func present() async throws(AuthError) {
         let deadline = ContinuousClock.now + ledger.wait
         var pause = Duration.milliseconds(5)
         while try !presentOnce() {
             guard ContinuousClock.now < deadline else {
-                let error = AuthError.providerUnavailable(
-                    reason: "too many logins of this account are being checked at once; try again")
+                let error = AuthError.loginsInFlight
                 state.withLock { $0.refusal = $0.refusal ?? error }
+                ledger.report(.busy(account))
                 throw error
             }
             do {

@@ -51,14 +51,26 @@ public protocol LockoutStore: Sendable {
         -> LockoutStatus
 
     /// A successful login for `account`: its count starts again, both as an account and as a name no
-    /// look-up recognised (``LockoutAccount/known`` false), where the attempt may have been counted.
+    /// look-up recognised (``LockoutAccount/known`` false), where the attempt may have been counted — but for
+    /// the counts of this process's attempts still being checked, which stay (one that proves wrong is a
+    /// failure after the success, as pam_faillock, counting once checked, would have it).
     func recordSuccess(of account: String) throws(AuthError)
+
+    /// A successful login whose own attempt, counted at its presentation, is `ticket`: settled
+    /// (``settled(_:)``) and cleared with the rest at once, so that nobody sees it as a failure between the two.
+    /// By default one after the other.
+    func recordSuccess(of account: String, settling ticket: LockoutTicket?) throws(AuthError)
 
     /// An administrator unlocks `account`: its failures are forgotten.
     func unlock(_ account: String) throws(AuthError)
 }
 
 extension LockoutStore {
+    public func recordSuccess(of account: String, settling ticket: LockoutTicket?) throws(AuthError) {
+        if let ticket { settled(ticket) }
+        try recordSuccess(of: account)
+    }
+
     /// Whether the account the backend spells `account` may try to sign in now.
     public func status(of account: String, policy: LockoutPolicy) throws(AuthError) -> LockoutStatus {
         try status(of: LockoutAccount(account), policy: policy)

@@ -53,11 +53,18 @@ public final class MemoryLockoutStore: LockoutStore {
     }
 
     public func recordSuccess(of account: String) {
-        table.withLock { $0.clear(account) }
+        table.withLock { $0.clear(account, keepingInFlight: true) }
+    }
+
+    public func recordSuccess(of account: String, settling ticket: LockoutTicket?) {
+        table.withLock { table in
+            if let ticket { table.settled(ticket) }
+            table.clear(account, keepingInFlight: true)
+        }
     }
 
     public func unlock(_ account: String) {
-        table.withLock { $0.clear(account) }
+        table.withLock { $0.clear(account, keepingInFlight: false) }
     }
 }
 
@@ -129,10 +136,16 @@ struct FailureTable {
         checking.remove(Checking(key: Self.key(ticket.account), time: ticket.time, tag: ticket.tag))
     }
 
-    /// Forgets `username`'s failures, as an account and as a name no look-up recognised.
-    mutating func clear(_ username: String) {
-        failures[username] = nil
-        failures[Self.key(LockoutAccount(username, known: false))] = nil
+    /// Forgets `username`'s failures, as an account and as a name no look-up recognised — but for those of
+    /// attempts still being checked, when `keepingInFlight`.
+    mutating func clear(_ username: String, keepingInFlight: Bool) {
+        for key in [username, Self.key(LockoutAccount(username, known: false))] {
+            let kept =
+                keepingInFlight
+                ? (failures[key] ?? []).filter { checking.contains(Checking(key: key, time: $0.time, tag: $0.tag)) }
+                : []
+            failures[key] = kept.isEmpty ? nil : kept
+        }
     }
 
     private mutating func prune(at now: Int64, _ policy: LockoutPolicy) {
