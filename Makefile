@@ -4,6 +4,7 @@
 #                  provider (glewlwyd; OIDC_ENV=qa and OIDC_FLOW=password choose)
 #   make test      build and run every test, then a smoke run of the benchmark and of each fuzz target
 #   make bench     build in release mode and print the benchmark figures (BENCHMARKS.md keeps the last)
+#   make bench-sssd  only gatekeeperd against SSSD (as root), and its picture, docs/images/sssd-scaling.svg
 #   make sanitize  run the tests under AddressSanitizer, then the concurrent tests under ThreadSanitizer
 #                  (make sanitize-address, make sanitize-thread: one of them)
 #   make fuzz      run each libFuzzer target for FUZZ_SECONDS (60) seconds; FUZZ_TARGETS="..." picks some,
@@ -61,7 +62,7 @@ DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin lib
 	python3-cryptography libpwquality-dev libpwquality-tools cracklib-runtime sudo tmux g++ openssh-server \
 	openssh-client sssd-ldap libpam-sss python3-matplotlib
 
-.PHONY: pam-module startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
+.PHONY: pam-module startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-sssd bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
 
 # What building the tools alone needs (make install, make deb): headers, a C compiler, libstdc++'s archive
 # (g++), strip, dpkg-shlibdeps.
@@ -218,33 +219,37 @@ test-package: deb
 	$(if $(PACKED_RELOCATIONS),python3 Packaging/startup-order.py --check .build/static/release $(STARTUP_ORDER))
 	VERSION=$(VERSION) bash Packaging/test-package.sh .build/deb/swift-gatekeeper_$(VERSION)_$$(dpkg --print-architecture).deb
 
+# The tools and drivers make bench measures, built as they ship.
+BENCH_BUILD = $(SWIFT) build -c release --product gatekeeper-bench && $(FORGET_STALE_LAYOUT) && \
+	for product in gatekeeper-run gatekeeper-passwd gatekeeper-bench-hello gatekeeper-bench-floor gatekeeperd; do \
+		$(STATIC_BUILD) --product $$product || exit 1; done && \
+	$(call PAM_MODULE,.build/static/release/pam_gatekeeper.so) && $(call PAM_LOAD,.build/static/release/pam-load) && \
+	mkdir -p .build/bench
+BENCH_RUN = GATEKEEPER_RUN=.build/static/release/gatekeeper-run \
+	GATEKEEPERD=.build/static/release/gatekeeperd GATEKEEPER_PAM_MODULE=$(CURDIR)/.build/static/release/pam_gatekeeper.so \
+	GATEKEEPER_PAM_LOAD=$(CURDIR)/.build/static/release/pam-load \
+	GATEKEEPER_PASSWD=.build/static/release/gatekeeper-passwd \
+	GATEKEEPER_HELLO=.build/static/release/gatekeeper-bench-hello \
+	GATEKEEPER_FLOOR=.build/static/release/gatekeeper-bench-floor \
+	$(SWIFT) run -c release --skip-build gatekeeper-bench
+
 bench: deps
-	$(SWIFT) build -c release --product gatekeeper-bench
 	# The whole-process figures measure gatekeeper-run as a tool ships: the Swift runtime linked in
 	# statically (dynamically linked, `gatekeeper-run --help` took 1.8 ms and 3.7 MiB more when measured).
-	@$(FORGET_STALE_LAYOUT)
-	$(STATIC_BUILD) --product gatekeeper-run
-	$(STATIC_BUILD) --product gatekeeper-passwd
-	$(STATIC_BUILD) --product gatekeeper-bench-hello
-	$(STATIC_BUILD) --product gatekeeper-bench-floor
-	$(STATIC_BUILD) --product gatekeeperd
-	$(call PAM_MODULE,.build/static/release/pam_gatekeeper.so)
-	$(call PAM_LOAD,.build/static/release/pam-load)
-	mkdir -p .build/bench
-	set -o pipefail; GATEKEEPER_RUN=.build/static/release/gatekeeper-run \
-		GATEKEEPERD=.build/static/release/gatekeeperd GATEKEEPER_PAM_MODULE=$(CURDIR)/.build/static/release/pam_gatekeeper.so \
-		GATEKEEPER_PAM_LOAD=$(CURDIR)/.build/static/release/pam-load \
-		GATEKEEPER_PASSWD=.build/static/release/gatekeeper-passwd \
-		GATEKEEPER_HELLO=.build/static/release/gatekeeper-bench-hello \
-		GATEKEEPER_FLOOR=.build/static/release/gatekeeper-bench-floor \
-		$(SWIFT) run -c release --skip-build gatekeeper-bench --json-file .build/bench/report.json \
-		| tee .build/bench/table.txt
+	@$(BENCH_BUILD)
+	set -o pipefail; $(BENCH_RUN) --json-file .build/bench/report.json | tee .build/bench/table.txt
 	# BENCHMARKS.md keeps the latest full run, with the machine it came from.
 	bash Benchmarks/write-report.sh .build/bench/table.txt .build/bench/report.json > .build/bench/BENCHMARKS.md
 	mv .build/bench/BENCHMARKS.md BENCHMARKS.md
 	python3 Benchmarks/check-report.py < .build/bench/report.json
 	# The picture docs/fleet.md shows: gatekeeperd against SSSD, logins a second and p99 by clients at once.
 	/usr/bin/python3 Benchmarks/sssd-chart.py .build/bench/report.json docs/images/sssd-scaling.svg
+
+# gatekeeperd against SSSD alone (as root; about ten minutes): the table, .build/bench/sssd.json, the picture.
+bench-sssd: deps
+	@$(BENCH_BUILD)
+	set -o pipefail; $(BENCH_RUN) --sssd --json-file .build/bench/sssd.json | tee .build/bench/sssd.txt
+	/usr/bin/python3 Benchmarks/sssd-chart.py .build/bench/sssd.json docs/images/sssd-scaling.svg
 
 # What CI runs so the benchmark cannot rot: every measurement with a hundredth of its work, in the debug
 # build; it must run to its end with every section measured and well-formed JSON. Not figures.

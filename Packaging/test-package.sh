@@ -295,7 +295,7 @@ echo "Daemon-Pass-$RANDOM" >"$scratch/password"
 work=$(mktemp -d "$scratch/install.XXXXXX")
 output=$(in_private_host install_end_to_end "$here" "$account" "$scratch/password" "$work" 2>&1) ||
     fail "make install PREFIX=/usr/local end to end: $output"
-pass "make install PREFIX=/usr/local: the unit starts the installed daemon on /etc/gatekeeper/pam.d, pam-auth-update's profile names the installed module, login signs in through it (and refuses a wrong password), make uninstall turns the profile off first"
+pass "make install PREFIX=/usr/local: the unit starts the installed daemon on /etc/gatekeeper/pam.d, pam-auth-update's profile names the installed module, login signs in through it (and refuses a wrong password); make uninstall refuses while /etc/pam.d/sudo names the module, then turns the profile off first"
 
 installed_by_test=1
 dpkg --install "$deb" >/dev/null || fail "dpkg --install"
@@ -367,7 +367,7 @@ echo "# edited by the administrator" >>/etc/gatekeeper/gatekeeper.conf
 work=$(mktemp -d "$scratch/package.XXXXXX")
 output=$(PROFILES=host in_private_host package_end_to_end "$account" "$scratch/password" "$work" "$daemon/pam.d" 2>&1) ||
     fail "the package's profile end to end: $output"
-pass "the package's pam-auth-update profile, turned on: login signs in through it and refuses a wrong password; dpkg --remove turns it off first"
+pass "the package's pam-auth-update profile, turned on: login signs in through it and refuses a wrong password; dpkg --remove is refused while /etc/pam.d/sudo names the module, then turns the profile off first"
 while read -r path; do
     [[ $path == /etc/gatekeeper/gatekeeper.conf || $path == /etc/gatekeeper ]] && continue
     # A system directory that is a link (/lib under merged /usr) is the system's, not the package's.

@@ -155,6 +155,7 @@ struct SSSDBench {
             }
             let each = smoke ? 1 : 4
             let before = try demo.monitor()
+            let cpu = demo.slapdCPU()
             for socket in sockets {
                 for index in 0..<32 {
                     for _ in 0..<each {
@@ -164,11 +165,12 @@ struct SSSDBench {
                     }
                 }
             }
+            let slapd = (demo.slapdCPU() - cpu) / 1e6 / Double(count * 32 * each)
             let after = try demo.monitor()
+            var load = after.load(since: before, logins: count * 32 * each)
+            load.slapdMilliseconds = slapd
             figures.fleet.append(
-                Fleet(
-                    daemons: count, load: after.load(since: before, logins: count * 32 * each),
-                    held: after.currentConnections - before.currentConnections))
+                Fleet(daemons: count, load: load, held: after.currentConnections - before.currentConnections))
         }
         return figures
     }
