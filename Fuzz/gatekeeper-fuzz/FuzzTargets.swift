@@ -500,8 +500,9 @@ enum FuzzLedger {
             require(false, "the lockout directory could not be made")
             return
         }
+        // Each process its own table of attempts in flight, as separate processes have: a killed one's go with it.
         let access = LedgerStoreAccess.faillockFiles(
-            directory: directory, open: { try FaillockStore(directory: directory) }
+            directory: directory, open: { try FaillockStore(directory: directory, inFlight: AttemptsInFlight()) }
         ) {
             let folded = (try? FaillockStore.folded(LockoutAccount($0, known: false))) ?? $0
             return (names.bucketName(of: folded), names.bucketTag(of: folded))
