@@ -202,12 +202,19 @@ startup-order: build-deps
 	done
 	bash Packaging/startup-order.sh .build/static/release $(STARTUP_ORDER)
 
+# PREFIX, SYSCONFDIR and DESTDIR reach install.sh through the environment, as given: never through the
+# shell's quoting, which a quote in a value would break; install.sh refuses what the unit and profile cannot name.
+install: export PREFIX := $(PREFIX)
+install: export SYSCONFDIR := $(SYSCONFDIR)
+install: export DESTDIR := $(DESTDIR)
 install: release
-	PREFIX='$(PREFIX)' SYSCONFDIR='$(SYSCONFDIR)' DESTDIR='$(DESTDIR)' BUILD=.build/static/release \
-		bash Packaging/install.sh install
+	BUILD=.build/static/release bash Packaging/install.sh install
 
+uninstall: export PREFIX := $(PREFIX)
+uninstall: export SYSCONFDIR := $(SYSCONFDIR)
+uninstall: export DESTDIR := $(DESTDIR)
 uninstall:
-	PREFIX='$(PREFIX)' SYSCONFDIR='$(SYSCONFDIR)' DESTDIR='$(DESTDIR)' bash Packaging/install.sh uninstall
+	bash Packaging/install.sh uninstall
 
 deb: release
 	VERSION=$(VERSION) BUILD=.build/static/release bash Packaging/deb.sh .build/deb

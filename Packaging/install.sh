@@ -36,6 +36,8 @@ for path in "$PREFIX" "$SYSCONFDIR"; do
 done
 [[ -z $DESTDIR || $DESTDIR =~ ^/[A-Za-z0-9._+/-]*$ ]] ||
     fail "DESTDIR must be an absolute path of letters, digits, '.', '_', '+', '-' and '/' ($DESTDIR)"
+# A staging root of / is the host itself, with none of the host's checks: leave DESTDIR empty instead.
+[[ -z $DESTDIR || $(realpath -m -- "$DESTDIR") != / ]] || fail "DESTDIR=$DESTDIR is the host itself; leave it empty"
 
 bindir=$PREFIX/bin
 sbindir=$PREFIX/sbin
@@ -127,13 +129,19 @@ install_all() {
     fi
 }
 
-# The files of /etc/pam.d with a line (not a comment) naming the module, but those whose names start with $1;
-# fails when there are none.
+# The PAM files libpam may read — /etc/pam.d with its subdirectories and dotfiles, and /usr/lib/pam.d — with
+# a line (not a comment) naming the module, separated by blanks: with `managed`, every one; without it, but for
+# the lines pam-auth-update manages in its common-* files (the profile's, which it takes out itself).
 naming() {
-    local found
-    found=$(grep -lsE '^[[:space:]]*[^#[:space:]].*pam_gatekeeper\.so' /etc/pam.d/* |
-        { if [[ -n ${1:-} ]]; then grep -v "^/etc/pam.d/$1" || true; else cat; fi; } | tr '\n' ' ' || true)
-    [[ -n $found ]] && echo "$found"
+    local pattern='^[[:space:]]*[^#[:space:]].*pam_gatekeeper[.]so' file
+    grep -RlsE "$pattern" /etc/pam.d /usr/lib/pam.d 2>/dev/null | while read -r file; do
+        if [[ ${1:-} != managed && $file =~ ^/etc/pam.d/common-(auth|account|password|session|session-noninteractive)$ ]]; then
+            awk -v pattern="$pattern" '/^# here are the per-package modules/ { managed = 1 }
+                /^# end of pam-auth-update config/ { managed = 0 }
+                !managed && $0 ~ pattern { found = 1 } END { exit !found }' "$file" || continue
+        fi
+        printf '%s ' "$file"
+    done || true
 }
 
 uninstall_all() {
@@ -142,12 +150,15 @@ uninstall_all() {
     # unknown"): lines an administrator added (the per-service recipe) stop the uninstall, naming their files;
     # a profile in use is turned off, as the package's prerm does. (Staged: nothing of the host's is touched.)
     if [[ -z $DESTDIR ]]; then
-        naming "common-" >/dev/null && fail "these PAM files name pam_gatekeeper.so; take its lines out first: $(naming "common-")"
+        local files
+        files=$(naming)
+        [[ -z $files ]] || fail "these PAM files name pam_gatekeeper.so; take its lines out first: $files"
         if [[ -f $pamconfigdir/gatekeeper ]] && grep -qs pam_gatekeeper /etc/pam.d/common-*; then
             pam-auth-update --package --remove gatekeeper
             echo "turned the gatekeeper profile off (pam-auth-update)"
         fi
-        naming >/dev/null && fail "these PAM files still name pam_gatekeeper.so; take its lines out first: $(naming)"
+        files=$(naming managed)
+        [[ -z $files ]] || fail "these PAM files still name pam_gatekeeper.so; take its lines out first: $files"
     fi
     while read -r mode source destination; do
         if [[ -e $DESTDIR$destination || -L $DESTDIR$destination ]]; then

@@ -119,6 +119,21 @@ install_end_to_end() {
     grep -q "/etc/pam.d/sudo" <<<"$said" || { echo "make uninstall did not name /etc/pam.d/sudo: $said"; return 1; }
     [[ -f /usr/local/lib/$multiarch/security/pam_gatekeeper.so ]] || { echo "the refused uninstall removed the module"; return 1; }
     cp "$work/sudo" /etc/pam.d/sudo
+    # A file libpam reads through an include, in a subdirectory and hidden: refused too, and nothing changed
+    # (the profile still on).
+    mkdir -p /etc/pam.d/local
+    echo "auth required /usr/local/lib/$multiarch/security/pam_gatekeeper.so" >/etc/pam.d/local/.gatekeeper
+    if said=$(PREFIX=/usr/local bash "$here/install.sh" uninstall 2>&1); then
+        echo "make uninstall went on with /etc/pam.d/local/.gatekeeper naming the module: $said"
+        return 1
+    fi
+    grep -q "pam_gatekeeper" /etc/pam.d/common-auth || { echo "the refused uninstall turned the profile off"; return 1; }
+    rm -r /etc/pam.d/local
+    # DESTDIR=/ is the host itself, without the host's checks: refused.
+    if said=$(DESTDIR=/ PREFIX=/usr/local bash "$here/install.sh" uninstall 2>&1); then
+        echo "make uninstall took DESTDIR=/: $said"
+        return 1
+    fi
     said=$(PREFIX=/usr/local bash "$here/install.sh" uninstall)
     grep -q "turned the gatekeeper profile off" <<<"$said" || { echo "make uninstall: $said"; return 1; }
     ! grep -qs pam_gatekeeper /etc/pam.d/common-* || { echo "make uninstall left the module in common-*"; return 1; }
@@ -295,7 +310,7 @@ echo "Daemon-Pass-$RANDOM" >"$scratch/password"
 work=$(mktemp -d "$scratch/install.XXXXXX")
 output=$(in_private_host install_end_to_end "$here" "$account" "$scratch/password" "$work" 2>&1) ||
     fail "make install PREFIX=/usr/local end to end: $output"
-pass "make install PREFIX=/usr/local: the unit starts the installed daemon on /etc/gatekeeper/pam.d, pam-auth-update's profile names the installed module, login signs in through it (and refuses a wrong password); make uninstall refuses while /etc/pam.d/sudo names the module, then turns the profile off first"
+pass "make install PREFIX=/usr/local: the unit starts the installed daemon on /etc/gatekeeper/pam.d, pam-auth-update's profile names the installed module, login signs in through it (and refuses a wrong password); make uninstall refuses (changing nothing) while /etc/pam.d/sudo or an included hidden file names the module, refuses DESTDIR=/, then turns the profile off first"
 
 installed_by_test=1
 dpkg --install "$deb" >/dev/null || fail "dpkg --install"

@@ -41,9 +41,9 @@ public final class FaillockStore: LockoutStore {
     private let digest: AuditDigest
     /// Where this process's attempts still being checked are noted (``AttemptsInFlight/process``).
     private let inFlight: AttemptsInFlight
-    /// The tally directories' identity (device and inode): one directory under two paths (a bind mount, a
+    /// The tally directories' identities (device and inode): one directory under two paths (a bind mount, a
     /// reload naming it anew) is one.
-    private let identity: String
+    private let identity: (tallies: String, unknown: String)
 
     /// The record format, as `struct tally` of pam_faillock.
     static let recordSize = 64
@@ -67,14 +67,19 @@ public final class FaillockStore: LockoutStore {
             tallies = try StateDirectory(directory, creatingWith: 0o700)
             unknown = try StateDirectory(directory + ".unknown", creatingWith: 0o700)
             digest = AuditDigest(key: try Self.key(in: unknown))
-            var info = stat()
-            guard fstat(tallies.descriptor, &info) == 0 else {
-                throw StateFileError("\(directory): \(errorDescription())")
-            }
-            identity = "\(info.st_dev):\(info.st_ino)"
+            identity = (try Self.identity(of: tallies), try Self.identity(of: unknown))
         } catch {
             throw .providerUnavailable(reason: "the lockout directory cannot be used: \(error)")
         }
+    }
+
+    /// A directory's device and inode.
+    private static func identity(of directory: StateDirectory) throws(StateFileError) -> String {
+        var info = stat()
+        guard fstat(directory.descriptor, &info) == 0 else {
+            throw StateFileError("\(directory.path): \(errorDescription())")
+        }
+        return "\(info.st_dev):\(info.st_ino)"
     }
 
     /// The secret that spreads unknown names over buckets: 32 random bytes, made once.
@@ -173,10 +178,10 @@ public final class FaillockStore: LockoutStore {
     /// this directory, whatever path named it.
     private func tallyName(of account: LockoutAccount) throws(AuthError) -> String {
         if account.known && StateDirectory.isPlainName(account.key) && !account.key.hasPrefix(".") {
-            return identity + "=" + account.key
+            return identity.tallies + "=" + account.key
         }
         do {
-            return try identity + "~" + Self.folded(account)
+            return try identity.unknown + "~" + Self.folded(account)
         } catch {
             throw .providerUnavailable(reason: "the failed logins cannot be read or counted: \(error)")
         }
