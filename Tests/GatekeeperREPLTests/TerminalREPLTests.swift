@@ -117,16 +117,21 @@ struct TerminalREPLTests {
     .serialized, .timeLimit(.minutes(2)),
     .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux"), "needs tmux (make test installs it)"))
 struct JobControlREPLTests {
-    /// Runs tmux with `arguments`; its standard output.
+    /// The test's own tmux server, on a socket in its scratch directory: nothing in /tmp/tmux-UID (tmux's
+    /// default), and no other tmux server of the host is spoken to.
+    let scratch = ScratchDirectory("gatekeeper-tmux")
+
+    /// Runs tmux on the test's socket with `arguments`; its standard output.
     @discardableResult
-    static func tmux(_ arguments: [String]) throws -> String {
-        try run(URL(fileURLWithPath: "/usr/bin/tmux"), arguments, input: "").stdout
+    func tmux(_ arguments: [String]) throws -> String {
+        try run(URL(fileURLWithPath: "/usr/bin/tmux"), ["-S", scratch.path + "/tmux.socket"] + arguments, input: "")
+            .stdout
     }
 
     /// Waits until the pane shows `text` (more often than `count` times before), up to ten seconds; tmux
     /// drops the blanks at the ends of lines.
     @discardableResult
-    static func waitForPane(_ session: String, _ text: String, moreThan count: Int = 0) throws -> String {
+    func waitForPane(_ session: String, _ text: String, moreThan count: Int = 0) throws -> String {
         var pane = ""
         for _ in 0..<200 {
             pane = try tmux(["capture-pane", "-p", "-t", session])
@@ -139,27 +144,27 @@ struct JobControlREPLTests {
 
     @Test func ctrlZStopsTheREPLAndFgBringsItBack() throws {
         let session = "gatekeeper-test-\(getpid())"
-        try Self.tmux([
+        try tmux([
             "new-session", "-d", "-s", session, "-x", "150", "-y", "40",
             "env -i TERM=xterm PS1='shell$ ' bash --norc --noprofile",
         ])
-        defer { _ = try? Self.tmux(["kill-session", "-t", session]) }
-        _ = try Self.waitForPane(session, "shell$")
-        try Self.tmux(["send-keys", "-t", session, "\(gatekeeperREPL.path) --delay 0", "Enter"])
-        _ = try Self.waitForPane(session, "]›")
-        try Self.tmux(["send-keys", "-t", session, "he"])
-        try Self.tmux(["send-keys", "-t", session, "C-z"])
-        _ = try Self.waitForPane(session, "Stopped")
+        defer { _ = try? tmux(["kill-server"]) }
+        _ = try waitForPane(session, "shell$")
+        try tmux(["send-keys", "-t", session, "\(gatekeeperREPL.path) --delay 0", "Enter"])
+        _ = try waitForPane(session, "]›")
+        try tmux(["send-keys", "-t", session, "he"])
+        try tmux(["send-keys", "-t", session, "C-z"])
+        _ = try waitForPane(session, "Stopped")
         // The shell has its terminal back, echo and line editing on.
-        try Self.tmux(["send-keys", "-t", session, "echo back-in-the-shell", "Enter"])
-        _ = try Self.waitForPane(session, "back-in-the-shell", moreThan: 1)
-        try Self.tmux(["send-keys", "-t", session, "fg", "Enter"])
+        try tmux(["send-keys", "-t", session, "echo back-in-the-shell", "Enter"])
+        _ = try waitForPane(session, "back-in-the-shell", moreThan: 1)
+        try tmux(["send-keys", "-t", session, "fg", "Enter"])
         // The REPL draws its prompt and the half-typed line again, and reads keys one by one (raw mode).
-        _ = try Self.waitForPane(session, "]› he", moreThan: 1)
-        try Self.tmux(["send-keys", "-t", session, "lp", "Enter"])
-        let pane = try Self.waitForPane(session, "why ")
+        _ = try waitForPane(session, "]› he", moreThan: 1)
+        try tmux(["send-keys", "-t", session, "lp", "Enter"])
+        let pane = try waitForPane(session, "why ")
         #expect(pane.contains("which provider of the stack answered"))
-        try Self.tmux(["send-keys", "-t", session, "quit", "Enter"])
-        _ = try Self.waitForPane(session, "shell$", moreThan: 2)
+        try tmux(["send-keys", "-t", session, "quit", "Enter"])
+        _ = try waitForPane(session, "shell$", moreThan: 2)
     }
 }
