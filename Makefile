@@ -62,7 +62,7 @@ DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin lib
 	python3-cryptography libpwquality-dev libpwquality-tools cracklib-runtime sudo tmux g++ openssh-server \
 	openssh-client sssd-ldap libpam-sss python3-matplotlib
 
-.PHONY: pam-module startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-sssd bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-smoke fuzz-stacks faults
+.PHONY: pam-module startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-sssd bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-build fuzz-smoke fuzz-stacks faults test-builds
 
 # What building the tools alone needs (make install, make deb): headers, a C compiler, libstdc++'s archive
 # (g++), strip, dpkg-shlibdeps.
@@ -105,33 +105,54 @@ ldap-demo: build
 oidc-demo: build
 	@bash Examples/oidc/demo.sh $$($(SWIFT) build --show-bin-path)/gatekeeper-repl
 
-# One test at a time: many tests start a tool and wait for it, which holds one of the cooperative pool's
-# threads (as many as cores: two on CI) for the tool's whole run, fail delay included; run side by side,
-# such tests starve the tests that need the pool to make progress. Each test still runs its own
+# The suites run side by side, each in a process of its own (Tests/Runner/run-suites.py, TEST_JOBS at once,
+# the longest first): they mostly wait (fail delays, time-outs, servers starting), so four or six at once take
+# a third of the time one at a time does. Inside a process a suite's tests run one after another: many start
+# a tool and wait for it, which holds one of the cooperative pool's threads (as many as cores: two on CI) for
+# the tool's whole run, and side by side such tests would starve the rest. Each test still runs its own
 # concurrency (a hundred logins at once, cancellation races) as it would anywhere.
-# What a test run makes in /run, /tmp and /var/lib, it removes: the entries there are listed before and
-# after, and a new one fails the run. The tests' own files live in one directory per test process,
-# removed when it exits (Tests/Support); everything else the run makes in a temporary directory —
-# Foundation's atomic writes, libpam's oracle, man-db's trigger when the package is installed — goes to a
-# TMPDIR of the run's own, removed after it. SwiftPM's lock files (/tmp/_PATH_.lock, one per build
-# directory, kept for the next build) and the toolchain's /tmp/swift-generated-sources are not the run's.
+# As root, each suite's process runs in a private copy of the host (Tests/Runner/private-host.sh: /etc, /var,
+# /usr, /run, /tmp and the rest overlays whose writes go with the process): suites that add accounts, PAM
+# files or root's own state never meet, and none of it reaches the host. What a suite leaves behind in /run,
+# /tmp, /dev/shm, /var/lib, /etc/pam.d or the account files fails it. The host itself is checked as well:
+# the entries of /run, /tmp and /var/lib, and the fingerprint of everything of swift-gatekeeper's and of PAM's
+# on it (Tests/Runner/host-state.sh: root's /var/lib/gatekeeper, an installed package, /etc/pam.d, the
+# accounts) are the same after the run as before it, or the run fails. The tests' own files live in one
+# directory per test process, removed when it exits (Tests/Support); everything else the run makes in a
+# temporary directory goes to a TMPDIR of the run's own, removed after it. SwiftPM's lock files
+# (/tmp/_PATH_.lock, one per build directory, kept for the next build) and the toolchain's
+# /tmp/swift-generated-sources are not the run's.
+# While the suites run, the builds of what follows them (the benchmark's tools, the fuzz targets, the
+# shipped tools and the package) are made at the lowest priority (nice 19): they take the processor time the
+# suites leave, never the time a suite needs.
 # A compiler warning in the package's own sources fails the run too (a fresh clone builds every file, so
 # CI sees them all; a local build shows only the files it compiles again).
+TEST_JOBS ?= 6
 LEFTOVERS = for d in /run /tmp /var/lib; do ls -A "$$d" 2>/dev/null | sed "s|^|$$d/|"; done \
 	| grep -Ev '^/tmp/(_.*\.lock|swift-generated-sources)$$' | LC_ALL=C sort
 test: deps
-	@mkdir -p .build && $(LEFTOVERS) > .build/leftovers-before.txt
+	@mkdir -p .build && $(LEFTOVERS) > .build/leftovers-before.txt && bash Tests/Runner/host-state.sh > .build/host-before.txt
 	set -e; base=/run; [ -w /run ] || base=$${XDG_RUNTIME_DIR:-/tmp}; \
 		scratch=$$(mktemp -d "$$base/gatekeeper-tmpdir.XXXXXX"); chmod 1777 "$$scratch"; \
 		trap 'rm -rf "$$scratch"' EXIT; export TMPDIR="$$scratch"; \
 		$(SWIFT) build --build-tests 2>&1 | tee .build/build-tests.log; test $${PIPESTATUS[0]} -eq 0; \
 		if grep -E '^$(CURDIR)/[^:]+:[0-9]+:[0-9]+: warning:' .build/build-tests.log; then \
 			echo "make test: the build warns (above); a warning fails the run"; exit 1; fi; \
-		$(SWIFT) test --skip-build --no-parallel; \
+		nice -n 19 $(MAKE) --no-print-directory test-builds > .build/test-builds.log 2>&1 & builds=$$!; \
+		tests=0; python3 Tests/Runner/run-suites.py --jobs $(TEST_JOBS) || tests=$$?; \
+		if ! wait $$builds; then cat .build/test-builds.log; echo "make test: the builds failed (above)"; exit 1; fi; \
+		test $$tests -eq 0; \
 		$(MAKE) --no-print-directory bench-smoke fuzz-smoke test-package
 	@$(LEFTOVERS) > .build/leftovers-after.txt; \
 		left=$$(LC_ALL=C comm -13 .build/leftovers-before.txt .build/leftovers-after.txt); \
-		if [ -n "$$left" ]; then echo "make test left these behind:"; echo "$$left"; exit 1; fi
+		if [ -n "$$left" ]; then echo "make test left these behind:"; echo "$$left"; exit 1; fi; \
+		bash Tests/Runner/host-state.sh > .build/host-after.txt; \
+		if ! diff .build/host-before.txt .build/host-after.txt; then \
+			echo "make test changed the host's own state (above: < before, > after)"; exit 1; fi
+
+# What make test builds while its suites run: everything bench-smoke, fuzz-smoke and test-package use.
+test-builds: deps
+	$(MAKE) --no-print-directory fuzz-build deb
 
 # The tools as they ship: release mode, the Swift runtime linked statically (each run starts faster and
 # smaller than with the runtime's shared libraries, and needs nothing from the toolchain), no run path.
@@ -224,7 +245,7 @@ deb: release
 # tools with no toolchain, and its removal.
 test-package: deb
 	$(if $(PACKED_RELOCATIONS),python3 Packaging/startup-order.py --check .build/static/release $(STARTUP_ORDER))
-	VERSION=$(VERSION) bash Packaging/test-package.sh .build/deb/swift-gatekeeper_$(VERSION)_$$(dpkg --print-architecture).deb
+	VERSION=$(VERSION) bash Tests/Runner/private-host.sh bash Packaging/test-package.sh .build/deb/swift-gatekeeper_$(VERSION)_$$(dpkg --print-architecture).deb
 
 # The tools and drivers make bench measures, built as they ship.
 BENCH_BUILD = $(SWIFT) build -c release --product gatekeeper-bench && $(FORGET_STALE_LAYOUT) && \
@@ -323,12 +344,14 @@ FUZZ_SECONDS ?= 60
 # Optimised (-O keeps every precondition and overflow trap): four to seven times the executions a second of
 # a debug build for the targets that do not wait on files or libpam. FUZZ_BUILD=debug builds unoptimised.
 FUZZ_BUILD ?= release
-fuzz: deps
+fuzz: fuzz-build
+	FUZZ_BINARY=.build/fuzz/$(FUZZ_BUILD)/gatekeeper-fuzz bash Fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build: deps
 	$(SWIFT) build -c $(FUZZ_BUILD) --product gatekeeper-fuzz -Xswiftc -enable-testing \
 		-Xswiftc -sanitize=fuzzer,address -Xswiftc -DGATEKEEPER_FUZZ \
 		-Xlinker --export-dynamic-symbol=LLVMFuzzerRunDriver --scratch-path .build/fuzz 2>&1 \
 		| grep -v "Cannot export local symbol"; test $${PIPESTATUS[0]} -eq 0
-	FUZZ_BINARY=.build/fuzz/$(FUZZ_BUILD)/gatekeeper-fuzz bash Fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # What CI runs so the fuzz targets cannot rot: each for a few seconds.
 fuzz-smoke:

@@ -4,7 +4,7 @@
 # 1. lintian reports no error or warning;
 # 2. make install's script into a staging directory installs what it lists, and uninstall removes all of
 #    it but an edited configuration;
-# 3. as root, the package is installed for real, its tools run with nothing from the toolchain and no
+# 3. as root, the package is installed for real (make test: in a private copy of the host), its tools run with nothing from the toolchain and no
 #    libstdc++.so (ldd) and log in through a PAM module written in C++,
 #    a mock login and an isolated PAM login work from the installed files, the manual pages and the
 #    completion are where man and bash look; removing it leaves only the conffile, purging leaves nothing.
@@ -296,9 +296,12 @@ if [[ $(id -u) != 0 ]]; then
     exit 0
 fi
 
-# 3. Installed for real.
+# 3. Installed for real: in a private copy of the host when make test runs it (Tests/Runner/private-host.sh),
+# where a package the host has is purged first, in the copy only.
 if dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed"; then
-    fail "$package is already installed on this machine; remove it first (dpkg --purge $package)"
+    [[ ${GATEKEEPER_PRIVATE_HOST-} == 1 ]] ||
+        fail "$package is already installed on this machine; remove it first (dpkg --purge $package)"
+    dpkg --purge "$package" >/dev/null || fail "dpkg --purge of the host's $package (in the private copy)"
 fi
 # A host account, as login, sudo, su and sshd need (a name the host does not know is counted nowhere and
 # admitted never: sshd's invalid users), removed at the end.

@@ -54,7 +54,6 @@ ldap_opt_timeout = 3
 ldap_search_timeout = 3
 CONF
     chmod 0600 "$dir/sssd.conf"
-    mkdir -p "$dir/etc.upper" "$dir/etc.work"
     entry="$module socket=$socket"
     # The namespace: its mounts, the two services, then sssd in the foreground, watched.
     cat > "$dir/namespace.sh" <<NAMESPACE
@@ -71,7 +70,10 @@ done
 mkdir -p /var/lib/sss/db /var/lib/sss/pipes/private /var/lib/sss/mc /var/lib/sss/pubconf \
     /var/lib/sss/gpo_cache /var/lib/sss/keytabs
 chmod 0700 /var/lib/sss/db /var/lib/sss/pipes/private
-mount -t overlay overlay -o lowerdir=/etc,upperdir=$dir/etc.upper,workdir=$dir/etc.work /etc
+# The overlay's upper layer on the namespace's own tmpfs: an overlay cannot write to another (as /run is
+# when the tests run in a private copy of the host).
+mkdir /mnt/etc.upper /mnt/etc.work
+mount -t overlay overlay -o lowerdir=/etc,upperdir=/mnt/etc.upper,workdir=/mnt/etc.work /etc
 printf 'auth required pam_sss.so\naccount required pam_sss.so\npassword required pam_sss.so\n' > /etc/pam.d/sss-compare
 printf 'auth required $entry\naccount [success=ok ignore=ignore default=bad] $entry\naccount required pam_permit.so\npassword required $entry\n' > /etc/pam.d/gk-compare
 start_sssd() {

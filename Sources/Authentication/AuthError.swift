@@ -106,6 +106,25 @@ public struct AuthError: CodedError {
     }
 }
 
+extension AuthError {
+    /// The PAM return code of a login that ended with this error, as pam_unix and pam_faillock answer (the
+    /// daemon's answer to `pam_gatekeeper.so`, beside ``Rejection/pamResult`` for a backend's refusal): a
+    /// locked account is `auth_err` like a wrong password (no oracle), a cancelled conversation `conv_err`.
+    public var pamResult: PAMResult {
+        switch code {
+        case .cancelled: .conversationError
+        case .userNotFound: .userUnknown
+        case .accountExpired: .accountExpired
+        case .passwordChangeRequired: .newAuthenticationTokenRequired
+        case .refusedByPolicy, .accountNotActivated, .notAuthorized: .permissionDenied
+        case .credentialsExpired: .credentialsExpired
+        case .providerUnavailable: .authinfoUnavailable
+        case .passwordNotChanged: .authenticationTokenError
+        default: .authenticationError
+        }
+    }
+}
+
 extension AuthError: CustomStringConvertible {
     /// A sentence a person understands; it quotes no input.
     public var description: String {

@@ -82,10 +82,14 @@ public protocol AuthProvider: Sendable {
 public struct Traced<Outcome: Sendable>: Sendable {
     public var outcome: Outcome
     public var trace: ProviderChain.Trace?
+    /// For a gatekeeper's login: when the person's last answer was handed to the backend, where the fail delay
+    /// of a refusal runs from (``Gatekeeper/delayRefusal(answeredAt:)``); `nil` when nothing was handed over.
+    public var answeredAt: ContinuousClock.Instant?
 
-    public init(_ outcome: Outcome, trace: ProviderChain.Trace? = nil) {
+    public init(_ outcome: Outcome, trace: ProviderChain.Trace? = nil, answeredAt: ContinuousClock.Instant? = nil) {
         self.outcome = outcome
         self.trace = trace
+        self.answeredAt = answeredAt
     }
 }
 
@@ -370,4 +374,8 @@ public enum PAMResult: String, Sendable, Hashable, CaseIterable {
         guard code >= 0, Int(code) < Self.byCode.count else { return nil }
         self = Self.byCode[Int(code)]
     }
+
+    /// Whether a module answering this refused the credential it was given (`auth_err`, `maxtries`): a
+    /// failed guess, which the lockout counts.
+    public var refusesCredential: Bool { self == .authenticationError || self == .maximumTries }
 }

@@ -36,6 +36,11 @@ public protocol Conversation: Sendable {
     /// dropped.
     /// - Throws: ``AuthError/cancelled`` when the person declines to answer.
     func pause(_ prompt: String) async throws(AuthError)
+
+    /// Whether a person answers: `false` for a conversation that replays answers given beforehand
+    /// (``CredentialsConversation``), which cannot answer what nobody foresaw, such as the new password a
+    /// login found expired needs. By default `true`.
+    var isInteractive: Bool { get }
 }
 
 extension Conversation {
@@ -44,6 +49,8 @@ extension Conversation {
     }
 
     public var messagesWaitForAQuestion: Bool { false }
+
+    public var isInteractive: Bool { true }
 
     public func pause(_ prompt: String) async throws(AuthError) {
         _ = try await ask(prompt)
@@ -86,4 +93,6 @@ public struct CredentialsConversation: Conversation {
     }
 
     public func show(_ message: String, as kind: MessageKind) async {}
+
+    public var isInteractive: Bool { false }
 }

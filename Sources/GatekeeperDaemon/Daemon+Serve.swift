@@ -70,8 +70,8 @@ extension Daemon {
             case .success(let identity) where renames:
                 result = (.success, identity.username)
             case .success(let identity):
-                // Refused as a wrong password is, after the same wait (the fail delay, ±25 % at random), so the
-                // clock does not say the password was right.
+                // Refused as a wrong password is, after the same wait measured from the same moment (the answer
+                // handed to the backend), so the clock does not say the password was right.
                 login.audit.record(
                     AuditEvent(
                         kind: .accessDenied, username: identity.username, provider: "gatekeeperd",
@@ -79,7 +79,7 @@ extension Daemon {
                             + "for (service \(request.service)); the module's rename_user would let it",
                         terminal: origin.terminal, remoteHost: origin.remoteHost, service: request.service,
                         processID: peer.pid))
-                try? await Task.sleep(for: gatekeeper.configuration.failDelay * Double.random(in: 0.75...1.25))
+                try? await gatekeeper.delayRefusal(answeredAt: traced.answeredAt)
                 result = (.authenticationError, nil)
             case .failure(let error):
                 // A locked account is told why, as pam_faillock tells it: sudo would say only "Sorry, try again"
@@ -153,7 +153,8 @@ extension Daemon {
                 detail: "a name the host does not know (service \(request.service)): no backend asked, nothing counted",
                 terminal: origin.terminal, remoteHost: origin.remoteHost, service: request.service,
                 processID: connection.peer.pid))
-        try? await Task.sleep(for: gatekeeper.configuration.failDelay * Double.random(in: 0.75...1.25))
+        // The password was given just now, and no backend was asked: the delay runs from here.
+        try? await gatekeeper.delayRefusal(answeredAt: nil)
         return .userUnknown
     }
 
@@ -226,21 +227,10 @@ extension Daemon {
         return code == .authinfoUnavailable && trace?.result != .authinfoUnavailable ? .authenticationError : code
     }
 
-    /// The PAM return code for a login that ended with `error`, as pam_unix and pam_faillock answer: a locked
-    /// account is `auth_err` like a wrong password (no oracle); `use_first_pass` without a password to use is
-    /// `authtok_recover_err`.
+    /// The PAM return code for a login that ended with `error` (``AuthError/pamResult``), but that
+    /// `use_first_pass` without a password to use (the module refused to ask) is `authtok_recover_err`.
     static func pamResult(_ error: AuthError, refusedToAsk: Bool = false) -> PAMResult {
-        switch error.code {
-        case .cancelled: refusedToAsk ? .authenticationTokenRecoveryError : .conversationError
-        case .userNotFound: .userUnknown
-        case .accountExpired: .accountExpired
-        case .passwordChangeRequired: .newAuthenticationTokenRequired
-        case .refusedByPolicy, .accountNotActivated, .notAuthorized: .permissionDenied
-        case .credentialsExpired: .credentialsExpired
-        case .providerUnavailable: .authinfoUnavailable
-        case .passwordNotChanged: .authenticationTokenError
-        default: .authenticationError
-        }
+        error.code == .cancelled && refusedToAsk ? .authenticationTokenRecoveryError : error.pamResult
     }
 }
 

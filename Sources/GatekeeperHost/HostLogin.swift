@@ -103,9 +103,10 @@ public final class HostLogin: Sendable {
         self.provider = provider
         audit = settings.auditSink(tool: context.tool, report: report)
         lockout = context.countsInMemory ? MemoryLockoutStore() : try settings.lockoutStore()
+        // A tool that only shows what others remembered (the REPL) creates no cache directory to show it.
         let cache = settings.loginCache(
             scope: HostSettings.scope(stack: stack, provider: selection.name, options: selection.options),
-            report: report)
+            creating: context.remembersLogins, report: report)
         self.cache = cache
         var configuration = settings.gatekeeper
         if let attempts = context.maxAttempts { configuration.maxAttempts = attempts }

@@ -104,11 +104,17 @@ public struct HostSettings: Sendable {
 
     /// The login cache, or `nil` when logins are not remembered or the directory cannot be used (then
     /// `report` says why, and every login asks for a password).
-    /// - Parameter scope: What logins are made through (``scope(stack:provider:)``): a login is used
-    ///   only under the configuration it was made under.
-    public func loginCache(scope: String, report: (String) -> Void) -> LoginCache? {
+    /// - Parameters:
+    ///   - scope: What logins are made through (``scope(stack:provider:)``): a login is used only under the
+    ///     configuration it was made under.
+    ///   - creating: `false` for a tool that only reads what others remembered: a missing directory is no
+    ///     cache, and is not created.
+    public func loginCache(scope: String, creating: Bool = true, report: (String) -> Void) -> LoginCache? {
         guard cacheTimeout > .zero else { return nil }
         do {
+            guard creating else {
+                return try LoginCache.existing(directory: cacheDirectory, timeout: cacheTimeout, scope: scope)
+            }
             return try LoginCache(directory: cacheDirectory, timeout: cacheTimeout, scope: scope)
         } catch {
             report("\(error.reason ?? error.description); logins are not remembered")

@@ -31,7 +31,9 @@ package final class StateDirectory: Sendable {
     /// missing of it: the last directory with `mode`, those above it `0755` (searchable, written by their
     /// owner alone), so that a private directory never makes its parent private too — `/run/gatekeeper`,
     /// made by a tool for its `cache`, also holds gatekeeperd's socket, which every user must reach.
-    package init(_ path: String, creatingWith mode: UInt32) throws(StateFileError) {
+    /// `mode` `nil` creates nothing: a missing directory is an error whose ``StateFileError/isMissing`` is set
+    /// (a reader of the state has nothing to read, and leaves no directory behind).
+    package init(_ path: String, creatingWith mode: UInt32?) throws(StateFileError) {
         guard path.hasPrefix("/") else { throw StateFileError("\(path): not an absolute path") }
         let components = path.split(separator: "/").map(String.init)
         guard !components.contains("..") else { throw StateFileError("\(path): contains ..") }
@@ -43,6 +45,10 @@ package final class StateDirectory: Sendable {
             let isLast = index == components.count - 1
             var next = openat(current, component, openPathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 && errno == ENOENT {
+                guard let mode else {
+                    close(current)
+                    throw StateFileError("\(walked): does not exist", isMissing: true)
+                }
                 if mkdirat(current, component, isLast ? mode : 0o755) != 0 && errno != EEXIST {
                     let code = errno
                     close(current)

@@ -49,21 +49,42 @@ public final class LoginCache: Sendable {
         try self.init(directory: directory, timeout: timeout, scope: scope, clock: BootClock.now)
     }
 
-    /// The cache, its times read from `clock` instead of `CLOCK_BOOTTIME` (for tests, which move time
-    /// on rather than wait for it). `nil` from the clock means the time cannot be told: nothing is
-    /// remembered or found.
-    package init(
-        directory: String, timeout: Duration, scope: String = "default",
-        clock: @escaping @Sendable () -> BootInstant?
-    ) throws(AuthError) {
-        self.timeout = timeout
-        self.scope = Self.scope(of: scope)
-        self.clock = clock
-        do {
-            self.directory = try StateDirectory(directory, creatingWith: 0o700)
+    /// The cache in `directory` if the directory exists, for a reader of what others remembered (the REPL's
+    /// `status`): `nil` when nothing was ever remembered there, and nothing is created.
+    public static func existing(directory: String, timeout: Duration, scope: String = "default") throws(AuthError)
+        -> LoginCache?
+    {
+        do throws(StateFileError) {
+            let opened = try StateDirectory(directory, creatingWith: nil)
+            return LoginCache(opened, timeout: timeout, scope: scope, clock: BootClock.now)
+        } catch let error where error.isMissing {
+            return nil
         } catch {
             throw .providerUnavailable(reason: "the login cache cannot be used: \(error)")
         }
+    }
+
+    /// The cache, its times read from `clock` instead of `CLOCK_BOOTTIME` (for tests, which move time
+    /// on rather than wait for it). `nil` from the clock means the time cannot be told: nothing is
+    /// remembered or found.
+    package convenience init(
+        directory: String, timeout: Duration, scope: String = "default",
+        clock: @escaping @Sendable () -> BootInstant?
+    ) throws(AuthError) {
+        do throws(StateFileError) {
+            self.init(try StateDirectory(directory, creatingWith: 0o700), timeout: timeout, scope: scope, clock: clock)
+        } catch {
+            throw .providerUnavailable(reason: "the login cache cannot be used: \(error)")
+        }
+    }
+
+    private init(
+        _ directory: StateDirectory, timeout: Duration, scope: String, clock: @escaping @Sendable () -> BootInstant?
+    ) {
+        self.timeout = timeout
+        self.scope = Self.scope(of: scope)
+        self.clock = clock
+        self.directory = directory
     }
 
     /// A scope's digest: 16 hexadecimal digits of SHA-256 of `description`.

@@ -151,6 +151,22 @@ struct CredentialsConversationTests {
 
 /// Every provider answer is one PAM return code, and every refusal one error a caller can act on.
 struct AuthOutcomeTests {
+    /// A login's error as the PAM code gatekeeperd answers with: a locked account as a wrong password is (no
+    /// oracle), and only `auth_err` and `maxtries` refuse a credential.
+    @Test func everyErrorMapsToOnePAMReturnCode() {
+        let errors: [(AuthError, PAMResult)] = [
+            (.invalidCredentials, .authenticationError), (.accountLocked(until: nil), .authenticationError),
+            (.tooManyAttempts(retryAfter: nil), .authenticationError), (.loginsInFlight, .authenticationError),
+            (.cancelled, .conversationError), (.userNotFound, .userUnknown), (.accountExpired, .accountExpired),
+            (.passwordChangeRequired, .newAuthenticationTokenRequired), (.refusedByPolicy, .permissionDenied),
+            (.accountNotActivated, .permissionDenied), (.notAuthorized(requirement: "admin"), .permissionDenied),
+            (.credentialsExpired, .credentialsExpired), (.providerUnavailable(reason: "down"), .authinfoUnavailable),
+            (.passwordNotChanged(reason: "short"), .authenticationTokenError),
+        ]
+        for (error, code) in errors { #expect(error.pamResult == code, "\(error)") }
+        #expect(PAMResult.allCases.filter(\.refusesCredential) == [.authenticationError, .maximumTries])
+    }
+
     @Test func everyAnswerMapsToOnePAMReturnCode() {
         let identity = Identity(username: "alice", provider: "test")
         let answers: [(AuthOutcome, PAMResult)] = [

@@ -548,6 +548,46 @@ struct DaemonTests {
                 == .result(.success, canonicalUser: nil))
     }
 
+    /// The right password under another spelling is refused at the time a wrong one is: the fail delay of
+    /// both runs from when the password was handed to the backend (``Gatekeeper/delayRefusal(answeredAt:)``),
+    /// not from the backend's answer. The backend takes 1.5 s to answer either; the delay is 2 s ±25 % from the
+    /// answer, so both refusals come before 2.9 s — a delay counted from the backend's answer could not come
+    /// before 3 s.
+    @Test(
+        .enabled(if: getuid() == 0, "asks for an account other than the runner's, which only root may"),
+        arguments: ["right password, another spelling", "wrong password"])
+    func aRespelledRightPasswordIsRefusedAsSoonAsAWrongOne(_ attempt: String) throws {
+        let fixture = try DaemonFixture(settings: "lockout deny=1000\ndelay 2s", start: false)
+        let helper = fixture.directory + "/slow-loose-helper.py"
+        try """
+        #!/usr/bin/python3
+        import json, sys, time
+        def say(message):
+            sys.stdout.write(json.dumps(message) + "\\n")
+            sys.stdout.flush()
+        start = json.loads(sys.stdin.readline())
+        say({"prompt": "Password: ", "echo": False})
+        reply = json.loads(sys.stdin.readline() or "{}")
+        time.sleep(1.5)
+        if reply.get("answer") != "loose-pw":
+            say({"outcome": "rejected", "rejection": "wrong_credentials"})
+        else:
+            say({"outcome": "authenticated", "user": "alice"})
+        """.write(toFile: helper, atomically: false, encoding: .utf8)
+        chmod(helper, 0o755)
+        try fixture.writeService(
+            "default", settings: "lockout deny=1000\ndelay 2s", entry: "required helper program=\(helper)")
+        try fixture.start()
+        let password = attempt.hasPrefix("right") ? "loose-pw" : "wrong-pw"
+        let started = ContinuousClock.now
+        let answer = try DaemonClient(fixture.socket).converse(
+            DaemonRequest(.authenticate, service: "sudo", user: "ALICE"), password: password)
+        let elapsed = started.duration(to: .now)
+        #expect(answer.result == .authenticationError)
+        #expect(elapsed >= .milliseconds(1_500), "less than the delay's lower end: \(elapsed)")
+        #expect(elapsed < .milliseconds(2_900), "the delay ran from the backend's answer: \(elapsed)")
+    }
+
     /// Where a login comes from (a terminal, a remote host) reaches the lockout's records escaped: nothing a
     /// program sends acts on the terminal `faillock` prints to.
     @Test func originsAreEscaped() throws {

@@ -32,9 +32,6 @@ struct PAMModuleDocumentationTests {
         let glewlwyd = try GlewlwydFixture.shared.get()
         let scratch = ScratchDirectory("gatekeeper-doc")
         let directory = scratch.path
-        for name in ["etc.upper", "etc.work", "security.upper", "security.work"] {
-            try FileManager.default.createDirectory(atPath: directory + "/" + name, withIntermediateDirectories: true)
-        }
         let module = try PAMModuleTests.module.get()
         let security =
             "/lib/\(try shell("dpkg-architecture -qDEB_HOST_MULTIARCH").output.trimmingCharacters(in: .whitespacesAndNewlines))/security"
@@ -51,10 +48,14 @@ struct PAMModuleDocumentationTests {
         let script = """
             set -e
             mount --make-rprivate /
-            mount -t overlay overlay -o lowerdir=/etc,upperdir=\(directory)/etc.upper,workdir=\(directory)/etc.work /etc
-            mount -t overlay overlay -o lowerdir=\(security),upperdir=\(directory)/security.upper,workdir=\(directory)/security.work \(security)
+            # The overlays' upper layers on a tmpfs of their own: an overlay cannot write to another (as
+            # the test's directory is when the tests run in a private copy of the host).
+            mkdir -p \(directory)/layer && mount -t tmpfs -o mode=0700 tmpfs \(directory)/layer
+            mkdir \(directory)/layer/etc.upper \(directory)/layer/etc.work \(directory)/layer/security.upper \(directory)/layer/security.work
+            mount -t overlay overlay -o lowerdir=/etc,upperdir=\(directory)/layer/etc.upper,workdir=\(directory)/layer/etc.work /etc
+            mount -t overlay overlay -o lowerdir=\(security),upperdir=\(directory)/layer/security.upper,workdir=\(directory)/layer/security.work \(security)
             cp \(module) \(security)/pam_gatekeeper.so
-            id alice >/dev/null 2>&1 || useradd -M -s /bin/sh alice
+            id alice >/dev/null 2>&1 || useradd -M -u \(uniqueUID()) -s /bin/sh alice
             printf 'Defaults:alice !lecture\nalice ALL=(ALL) ALL\n' > /etc/sudoers.d/gatekeeper-doc && chmod 0440 /etc/sudoers.d/gatekeeper-doc
             mkdir -p -m 0755 /etc/gatekeeper/pam.d
             mount -t tmpfs -o mode=0755 tmpfs /run

@@ -46,7 +46,7 @@ struct PAMModuleTests {
             module = try PAMModuleTests.module.get()
             fixture = try DaemonFixture(settings: settings, arguments: arguments, launcher: launcher, start: false)
             service = "gatekeeper-test-\(user)"
-            let created = try shell("useradd -M -s /bin/sh \(user)")
+            let created = try shell("useradd -M -u \(uniqueUID()) -s /bin/sh \(user)")
             guard created.status == 0 else { throw DaemonFixtureError("useradd: \(created.output)") }
             let added = try run(
                 builtExecutable("gatekeeper-passwd"), ["add", fixture.users, user, "--password-stdin"],
@@ -113,7 +113,7 @@ struct PAMModuleTests {
         }
 
         deinit {
-            _ = try? shell("userdel \(user)")
+            if let problem = removeAccount(user) { Issue.record(Comment(rawValue: problem)) }
             try? FileManager.default.removeItem(atPath: "/etc/pam.d/\(service)")
             try? FileManager.default.removeItem(atPath: sudoers)
         }

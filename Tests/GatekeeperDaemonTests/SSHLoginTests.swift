@@ -112,8 +112,13 @@ struct SSHLoginTests {
     /// the session opens, approved by someone else it is refused; Enter is no guess, and Ctrl-C at it counts nothing.
     @Test func deviceLoginOverSSH() throws {
         let glewlwyd = try GlewlwydFixture.shared.get()
-        let created = try shell("id alice >/dev/null 2>&1 || { useradd -M -s /bin/sh alice && echo created; }")
-        defer { if created.output.contains("created") { _ = try? shell("userdel alice") } }
+        let created = try shell(
+            "id alice >/dev/null 2>&1 || { useradd -M -u \(uniqueUID()) -s /bin/sh alice && echo created; }")
+        defer {
+            if created.output.contains("created"), let problem = removeAccount("alice") {
+                Issue.record(Comment(rawValue: problem))
+            }
+        }
         let host = try Host { _ in
             "required oidc issuer=\(glewlwyd.issuer) client_id=\(glewlwyd.publicClientID) allow_http=yes"
         }

@@ -216,13 +216,14 @@ struct GlewlwydConfigurationTests {
             ).stderr
         }
         let help = try loaded(["--help"])
+        let (file, state) = try configuration(flow: "password")
         let mock = try loaded(
-            ["--provider", "mock", "--user", "alice", "--password-stdin", "--", "true"], input: "x\n")
+            ["--provider", "mock", "--state-dir", state, "--user", "alice", "--password-stdin", "--", "true"],
+            input: "x\n")
         for libraries in [help, mock] {
             #expect(libraries.contains("find library=libc.so.6"), "LD_DEBUG shows nothing: \(libraries.prefix(300))")
             #expect(!libraries.contains("find library=libcurl") && !libraries.contains("find library=libcrypto"))
         }
-        let (file, state) = try configuration(flow: "password")
         let oidc = try loaded(
             ["--config", file, "--state-dir", state, "--user", "alice", "--password-stdin", "--", "true"],
             input: "wonderland-2026\n")

@@ -16,7 +16,7 @@ final class ThrowawayAccount {
         service = "gatekeeper-test-\(user)"
         try "auth required pam_unix.so\naccount required pam_unix.so\npassword required pam_unix.so obscure\n"
             .write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
-        let created = try shell("useradd -M -s /usr/sbin/nologin -c 'Throwaway Tester,,,' \(user)")
+        let created = try shell("useradd -M -u \(uniqueUID()) -s /usr/sbin/nologin -c 'Throwaway Tester,,,' \(user)")
         guard created.status == 0 else {
             remove()
             throw FixtureError("useradd failed: \(created.output)")
@@ -24,8 +24,10 @@ final class ThrowawayAccount {
         try shell("chpasswd", input: "\(user):\(password)\n")
     }
 
+    /// Removes the account (if a test has not already) and the service file; a removal that fails is the
+    /// test's failure, not an account left on the host.
     func remove() {
-        _ = try? shell("userdel \(user)")
+        if let problem = removeAccount(user) { Issue.record(Comment(rawValue: problem)) }
         try? FileManager.default.removeItem(atPath: "/etc/pam.d/\(service)")
     }
 

@@ -423,3 +423,27 @@ public final class ScratchDirectory: Sendable {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
+
+/// Removes a system account a test made: its processes first (a `sudo` or `su` the test ran as it may still
+/// be ending, and `userdel` refuses an account in use), then the account, trying for up to 2 s. Answers why
+/// it could not be removed — an account left on the host is the test's failure — or `nil`.
+public func removeAccount(_ user: String) -> String? {
+    guard (try? shell("id -u '\(user)' >/dev/null 2>&1"))?.status == 0 else { return nil }
+    var said = "did not run"
+    for _ in 0..<20 {
+        _ = try? shell("pkill -KILL -u '\(user)'")
+        guard let removed = try? shell("userdel '\(user)' 2>&1") else { continue }
+        if removed.status == 0 { return nil }
+        said = removed.output
+        usleep(100_000)
+    }
+    return "userdel \(user): \(said)"
+}
+
+/// A uid for an account a test adds that no other suite's account has. Suites run side by side, each in its
+/// own copy of the host's account files (Tests/Runner/private-host.sh), where useradd would hand each the same
+/// next free uid; but they share one process table, where `userdel`'s check for an account's processes and
+/// ``removeAccount(_:)``'s `pkill -u` go by uid. Drawn from 2,000,000 up: above any host's own accounts.
+public func uniqueUID() -> UInt32 {
+    UInt32.random(in: 2_000_000...2_999_999)
+}

@@ -72,7 +72,7 @@ public final class ProviderChain: AuthProvider {
             /// Whether this entry, or an entry of a stack nested in it, refused a credential (`auth_err`,
             /// `maxtries`).
             var refusedCredential: Bool {
-                result == .authenticationError || result == .maximumTries || nested.contains(where: \.refusedCredential)
+                result.refusesCredential || nested.contains(where: \.refusedCredential)
             }
         }
 
@@ -103,7 +103,7 @@ public final class ProviderChain: AuthProvider {
             func namings(_ steps: [Step]) -> [(account: String?, refused: Bool)] {
                 steps.flatMap { step -> [(account: String?, refused: Bool)] in
                     guard step.nested.isEmpty else { return namings(step.nested) }
-                    let refused = step.result == .authenticationError || step.result == .maximumTries
+                    let refused = step.result.refusesCredential
                     return refused || step.account != nil ? [(step.account, refused)] : []
                 }
             }

@@ -86,16 +86,8 @@ extension Gatekeeper {
 
     private func start(_ flightID: UInt64, conversation: any Conversation, attempts: Int) {
         let task = Task(executorPreference: configuration.taskExecutor) { [self] in
-            var trace: ProviderChain.Trace?
-            let result: Result<Identity, AuthError>
-            do throws(AuthError) {
-                result = .success(
-                    try await performLogin(
-                        conversation: conversation, attempts: attempts, flight: flightID, trace: &trace))
-            } catch {
-                result = .failure(error)
-            }
-            await finish(flightID, with: Traced(result, trace: trace))
+            await finish(
+                flightID, with: await performLogin(conversation: conversation, attempts: attempts, flight: flightID))
         }
         // The login may have been abandoned before its task was known; then cancel the task here.
         let attached = core.withLock { $0.login.attach(task, to: flightID) }
@@ -144,7 +136,9 @@ extension Gatekeeper {
         let now = clock.now()
         let (outcome, effects) = core.withLock { core in
             core.transition(at: now, clock: clock) { core -> (current: Bool, replaced: Identity?) in
-                guard core.login.land(flightID, with: Traced(result, trace: answer.trace)) else { return (false, nil) }
+                guard
+                    core.login.land(flightID, with: Traced(result, trace: answer.trace, answeredAt: answer.answeredAt))
+                else { return (false, nil) }
                 var replaced: Identity?
                 if case .success(let identity) = result {
                     replaced = core.session?.identity
@@ -174,51 +168,59 @@ extension Gatekeeper {
 
     /// The interactive login: user name, then the provider's questions, up to `attempts` times, each
     /// attempt its own in the ledger (a re-asked prompt presents nothing until it is answered). An empty
-    /// user name means the person changed their mind: ``AuthError/cancelled``. `trace` is the stack's answer
-    /// to the latest attempt it answered (or the change of an expired password that followed it).
-    private func performLogin(
-        conversation: any Conversation, attempts: Int, flight: UInt64, trace: inout ProviderChain.Trace?
-    ) async throws(AuthError) -> Identity {
-        let attempts = max(attempts, 1)
-        for attempt in 1...attempts {
-            if Task.isCancelled { throw .cancelled }
-            let answer = try await conversation.askUsername(configuration.usernamePrompt)
-            if answer.isEmpty { throw .cancelled }
-            var askedNothing = false
-            var answeredAt: ContinuousClock.Instant?
+    /// user name means the person changed their mind: ``AuthError/cancelled``. The answer carries the
+    /// trace of the latest attempt a stack answered (or of the change of an expired password that followed
+    /// it), and when the last attempt's answer was handed over.
+    private func performLogin(conversation: any Conversation, attempts: Int, flight: UInt64) async
+        -> SingleFlight.Result
+    {
+        var trace: ProviderChain.Trace?
+        for attempt in 1...max(attempts, 1) {
+            if Task.isCancelled { return Traced(.failure(.cancelled), trace: trace) }
+            let answer: String
             do throws(AuthError) {
-                return try await check(
-                    answer, conversation: conversation, askedNothing: &askedNothing, answeredAt: &answeredAt,
-                    flight: flight, trace: &trace)
+                answer = try await conversation.askUsername(configuration.usernamePrompt)
             } catch {
-                if error.code != .cancelled { try await waitAfterFailure(answeredAt: answeredAt) }
-                switch error.code {
-                case .cancelled, .providerUnavailable, .tooManyAttempts, .credentialsExpired, .loginsInFlight:
-                    throw error
-                default:
-                    // A stack that refused without asking the person anything (a device login approved by
-                    // someone else, a module that refuses outright) has given its answer: another attempt would
-                    // ask nothing new, and a device login would start over with a new code.
-                    guard attempt < attempts, !askedNothing else { throw error }
-                    await conversation.show(error.description, as: .error)
-                }
+                return Traced(.failure(error), trace: trace)
+            }
+            if answer.isEmpty { return Traced(.failure(.cancelled), trace: trace) }
+            let ended = await check(answer, conversation: conversation, flight: flight)
+            trace = ended.trace ?? trace
+            guard case .failure(let error) = ended.outcome else { return ended.keeping(trace) }
+            do throws(AuthError) {
+                if error.code != .cancelled { try await delayRefusal(answeredAt: ended.answeredAt) }
+            } catch {
+                return Traced(.failure(error), trace: trace, answeredAt: ended.answeredAt)
+            }
+            switch error.code {
+            case .cancelled, .providerUnavailable, .tooManyAttempts, .credentialsExpired, .loginsInFlight:
+                return ended.keeping(trace)
+            default:
+                // A stack that refused without asking the person anything (a device login approved by
+                // someone else, a module that refuses outright) has given its answer: another attempt would
+                // ask nothing new, and a device login would start over with a new code.
+                guard attempt < attempts, ended.askedAnything else { return ended.keeping(trace) }
+                await conversation.show(error.description, as: .error)
             }
         }
-        preconditionFailure("the loop returns or throws")
+        preconditionFailure("the loop returns")
     }
 
-    /// The fail delay: ``Configuration/failDelay`` times 1 ± up to 25 %, spread as libpam spreads its
-    /// delay (the mean of three uniform draws, so most waits are near the middle). Cancelling the login
-    /// ends the wait at once.
+    /// Waits out the fail delay of a refused login: ``Configuration/failDelay`` times 1 ± up to 25 %,
+    /// spread as libpam spreads its delay (the mean of three uniform draws, so most waits are near the
+    /// middle). Every refusal waits here — a wrong password, a guess at a current password, and a host's
+    /// own refusals (gatekeeperd's of a name the host does not know, or of an account signed in under
+    /// another spelling) — so no refusal answers sooner than another.
     ///
     /// The delay is measured from `answeredAt`, when the person's latest answer was handed to the backend
-    /// (``LedgerAttempt/answeredAt``), not from the refusal: a refusal then reaches the person at the same
+    /// (``Traced/answeredAt``), not from the refusal: a refusal then reaches the person at the same
     /// time whether the backend took a millisecond (a name it does not know) or sixty (a slow hash of a
     /// known account's password), as OpenSSH pads a failed attempt to a minimum time from its start
     /// (`ensure_minimum_time_since`). A backend slower than the delay has its refusal delayed by the whole
     /// delay again, so the clock tells no more than "slower than the delay". Without an answer (nothing was
     /// handed over), the delay runs from now.
-    private func waitAfterFailure(answeredAt: ContinuousClock.Instant?) async throws(AuthError) {
+    /// - Throws: ``AuthError/cancelled`` when the task is cancelled, which ends the wait at once.
+    public func delayRefusal(answeredAt: ContinuousClock.Instant?) async throws(AuthError) {
         guard configuration.failDelay > .zero else { return }
         var generator = SystemRandomNumberGenerator()
         let mean = (0..<3).reduce(0.0) { sum, _ in sum + Double.random(in: 0..<1, using: &generator) } / 3
@@ -233,25 +235,88 @@ extension Gatekeeper {
         }
     }
 
-    /// One attempt, the one admission path every login takes: the name, validated; the account's own
-    /// spelling from the backend (``AuthProvider/lookUpAccount(_:)``); a login remembered for that account
-    /// in this place, if the backend and the lockout still agree; otherwise the stack, with the attempt in
-    /// the ledger (``AttemptLedger``: counted when the person's answer reaches the backend, settled by the
-    /// stack's answer); the audit, written from the outcome and its trace in one place.
-    /// `askedNothing` is set when the stack answered without asking the person anything; `answeredAt` to
-    /// when the person's latest answer was handed to the backend (where a failure's delay runs from);
-    /// `trace` to the stack's answer, when a stack answered.
-    private func check(
-        _ answer: String, conversation: any Conversation, askedNothing: inout Bool,
-        answeredAt: inout ContinuousClock.Instant?, flight: UInt64, trace: inout ProviderChain.Trace?
-    ) async throws(AuthError) -> Identity {
-        let username = try Username.validate(answer)
-        record(.attempt, unverified: username)
-        let account = LockoutAccount(username, lookup: await provider.lookUpAccount(username))
-        if Task.isCancelled { throw .cancelled }
-        if let identity = try await rememberedLogin(of: account) { return identity }
-        let attempt = try ledger.open(account)
-        defer { answeredAt = attempt.answeredAt }
+    /// What one attempt came to: how it ended, when the person's last answer was handed to the backend,
+    /// whether the stack asked the person anything, and how a stack decided it.
+    private struct AttemptEnd {
+        var outcome: Result<Identity, AuthError>
+        var answeredAt: ContinuousClock.Instant?
+        var askedAnything = true
+        var trace: ProviderChain.Trace?
+
+        init(_ outcome: Result<Identity, AuthError>) { self.outcome = outcome }
+
+        /// The login's answer, with `trace` (the latest any attempt had).
+        func keeping(_ trace: ProviderChain.Trace?) -> SingleFlight.Result {
+            Traced(outcome, trace: trace, answeredAt: answeredAt)
+        }
+    }
+
+    /// One attempt, the one admission path every login takes, in the order it is made: the name,
+    /// validated; the account's own spelling from the backend (``AuthProvider/lookUpAccount(_:)``); a login
+    /// remembered for that account in this place, if the backend and the lockout still agree; otherwise the
+    /// attempt opened in the ledger (``AttemptLedger``: counted when the person's answer reaches the
+    /// backend); the stack's answer; the verdict made of it; the ledger settled by it; the audit, written from
+    /// the verdict in one place; and for a password found right but expired, its change.
+    private func check(_ typed: String, conversation: any Conversation, flight: UInt64) async -> AttemptEnd {
+        let (username, account, attempt): (String, LockoutAccount, LedgerAttempt)
+        do throws(AuthError) {
+            username = try Username.validate(typed)
+            record(.attempt, unverified: username)
+            account = LockoutAccount(username, lookup: await provider.lookUpAccount(username))
+            if Task.isCancelled { throw .cancelled }
+            if let identity = try await rememberedLogin(of: account) { return AttemptEnd(.success(identity)) }
+            attempt = try ledger.open(account)
+        } catch {
+            return AttemptEnd(.failure(error))
+        }
+        let answer = await authenticate(username, conversation: conversation, attempt: attempt)
+        var end = AttemptEnd(.failure(.cancelled))
+        end.answeredAt = attempt.answeredAt
+        // The presentation itself may have been refused (the account locked meanwhile, a store that cannot
+        // count; the ledger audited it): that is the answer, whatever the backend made of a conversation that
+        // failed, and nothing reached the backend to audit.
+        if let refusal = attempt.refusal {
+            if case .success(let traced) = answer, case .authenticated(let identity) = traced.outcome {
+                await provider.signOut(identity)
+            }
+            end.outcome = .failure(refusal)
+            return end
+        }
+        end.askedAnything = attempt.asked
+        let verdict = LoginVerdict(answer, account: account, revealsUnknownUsers: configuration.revealsUnknownUsers)
+        end.trace = note(verdict.trace, flight: flight)
+        let lockedOut = ledger.settle(attempt, verdict.ledgerAnswer)
+        audit(verdict, presented: attempt.presented, lockedOut: lockedOut)
+        // An account the answer names that is locked answers as locked, whatever the password was.
+        switch (verdict.result, lockedOut) {
+        case (.success(let identity), let lockedOut?):
+            await provider.signOut(identity)
+            end.outcome = .failure(lockedOut)
+        case (.failure, let lockedOut?):
+            end.outcome = .failure(lockedOut)
+        case (.failure(let error), nil):
+            end.outcome = .failure(error)
+        case (.success(let identity), nil) where !identity.mustChangePassword:
+            remember(identity)
+            end.outcome = .success(identity)
+        case (.success(let identity), nil) where !configuration.changesExpiredPasswords || !conversation.isInteractive:
+            // Nobody here can answer a new password's questions: refused, its own error, uncounted.
+            record(.signInFailed, identity.username, .passwordChangeRequired, stackEntry: verdict.trace?.decidingEntry)
+            await provider.signOut(identity)
+            end.outcome = .failure(.passwordChangeRequired)
+        case (.success(let identity), nil):
+            let changed = await changeExpiredPassword(of: identity, conversation: conversation, flight: flight)
+            end.outcome = changed.outcome
+            end.trace = changed.trace ?? end.trace
+        }
+        return end
+    }
+
+    /// The stack's answer to the attempt: every answer the person gives checked, and presented to the
+    /// attempt's ledger entry, before the backend sees it.
+    private func authenticate(_ username: String, conversation: any Conversation, attempt: LedgerAttempt) async
+        -> Result<Traced<AuthOutcome>, AuthError>
+    {
         let request = AuthRequest(
             username: username,
             conversation: ValidatingConversation(conversation, attempt: attempt),
@@ -263,50 +328,25 @@ extension Gatekeeper {
             mayChangeExpiredPassword: true,
             readsGroups: configuration.readsGroups
         )
-        let answer: Result<Traced<AuthOutcome>, AuthError>
         do throws(AuthError) {
-            answer = .success(try await provider.authenticateWithTrace(request))
+            return .success(try await provider.authenticateWithTrace(request))
         } catch {
-            answer = .failure(error)
+            return .failure(error)
         }
-        // The presentation itself may have been refused (the account locked meanwhile, a store that cannot
-        // count; the ledger audited it): that is the answer, whatever the backend made of a conversation that
-        // failed, and nothing reached the backend to audit.
-        if let refusal = attempt.refusal {
-            if case .success(let traced) = answer, case .authenticated(let identity) = traced.outcome {
-                await provider.signOut(identity)
-            }
-            throw refusal
-        }
-        askedNothing = !attempt.asked
-        let verdict = LoginVerdict(answer, account: account, revealsUnknownUsers: configuration.revealsUnknownUsers)
-        if case .success(let traced) = answer { keep(traced.trace, as: &trace, flight: flight) }
-        let lockedOut = ledger.settle(attempt, verdict.ledgerAnswer)
-        audit(verdict, presented: attempt.presented, lockedOut: lockedOut)
-        if let lockedOut {
-            if case .authenticated(let identity) = verdict.outcome { await provider.signOut(identity) }
-            throw lockedOut
-        }
-        guard case .authenticated(let identity) = verdict.outcome else { throw verdict.error! }
-        guard identity.mustChangePassword else {
-            remember(identity)
-            return identity
-        }
-        guard configuration.changesExpiredPasswords && !(conversation is CredentialsConversation) else {
-            // Nobody here can answer a new password's questions: refused, its own error, uncounted.
-            record(.signInFailed, identity.username, .passwordChangeRequired, stackEntry: verdict.trace?.decidingEntry)
-            await provider.signOut(identity)
-            throw .passwordChangeRequired
-        }
-        return try await changeExpiredPassword(of: identity, conversation: conversation, flight: flight, trace: &trace)
     }
 
-    /// Keeps `answered`, a stack's trace, as the login's `trace`, and tells the login's flight at once: a
-    /// caller that stops waiting before the login ends (Ctrl-C during the fail delay) still hears it.
-    private func keep(_ answered: ProviderChain.Trace?, as trace: inout ProviderChain.Trace?, flight: UInt64) {
-        guard let answered else { return }
-        trace = answered
-        core.withLock { $0.login.note(answered, for: flight) }
+    /// Tells the login's flight of `answered`, a stack's trace, at once, and answers it: a caller that stops
+    /// waiting before the login ends (Ctrl-C during the fail delay) still hears how the stack decided.
+    private func note(_ answered: ProviderChain.Trace?, flight: UInt64) -> ProviderChain.Trace? {
+        if let answered { core.withLock { $0.login.note(answered, for: flight) } }
+        return answered
+    }
+
+    /// Whether a password change's answer makes its current password a failed guess: a wrong current
+    /// password is one — the stack's answer, or an entry's whose refusal another entry's answer decided over.
+    private static func refusedCurrentPassword(_ outcome: PasswordChangeOutcome, _ trace: ProviderChain.Trace?) -> Bool
+    {
+        outcome == .rejected(.wrongCurrentPassword) || trace?.refusedCredential == true
     }
 
     /// The audit records of one attempt, from its verdict alone: the stack's decision, then the failure (or
@@ -317,11 +357,11 @@ extension Gatekeeper {
         if let trace = verdict.trace {
             record(.stackDecision, name, known: known, detail: trace.description, stackEntry: entry)
         }
-        if let lockedOut, case .authenticated = verdict.outcome {
+        if let lockedOut, case .success = verdict.result {
             record(.signInFailed, name, known: known, lockedOut, stackEntry: entry)
             return
         }
-        guard let error = verdict.error else { return }
+        guard case .failure(let error) = verdict.result else { return }
         switch error.code {
         case .providerUnavailable:
             if presented {
@@ -448,13 +488,13 @@ extension Gatekeeper {
         }
         // Only an answer that proves the current password right takes the count back: the update pass ran,
         // which it does only once every entry's preliminary check accepted the current password. A wrong
-        // current password is a guess — the stack's answer, or an entry's whose refusal another entry's answer
-        // decided over — and so is any other end once it was handed over (unavailable, failed, a policy).
-        let guessed = outcome == .rejected(.wrongCurrentPassword) || changeTrace?.refusedCredential == true
+        // current password is a guess, and so is any other end once it was handed over (unavailable, failed,
+        // a policy).
+        let guessed = Self.refusedCurrentPassword(outcome, changeTrace)
         _ = ledger.settle(attempt, LedgerAnswer(preliminaryPassed && !guessed ? .rightCredential : .refused))
         if let error = outcome.error {
             record(.passwordChangeFailed, username, error)
-            if guessed { try await waitAfterFailure(answeredAt: attempt.answeredAt) }
+            if guessed { try await delayRefusal(answeredAt: attempt.answeredAt) }
             throw error
         }
         record(.passwordChanged, username)
@@ -465,41 +505,40 @@ extension Gatekeeper {
     /// through the stack, each entry changing only a password of its own that has expired
     /// (`expiredOnly`). Refused or cancelled, the login is not admitted and whatever the backend holds
     /// for the identity is let go. The password was just found right, so nothing here is a guess but a
-    /// current password an entry asks again and refuses, which the ledger counts. `trace` becomes the
-    /// change's, when a stack answered it.
-    private func changeExpiredPassword(
-        of identity: Identity, conversation: any Conversation, flight: UInt64,
-        trace loginTrace: inout ProviderChain.Trace?
-    ) async throws(AuthError) -> Identity {
+    /// current password an entry asks again and refuses, which the ledger counts as a failure already
+    /// checked (``AttemptLedger/chargeChecked(_:)``): the change is no new attempt, which would hold a slot of
+    /// the lockout, or refuse the person whose right password was just accepted. The answer carries the
+    /// change's trace, when a stack answered it.
+    private func changeExpiredPassword(of identity: Identity, conversation: any Conversation, flight: UInt64) async
+        -> Traced<Result<Identity, AuthError>>
+    {
         await conversation.show(PasswordPrompt.expiredNotice, as: .info)
         await conversation.show("Changing password for \(identity.username).", as: .info)
-        let outcome: PasswordChangeOutcome
-        let trace: ProviderChain.Trace?
+        let answer: Traced<PasswordChangeOutcome>
         do throws(AuthError) {
-            let answer = try await provider.changePasswordWithTrace(
+            answer = try await provider.changePasswordWithTrace(
                 of: identity.username, conversation: ValidatingConversation(conversation), expiredOnly: true,
                 terminal: configuration.terminal, remoteHost: configuration.remoteHost,
                 requestingUser: configuration.requestingUser)
-            (outcome, trace) = (answer.outcome, answer.trace)
-            keep(trace, as: &loginTrace, flight: flight)
         } catch {
             record(.passwordChangeFailed, identity.username, error)
             await provider.signOut(identity)
-            throw error
+            return Traced(.failure(error))
         }
-        if let error = outcome.error {
-            if outcome == .rejected(.wrongCurrentPassword) || trace?.refusedCredential == true {
+        let trace = note(answer.trace, flight: flight)
+        if let error = answer.outcome.error {
+            if Self.refusedCurrentPassword(answer.outcome, trace) {
                 try? ledger.chargeChecked(LockoutAccount(identity.username))
             }
             record(.passwordChangeFailed, identity.username, error)
             await provider.signOut(identity)
-            throw error
+            return Traced(.failure(error), trace: trace)
         }
         record(.passwordChanged, identity.username, detail: "the password had expired; changed at the login")
         var admitted = identity
         admitted.mustChangePassword = false
         remember(admitted)
-        return admitted
+        return Traced(.success(admitted), trace: trace)
     }
 
     /// The ledger every attempt of this gatekeeper goes through, with the lockout policy in force.

@@ -21,14 +21,15 @@ final class REPL: Sendable {
     /// traces were kept so far (a login that kept one changes the count).
     private let lastTrace = Locked<(trace: ProviderChain.Trace?, count: Int)>((nil, 0))
 
-    /// Logins remembered for this terminal session by host tools (`gatekeeper-run`), shown by `status`.
-    let cache: LoginCache?
+    /// Logins remembered for this terminal session by host tools (`gatekeeper-run`), shown by `status`:
+    /// `nil` when the configuration remembers none, else the cache (`nil` while none was ever made).
+    let remembered: LoginCache??
 
-    init(gatekeeper: Gatekeeper, screen: Screen, cache: LoginCache? = nil) {
+    init(gatekeeper: Gatekeeper, screen: Screen, remembered: LoginCache?? = nil) {
         self.gatekeeper = gatekeeper
         self.screen = screen
         self.conversation = LoginConversation(screen: screen)
-        self.cache = cache
+        self.remembered = remembered
     }
 
     var currentTab: Tab { selection.withLock { $0 } }
@@ -249,8 +250,12 @@ final class REPL: Sendable {
 
     /// The login a host tool remembers for this terminal session, if any.
     private func rememberedLogin() {
-        guard let cache else { return }
-        let logins = TerminalSession.current().map { cache.logins(in: $0) } ?? []
+        guard let remembered else { return }
+        guard let cache = remembered, let session = TerminalSession.current() else {
+            screen.say("Remembered login: none for this terminal session.")
+            return
+        }
+        let logins = cache.logins(in: session)
         guard !logins.isEmpty else {
             screen.say("Remembered login: none for this terminal session.")
             return

@@ -130,7 +130,9 @@ public enum ReplCommand {
             throw ToolExit(.unavailable, error.reason ?? error.description)
         }
         let gatekeeper = login.gatekeeper
-        let repl = REPL(gatekeeper: gatekeeper, screen: screen, cache: login.cache)
+        // A cache the configuration keeps but nobody made yet has no login to show (the REPL does not make one).
+        let repl = REPL(
+            gatekeeper: gatekeeper, screen: screen, remembered: host.cacheTimeout > .zero ? login.cache : nil)
 
         // Ctrl-C outside a prompt cancels the command in progress; with no command in progress it is ignored
         // on a terminal (the prompt handles its own Ctrl-C) and ends a scripted session.
