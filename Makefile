@@ -33,6 +33,7 @@ regex = $(subst $(empty) ,,$(strip $(1)))
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SWIFT_FORMAT ?= $(shell command -v swift-format 2>/dev/null || echo /opt/swift/usr/bin/swift-format)
+DOCC ?= $(shell command -v docc 2>/dev/null || echo $(dir $(SWIFT))docc)
 
 # Debian packages the build and the tests need beyond the Swift toolchain: libpam's headers, pam_wrapper's
 # pam_matrix module, pam_access (libpam-modules) and pamtester for the PAM tests, a C compiler for their fixture module, and the
@@ -62,7 +63,7 @@ DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin lib
 	python3-cryptography libpwquality-dev libpwquality-tools cracklib-runtime sudo tmux g++ openssh-server \
 	openssh-client sssd-ldap libpam-sss python3-matplotlib
 
-.PHONY: pam-module startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-sssd bench-smoke sanitize sanitize-address sanitize-thread leaks lint fuzz fuzz-build fuzz-smoke fuzz-stacks faults test-builds
+.PHONY: pam-module startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-sssd bench-smoke sanitize sanitize-address sanitize-thread leaks lint docs fuzz fuzz-build fuzz-smoke fuzz-stacks faults
 
 # What building the tools alone needs (make install, make deb): headers, a C compiler, libstdc++'s archive
 # (g++), strip, dpkg-shlibdeps.
@@ -122,11 +123,12 @@ oidc-demo: build
 # temporary directory goes to a TMPDIR of the run's own, removed after it. SwiftPM's lock files
 # (/tmp/_PATH_.lock, one per build directory, kept for the next build) and the toolchain's
 # /tmp/swift-generated-sources are not the run's.
-# While the suites run, the builds of what follows them (the benchmark's tools, the fuzz targets, the
-# shipped tools and the package) are made at the lowest priority (nice 19): they take the processor time the
-# suites leave, never the time a suite needs.
+# While the suites run, the fuzz targets are built and run a few seconds each (fuzz-smoke) and the package is
+# built and checked (test-package), at the lowest priority (nice 19): they take the processor time the suites
+# leave, never the time a suite needs. The benchmark's smoke run (bench-smoke) follows on a quiet machine.
 # A compiler warning in the package's own sources fails the run too (a fresh clone builds every file, so
-# CI sees them all; a local build shows only the files it compiles again).
+# CI sees them all; a local build shows only the files it compiles again), and so does a DocC warning in the
+# core's catalog or its symbols' comments (make docs).
 TEST_JOBS ?= 6
 LEFTOVERS = for d in /run /tmp /var/lib; do ls -A "$$d" 2>/dev/null | sed "s|^|$$d/|"; done \
 	| grep -Ev '^/tmp/(_.*\.lock|swift-generated-sources)$$' | LC_ALL=C sort
@@ -138,21 +140,19 @@ test: deps
 		$(SWIFT) build --build-tests 2>&1 | tee .build/build-tests.log; test $${PIPESTATUS[0]} -eq 0; \
 		if grep -E '^$(CURDIR)/[^:]+:[0-9]+:[0-9]+: warning:' .build/build-tests.log; then \
 			echo "make test: the build warns (above); a warning fails the run"; exit 1; fi; \
-		nice -n 19 $(MAKE) --no-print-directory test-builds > .build/test-builds.log 2>&1 & builds=$$!; \
+		$(MAKE) --no-print-directory docs; \
+		nice -n 19 $(MAKE) --no-print-directory fuzz-smoke test-package > .build/test-beside.log 2>&1 & beside=$$!; \
 		tests=0; python3 Tests/Runner/run-suites.py --jobs $(TEST_JOBS) || tests=$$?; \
-		if ! wait $$builds; then cat .build/test-builds.log; echo "make test: the builds failed (above)"; exit 1; fi; \
+		if wait $$beside; then grep -E '^test-package: [0-9]+ checks|^ *[a-z-]+ +[0-9]+ .* (ok|FAILED)' .build/test-beside.log; \
+		else cat .build/test-beside.log; echo "make test: fuzz-smoke or test-package failed (above)"; exit 1; fi; \
 		test $$tests -eq 0; \
-		$(MAKE) --no-print-directory bench-smoke fuzz-smoke test-package
+		$(MAKE) --no-print-directory bench-smoke
 	@$(LEFTOVERS) > .build/leftovers-after.txt; \
 		left=$$(LC_ALL=C comm -13 .build/leftovers-before.txt .build/leftovers-after.txt); \
 		if [ -n "$$left" ]; then echo "make test left these behind:"; echo "$$left"; exit 1; fi; \
 		bash Tests/Runner/host-state.sh > .build/host-after.txt; \
 		if ! diff .build/host-before.txt .build/host-after.txt; then \
 			echo "make test changed the host's own state (above: < before, > after)"; exit 1; fi
-
-# What make test builds while its suites run: everything bench-smoke, fuzz-smoke and test-package use.
-test-builds: deps
-	$(MAKE) --no-print-directory fuzz-build deb
 
 # The tools as they ship: release mode, the Swift runtime linked statically (each run starts faster and
 # smaller than with the runtime's shared libraries, and needs nothing from the toolchain), no run path.
@@ -194,7 +194,8 @@ STATIC_BUILD = mkdir -p $(STATIC_CXX) && echo 'INPUT(-l:libstdc++.a)' > $(STATIC
 TOOLS := gatekeeper-run gatekeeper-passwd gatekeeper-repl gatekeeper-pam-helper gatekeeperd
 # pam_gatekeeper.so: C, so that no Swift runtime is loaded into sudo or sshd; hardened as Debian builds.
 PAM_MODULE = gcc -shared -fPIC -Wall -Wextra -Werror -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
-	-fvisibility=hidden -Wl,-z,relro -Wl,-z,now -Wl,--as-needed -o $(1) PAMModule/pam_gatekeeper.c -lpam
+	-fvisibility=hidden -Wl,-z,relro -Wl,-z,now -Wl,--as-needed -I Sources/CLibraries/CGatekeeperWire/include \
+	-o $(1) Sources/Daemon/PAMModule/pam_gatekeeper.c -lpam
 # pam-load: make bench's driver of whole PAM logins (gatekeeperd against SSSD).
 PAM_LOAD = gcc -Wall -Wextra -Werror -O2 -o $(1) Benchmarks/pam-load/pam_load.c -lpam
 # SwiftPM does not know the start-up list or these link flags as inputs of the link: a tool linked before
@@ -347,18 +348,30 @@ FUZZ_BUILD ?= release
 fuzz: fuzz-build
 	FUZZ_BINARY=.build/fuzz/$(FUZZ_BUILD)/gatekeeper-fuzz bash Fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
+# The core's DocC catalog (Sources/Core/Authentication/Authentication.docc) with the module's symbols, every
+# warning an error: a link to a symbol that is gone, or an article a topic no longer lists, fails make test.
+docs: build-deps
+	$(SWIFT) package dump-symbol-graph --minimum-access-level public > .build/symbol-graph.log 2>&1 || \
+		{ cat .build/symbol-graph.log; exit 1; }
+	rm -rf .build/docs && mkdir -p .build/docs/symbols
+	cp $$($(SWIFT) build --show-bin-path)/../symbolgraph/Authentication.symbols.json .build/docs/symbols/
+	$(DOCC) convert Sources/Core/Authentication/Authentication.docc --additional-symbol-graph-dir .build/docs/symbols \
+		--fallback-display-name Authentication --fallback-bundle-identifier org.swift-gatekeeper.Authentication \
+		--output-dir .build/docs/Authentication.doccarchive --warnings-as-errors
+
 fuzz-build: deps
 	$(SWIFT) build -c $(FUZZ_BUILD) --product gatekeeper-fuzz -Xswiftc -enable-testing \
 		-Xswiftc -sanitize=fuzzer,address -Xswiftc -DGATEKEEPER_FUZZ \
 		-Xlinker --export-dynamic-symbol=LLVMFuzzerRunDriver --scratch-path .build/fuzz 2>&1 \
 		| grep -v "Cannot export local symbol"; test $${PIPESTATUS[0]} -eq 0
 
-# What CI runs so the fuzz targets cannot rot: each for a few seconds.
+# What CI runs so the fuzz targets cannot rot: each for a few seconds, built unoptimised (a build a quarter of
+# the release build's time; its executions check every assertion, where -O keeps only preconditions).
 fuzz-smoke:
-	$(MAKE) fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-4}
+	$(MAKE) fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-4} FUZZ_BUILD=$${FUZZ_BUILD:-debug}
 
 lint:
-	$(SWIFT_FORMAT) lint --strict -r Sources Plugins Tools Examples Tests Benchmarks Fuzz Package.swift
+	$(SWIFT_FORMAT) lint --strict -r Sources Tools Examples Tests Benchmarks Fuzz Package.swift
 
 fuzz-stacks: deps
 	$(SWIFT) build --build-tests

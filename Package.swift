@@ -33,51 +33,66 @@ let package = Package(
     ],
     targets: [
         // The core: AuthProvider, Conversation, Secret, Identity, AuthError, Gatekeeper, RequiresAuthentication.
-        .target(name: "Authentication", dependencies: ["GatekeeperSupport"]),
+        .target(name: "Authentication", dependencies: ["GatekeeperSupport"], path: "Sources/Core/Authentication"),
         // What several modules share without making it public API (`package` access): locked state, private
         // files and state directories, child processes and signal threads, SHA-256, random bytes. In no
         // product of its own. (The bounded pool of threads for blocking C work is Authentication's.)
-        .target(name: "GatekeeperSupport", dependencies: ["CProcessSpawn"]),
+        .target(name: "GatekeeperSupport", dependencies: ["CProcessSpawn"], path: "Sources/Core/GatekeeperSupport"),
         // Provider plugins: a backend by name, built from key=value options. The extension point that
         // command lines, configuration files and run-time loading use; neither the core's inner API nor a
         // terminal concern.
-        .target(name: "ProviderPlugins", dependencies: ["Authentication", "GatekeeperSupport"]),
+        .target(
+            name: "ProviderPlugins", dependencies: ["Authentication", "GatekeeperSupport"],
+            path: "Sources/Extensions/ProviderPlugins"),
         // Test doubles and the provider conformance suite, for host tools and for this package's tests.
-        .target(name: "AuthenticationTesting", dependencies: ["Authentication", "GatekeeperSupport"]),
+        .target(
+            name: "AuthenticationTesting", dependencies: ["Authentication", "GatekeeperSupport"],
+            path: "Sources/Core/AuthenticationTesting"),
         // A Conversation on the controlling terminal (echo off, Ctrl-C / Ctrl-D cancel), its line editor and
         // the terminal's restoration. (The command line's provider options are ToolSupport's.)
-        .target(name: "TerminalLogin", dependencies: ["Authentication", "GatekeeperSupport"]),
+        .target(
+            name: "TerminalLogin", dependencies: ["Authentication", "GatekeeperSupport"],
+            path: "Sources/Host/TerminalLogin"),
         // What a host tool needs around every login: failed logins counted in pam_faillock's files, logins
         // remembered for a terminal session, and audit sinks (syslog, a hash-chained JSON log).
-        .target(name: "HostProtection", dependencies: ["Authentication", "GatekeeperSupport", "CUnicodeFold"]),
+        .target(
+            name: "HostProtection", dependencies: ["Authentication", "GatekeeperSupport", "CUnicodeFold"],
+            path: "Sources/Host/HostProtection"),
         // Unicode's NFKC case fold, from libunistring (Debian libunistring-dev): the form the lockout counts
         // names no backend recognised under.
-        .target(name: "CUnicodeFold", dependencies: ["CLibraryLoader"]),
+        .target(name: "CUnicodeFold", dependencies: ["CLibraryLoader"], path: "Sources/CLibraries/CUnicodeFold"),
         // The C ABI of shared-object provider plugins (gatekeeper_plugin.h).
-        .target(name: "CGatekeeperPlugin"),
+        .target(name: "CGatekeeperPlugin", path: "Sources/CLibraries/CGatekeeperPlugin"),
         // glibc's spawn extensions that Swift's Glibc module leaves out (close every descriptor from N).
-        .target(name: "CProcessSpawn"),
+        .target(name: "CProcessSpawn", path: "Sources/CLibraries/CProcessSpawn"),
+        // gatekeeperd's wire format (gatekeeper_wire.h): every number the daemon and pam_gatekeeper.so write and
+        // read, in the one header both include.
+        .target(name: "CGatekeeperWire", path: "Sources/CLibraries/CGatekeeperWire"),
         // Loading plugins at run time: shared objects through that ABI.
         .target(
             name: "PluginHost",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin"]
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin"],
+            path: "Sources/Extensions/PluginHost"
         ),
         // Helper programs a login runs: checkpassword's interface, and the whole conversation in JSON lines
         // (the protocol the PAM provider's isolating helper speaks too), both sides of it.
         .target(
             name: "HelperPrograms",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CProcessSpawn"]
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CProcessSpawn"],
+            path: "Sources/Extensions/HelperPrograms"
         ),
         // Password hashes (libxcrypt's schemes, apr-util's legacy ones) and the one pool they are checked
         // on: the users file's, the offline cache's verifiers.
         .target(
             name: "PasswordHashing",
-            dependencies: ["Authentication", "GatekeeperSupport", "CCryptLoader", "CAPRUtilLoader"]
+            dependencies: ["Authentication", "GatekeeperSupport", "CCryptLoader", "CAPRUtilLoader"],
+            path: "Sources/Extensions/PasswordHashing"
         ),
         // For plugins written in Swift: exports an AuthProvider through the C ABI.
         .target(
             name: "PluginExport",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin"]
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin"],
+            path: "Sources/Extensions/PluginExport"
         ),
         .target(
             name: "ExampleSwiftPlugin",
@@ -90,14 +105,16 @@ let package = Package(
         // messages on standard error, the signal state a command gets back before exec.
         .target(
             name: "ToolSupport",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin"]
+            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin"],
+            path: "Sources/Host/ToolSupport"
         ),
         // What a host tool assembles from its configuration — the stack, the lockout, the login cache, the
         // fail delay, the audit sinks — around the one admission path every tool uses; and what a
         // configuration file's settings mean (its grammar is ProviderPlugins').
         .target(
             name: "GatekeeperHost",
-            dependencies: ["Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins"]
+            dependencies: ["Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins"],
+            path: "Sources/Host/GatekeeperHost"
         ),
 
         // The backends the host tools offer by name: the one list of them (docs/layout.md, "Adding a
@@ -107,7 +124,7 @@ let package = Package(
             dependencies: [
                 "ProviderPlugins", "MockProvider", "PAMProvider", "FileProvider", "DebugProvider", "HelperPrograms",
                 "OTPProvider", "LDAPProvider", "OIDCProvider", "PluginHost",
-            ]
+            ], path: "Sources/Backends/GatekeeperBackends"
         ),
 
         // The tools' commands: each command line read into an action value, and what each action does
@@ -120,54 +137,55 @@ let package = Package(
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
                 "ToolSupport",
                 "GatekeeperHost", "GatekeeperBackends", "OfflineCache",
-            ]
+            ], path: "Sources/Commands/GatekeeperCommands"
         ),
-        // gatekeeperd: the stacks of /etc/gatekeeper/pam.d served to pam_gatekeeper.so (PAMModule/) on a Unix
+        // gatekeeperd: the stacks of /etc/gatekeeper/pam.d served to pam_gatekeeper.so (Sources/Daemon/PAMModule/) on a Unix
         // socket, each login through HostLogin's admission path.
         .target(
             name: "GatekeeperDaemon",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "ToolSupport",
-                "GatekeeperHost", "GatekeeperBackends", "CProcessSpawn",
-            ]
+                "GatekeeperHost", "GatekeeperBackends", "CProcessSpawn", "CGatekeeperWire",
+            ], path: "Sources/Daemon/GatekeeperDaemon"
         ),
         .target(
             name: "PasswdCommands",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "TerminalLogin", "ToolSupport", "FileProvider", "OTPProvider",
                 "PasswordHashing",
-            ]
+            ], path: "Sources/Commands/PasswdCommands"
         ),
 
         // Provider plugins: each depends on the core only, never on another provider.
         .target(
             name: "MockProvider", dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins"],
-            path: "Plugins/MockProvider"),
+            path: "Sources/Backends/MockProvider"),
         .target(
-            name: "DebugProvider", dependencies: ["Authentication", "ProviderPlugins"], path: "Plugins/DebugProvider"),
+            name: "DebugProvider", dependencies: ["Authentication", "ProviderPlugins"],
+            path: "Sources/Backends/DebugProvider"),
         .target(
             name: "PAMProvider",
             dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "HelperPrograms", "CPAMLoader"],
-            path: "Plugins/PAMProvider"
+            path: "Sources/Backends/PAMProvider"
         ),
         .target(
             name: "FileProvider",
             dependencies: [
                 "Authentication", "GatekeeperSupport", "ProviderPlugins", "PasswordHashing", "CPWQualityLoader",
             ],
-            path: "Plugins/FileProvider"
+            path: "Sources/Backends/FileProvider"
         ),
 
         .target(
             name: "OTPProvider",
             dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "COathLoader", "TerminalQRCode"],
-            path: "Plugins/OTPProvider"
+            path: "Sources/Backends/OTPProvider"
         ),
 
         .target(
             name: "LDAPProvider",
             dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "OfflineCache", "CLDAPLoader"],
-            path: "Plugins/LDAPProvider"
+            path: "Sources/Backends/LDAPProvider"
         ),
 
         .target(
@@ -175,39 +193,43 @@ let package = Package(
             dependencies: [
                 "Authentication", "GatekeeperSupport", "ProviderPlugins", "COIDCLoader", "TerminalQRCode",
             ],
-            path: "Plugins/OIDCProvider"
+            path: "Sources/Backends/OIDCProvider"
         ),
 
         // Logins checked against a cache of recent successes while a backend is unreachable; wraps any
         // provider (its verifiers are yescrypt hashes).
-        .target(name: "OfflineCache", dependencies: ["Authentication", "GatekeeperSupport", "PasswordHashing"]),
+        .target(
+            name: "OfflineCache", dependencies: ["Authentication", "GatekeeperSupport", "PasswordHashing"],
+            path: "Sources/Host/OfflineCache"),
 
         // C libraries from Debian. Each library a backend calls is loaded the first time it is called, not
         // linked (Sources/CLibraryLoader): linked, apr-util, liboath, libqrencode, libunistring and libcrypt
         // cost every run of every tool about 1 ms and 1 MiB, and libpam 0.4 ms and 0.4 MiB more. Their
         // headers come from the -dev packages (make build-deps).
-        .target(name: "CLibraryLoader", linkerSettings: [.linkedLibrary("dl")]),
-        .target(name: "CCryptLoader", dependencies: ["CLibraryLoader"]),
-        .target(name: "CAPRUtilLoader", dependencies: ["CLibraryLoader"]),
-        .target(name: "COathLoader", dependencies: ["CLibraryLoader"]),
-        .target(name: "CQREncodeLoader", dependencies: ["CLibraryLoader"]),
-        .target(name: "CPAMLoader", dependencies: ["CLibraryLoader"]),
+        .target(
+            name: "CLibraryLoader", path: "Sources/CLibraries/CLibraryLoader", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CCryptLoader", dependencies: ["CLibraryLoader"], path: "Sources/CLibraries/CCryptLoader"),
+        .target(name: "CAPRUtilLoader", dependencies: ["CLibraryLoader"], path: "Sources/CLibraries/CAPRUtilLoader"),
+        .target(name: "COathLoader", dependencies: ["CLibraryLoader"], path: "Sources/CLibraries/COathLoader"),
+        .target(name: "CQREncodeLoader", dependencies: ["CLibraryLoader"], path: "Sources/CLibraries/CQREncodeLoader"),
+        .target(name: "CPAMLoader", dependencies: ["CLibraryLoader"], path: "Sources/CLibraries/CPAMLoader"),
         // libpam linked, for the tests' and the benchmark's raw libpam calls (libpam0g-dev).
-        .systemLibrary(name: "CPAM", pkgConfig: "pam", providers: [.apt(["libpam0g-dev"])]),
+        .systemLibrary(name: "CPAM", path: "Benchmarks/CPAM", pkgConfig: "pam", providers: [.apt(["libpam0g-dev"])]),
 
         // libpwquality (pam_pwquality's checks, for new passwords of a users file), loaded the first time a
         // password is checked, for the same reason as libldap. Its header comes from libpwquality-dev.
-        .target(name: "CPWQualityLoader", dependencies: ["CLibraryLoader"]),
+        .target(
+            name: "CPWQualityLoader", dependencies: ["CLibraryLoader"], path: "Sources/CLibraries/CPWQualityLoader"),
 
-        .systemLibrary(name: "CLDAP", pkgConfig: "ldap", providers: [.apt(["libldap-dev"])]),
+        .systemLibrary(name: "CLDAP", path: "Benchmarks/CLDAP", pkgConfig: "ldap", providers: [.apt(["libldap-dev"])]),
         // libldap loaded when the first LDAP provider is made, not linked: linked, it (and GnuTLS with it)
         // costs every run of every tool about 2 ms of start-up. Its headers come from libldap-dev.
-        .target(name: "CLDAPLoader", dependencies: ["CLibraryLoader"]),
+        .target(name: "CLDAPLoader", dependencies: ["CLibraryLoader"], path: "Sources/CLibraries/CLDAPLoader"),
         // libcurl and OpenSSL's libcrypto, loaded when the first OpenID Connect provider is made, for the
         // same reason. Headers from libcurl4-openssl-dev and libssl-dev.
-        .target(name: "COIDCLoader", dependencies: ["CLibraryLoader"]),
+        .target(name: "COIDCLoader", dependencies: ["CLibraryLoader"], path: "Sources/CLibraries/COIDCLoader"),
         // A QR code drawn with text (libqrencode), for the one-time codes' enrolment and the device login.
-        .target(name: "TerminalQRCode", dependencies: ["CQREncodeLoader"]),
+        .target(name: "TerminalQRCode", dependencies: ["CQREncodeLoader"], path: "Sources/Host/TerminalQRCode"),
 
         // Executables.
         .executableTarget(
@@ -379,7 +401,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "GatekeeperREPLTests", dependencies: ["gatekeeper-repl", "TestSupport"]),
-        // gatekeeperd over its socket, and pam_gatekeeper.so (PAMModule/) under pamtester, sudo and su.
+        // gatekeeperd over its socket, and pam_gatekeeper.so (Sources/Daemon/PAMModule/) under pamtester, sudo and su.
         .testTarget(
             name: "GatekeeperDaemonTests",
             dependencies: [

@@ -40,7 +40,7 @@ depends=$(cd "$work" && dpkg-shlibdeps -O -e"$stage/usr/bin/gatekeeper-run" -e"$
     echo "deb.sh: dpkg-shlibdeps found no dependencies" >&2
     exit 1
 }
-# Every library a backend calls is loaded the first time it is called, not linked (Sources/CLibraryLoader
+# Every library a backend calls is loaded the first time it is called, not linked (Sources/CLibraries/CLibraryLoader
 # and the C*Loader modules beside it), so dpkg-shlibdeps cannot see them: the package that has each soname
 # the tools load is added by hand.
 for pattern in 'libldap[-_.a-z0-9]*\.so\.[0-9]+' 'libcurl\.so\.[0-9]+' 'libcrypto\.so\.[0-9]+' 'libpwquality\.so\.[0-9]+' \

@@ -5,7 +5,7 @@ import GatekeeperSupport
 import TestSupport
 import Testing
 
-/// pam_gatekeeper.so, built from PAMModule/, in throwaway PAM services under /etc/pam.d, with the real programs
+/// pam_gatekeeper.so, built from Sources/Daemon/PAMModule/, in throwaway PAM services under /etc/pam.d, with the real programs
 /// people log in through: `pamtester` (Linux-PAM's own client), `sudo` on a terminal with a sudoers rule naming
 /// the service (`pam_service=`), and `su` (its service file replaced in a mount namespace of its own).
 @Suite(
@@ -17,13 +17,15 @@ import Testing
 struct PAMModuleTests {
     /// The module, compiled once per test process as the Makefile compiles it.
     static let module: Result<String, DaemonFixtureError> = {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../PAMModule/pam_gatekeeper.c").standardized.path
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Sources").standardized.path
+        let source = sources + "/Daemon/PAMModule/pam_gatekeeper.c"
+        let wire = sources + "/CLibraries/CGatekeeperWire/include"
         let directory = temporaryDirectory("pam-gatekeeper-module")
         chmod(directory, 0o755)  // Loaded by programs run as the test's accounts too.
         let output = directory + "/pam_gatekeeper.so"
         let built = try? shell(
-            "gcc -shared -fPIC -Wall -Wextra -Werror -O2 -fvisibility=hidden -o \(output) \(source) -lpam")
+            "gcc -shared -fPIC -Wall -Wextra -Werror -O2 -fvisibility=hidden -I \(wire) -o \(output) \(source) -lpam")
         guard built?.status == 0 else { return .failure(DaemonFixtureError("gcc: \(built?.output ?? "")")) }
         return .success(output)
     }()

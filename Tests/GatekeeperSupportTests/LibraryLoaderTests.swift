@@ -13,7 +13,7 @@ import Testing
     import Glibc
 #endif
 
-/// The backends' C libraries are loaded the first time they are called (Sources/CLibraryLoader): each
+/// The backends' C libraries are loaded the first time they are called (Sources/CLibraries/CLibraryLoader): each
 /// loader must find its library under the soname it names and every function it lists, and say which
 /// library and which function when it cannot.
 @Suite

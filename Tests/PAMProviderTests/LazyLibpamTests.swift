@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// The tools load libpam the first time a PAM transaction starts rather than linking it
-/// (Sources/CPAMLoader), and load it as a linked library would be: with its functions visible to every
+/// (Sources/CLibraries/CPAMLoader), and load it as a linked library would be: with its functions visible to every
 /// module, so a PAM module built without `-lpam` (relying on the program for libpam's functions, as
 /// some third-party modules do) still loads. Checked through the tools themselves, which link nothing
 /// of PAM (the test process links libpam and would hide the difference).

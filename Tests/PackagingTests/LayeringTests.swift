@@ -1,32 +1,60 @@
 import Foundation
 import Testing
 
-/// Modules depend only downward (docs/layout.md): each module's imports name modules of a lower layer, never a
-/// peer's or one above. Read from the sources' own `import` lines, so an import added without a thought
-/// to where its module sits fails here.
+/// Modules depend only downward (docs/layout.md), and the folders show it: Sources/ holds one folder per
+/// layer, and each module's imports name modules of a lower layer, or of its own layer one ranked below it —
+/// never a peer's or one above. Read from the sources' own `import` lines, so an import added without a
+/// thought to where its module sits fails here.
 struct LayeringTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
         .standardized.path
 
-    /// Each library module's layer; C modules (their names start with C and a capital) sit under them all.
-    static let layers: [String: Int] = [
-        "GatekeeperSupport": 0,
-        "Authentication": 1,
-        "ProviderPlugins": 2, "AuthenticationTesting": 2, "TerminalLogin": 2, "HostProtection": 2,
-        "PasswordHashing": 2, "TerminalQRCode": 2,
+    /// The layers, bottom first: each a folder of Sources/, and its modules by rank (a module may import one
+    /// of a lower rank in its own layer). C modules (their names start with C and a capital) are
+    /// Sources/CLibraries', under them all.
+    static let layers: [(folder: String, ranks: [[String]])] = [
+        ("CLibraries", []),
+        ("Core", [["GatekeeperSupport"], ["Authentication"], ["AuthenticationTesting"]]),
+        // The extension points: backends by name, password hashes, helper programs, plugins.
+        ("Extensions", [["ProviderPlugins", "PasswordHashing"], ["HelperPrograms", "PluginHost", "PluginExport"]]),
+        // What a host tool puts around a login, and assembles from its configuration.
+        (
+            "Host",
+            [
+                ["TerminalLogin", "TerminalQRCode", "HostProtection", "OfflineCache"],
+                ["ToolSupport", "GatekeeperHost"],
+            ]
+        ),
         // The backends: none may import another (a module named …Provider is one); what two share sits below.
-        "MockProvider": 3, "DebugProvider": 3, "FileProvider": 3, "OTPProvider": 3, "OIDCProvider": 3,
-        "HelperPrograms": 3, "OfflineCache": 3, "PluginHost": 3, "PluginExport": 3,
-        "PAMProvider": 4, "LDAPProvider": 4,
-        "ToolSupport": 5, "GatekeeperHost": 5,
-        // The one list of the backends the tools offer: it assembles them, as the tools do.
-        "GatekeeperBackends": 6,
-        // The tools' commands, which the tools' mains call: they assemble everything; gatekeeper-passwd's
-        // manage two backends' files (FileProvider's users file, OTPProvider's pam_oath file).
-        "GatekeeperCommands": 7, "PasswdCommands": 7, "GatekeeperDaemon": 7,
+        // Above them, the one list of the backends the tools offer: it assembles them, as the tools do.
+        (
+            "Backends",
+            [
+                [
+                    "MockProvider", "DebugProvider", "FileProvider", "OTPProvider", "OIDCProvider", "PAMProvider",
+                    "LDAPProvider",
+                ],
+                ["GatekeeperBackends"],
+            ]
+        ),
+        // The tools' commands, which the tools' mains call, and the daemon: they assemble everything;
+        // gatekeeper-passwd's manage two backends' files (FileProvider's users file, OTPProvider's pam_oath file).
+        ("Commands", [["GatekeeperCommands", "PasswdCommands"]]),
+        ("Daemon", [["GatekeeperDaemon"]]),
     ]
 
-    /// The modules that may import a backend: the list of them, and the commands that manage their files.
+    /// Each library module's folder and place: (layer, rank), compared in that order. Commands and Daemon are
+    /// one layer: neither imports the other.
+    static let places: [String: (folder: String, place: [Int])] = {
+        var places: [String: (folder: String, place: [Int])] = [:]
+        for (layer, (folder, ranks)) in layers.enumerated() {
+            for (rank, modules) in ranks.enumerated() {
+                for module in modules { places[module] = (folder, [folder == "Daemon" ? layer - 1 : layer, rank]) }
+            }
+        }
+        return places
+    }()
+
     static let assemblers: Set<String> = ["GatekeeperBackends", "PasswdCommands"]
 
     /// Kinds of login: a module never imports one of these (the tools, which assemble them, are not checked).
@@ -56,27 +84,36 @@ struct LayeringTests {
         return scalars.count > 1 && scalars[0] == "C" && ("A"..."Z").contains(scalars[1])
     }
 
-    @Test(arguments: layers.keys.sorted())
+    @Test(arguments: places.keys.sorted())
     func importsGoOnlyDown(_ module: String) throws {
-        let directory = ["Sources", "Plugins"].map { "\(Self.root)/\($0)/\(module)" }
-            .first { FileManager.default.fileExists(atPath: $0) }
-        let found = try #require(directory, "no directory for \(module)")
-        let layer = try #require(Self.layers[module])
-        for imported in try Self.imports(of: found) where imported != module {
+        let (folder, place) = try #require(Self.places[module])
+        let directory = "\(Self.root)/Sources/\(folder)/\(module)"
+        try #require(FileManager.default.fileExists(atPath: directory), "\(module) is not in Sources/\(folder)")
+        for imported in try Self.imports(of: directory) where imported != module {
             if Self.backends.contains(imported) && !Self.assemblers.contains(module) {
                 Issue.record("\(module) imports \(imported), a backend of its own")
-            } else if let other = Self.layers[imported], other >= layer {
-                Issue.record("\(module) (layer \(layer)) imports \(imported) (layer \(other)), not below it")
+            } else if let other = Self.places[imported], !other.place.lexicographicallyPrecedes(place) {
+                let below = "\(imported) (Sources/\(other.folder), \(other.place))"
+                Issue.record("\(module) (Sources/\(folder), \(place)) imports \(below), not below it")
             }
         }
     }
 
-    /// Every library module under Sources/ and Plugins/ has a layer above, so a new one cannot escape the check.
+    /// Every folder of Sources/ is a layer, and every module in it has its place above — C modules in
+    /// CLibraries, and no other module there — so a new one cannot escape the check.
     @Test func everyModuleHasALayer() throws {
-        for top in ["Sources", "Plugins"] {
-            for name in try FileManager.default.contentsOfDirectory(atPath: "\(Self.root)/\(top)")
-            where !Self.isCModule(name) {
-                #expect(Self.layers[name] != nil, "\(top)/\(name) has no layer in LayeringTests")
+        let folders = try FileManager.default.contentsOfDirectory(atPath: "\(Self.root)/Sources")
+        #expect(Set(folders) == Set(Self.layers.map(\.folder)), "Sources/ holds \(folders.sorted())")
+        for folder in folders {
+            for name in try FileManager.default.contentsOfDirectory(atPath: "\(Self.root)/Sources/\(folder)") {
+                if folder == "CLibraries" {
+                    #expect(Self.isCModule(name), "Sources/CLibraries/\(name) is no C module")
+                } else if folder == "Daemon" && name == "PAMModule" {
+                    continue  // pam_gatekeeper.so's C source, built by make (not a SwiftPM module).
+                } else {
+                    #expect(
+                        Self.places[name]?.folder == folder, "Sources/\(folder)/\(name) has no place in LayeringTests")
+                }
             }
         }
     }

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Every backend's C library is loaded the first time it is called (Sources/CLibraryLoader), not when a
+/// Every backend's C library is loaded the first time it is called (Sources/CLibraries/CLibraryLoader), not when a
 /// tool starts: libldap (with GnuTLS, SASL and the rest it brings), libcurl and OpenSSL, libpam (with
 /// libaudit and libcap-ng), libcrypt, apr-util, liboath, libqrencode, libunistring and libpwquality. A
 /// run that uses none of them starts without them (about 1.4 ms and 1.5 MiB less, `make bench`).

@@ -72,7 +72,7 @@ struct ManualPageTests {
     /// Every option pam_gatekeeper.so reads is in its page.
     @Test func everyModuleOptionIsDocumented() throws {
         let source = try String(
-            contentsOf: Self.root.appendingPathComponent("PAMModule/pam_gatekeeper.c"), encoding: .utf8)
+            contentsOf: Self.root.appendingPathComponent("Sources/Daemon/PAMModule/pam_gatekeeper.c"), encoding: .utf8)
         let words = ["socket=", "timeout=", "use_first_pass", "try_first_pass", "rename_user", "debug"]
         #expect(words.allSatisfy { source.contains("\"\($0)") })
         let described = Self.section("OPTIONS", of: try Self.page("pam_gatekeeper.8"))

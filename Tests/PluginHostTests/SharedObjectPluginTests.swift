@@ -24,7 +24,7 @@ enum ExamplePlugins {
         -> String
     {
         let output = directory + "/" + name
-        let include = repository + "/Sources/CGatekeeperPlugin/include"
+        let include = repository + "/Sources/CLibraries/CGatekeeperPlugin/include"
         let (status, messages) = try shell(
             "cc -shared -fPIC -O1 -Wall -Werror \(flags) -I '\(include)' -o '\(output)' -x c - && chmod 755 '\(output)'",
             input: source)

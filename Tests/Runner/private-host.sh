@@ -32,6 +32,9 @@ unset GATEKEEPER_PRIVATE_HOST_LAYER
 # What runs here may know it (test-package.sh removes a package the host has, in this copy only).
 export GATEKEEPER_PRIVATE_HOST=1
 mount -t tmpfs -o mode=0700 gatekeeper-private-host "$layer"
+# The layer stays reachable through this descriptor once the directory holding it is overlaid (below).
+exec 9<"$layer"
+upper=/proc/$$/fd/9
 # The directory holding the layer's mount point is overlaid last: once it is, the layer is out of sight.
 directories=()
 for directory in etc var usr opt srv home root run tmp dev/shm; do
@@ -39,21 +42,23 @@ for directory in etc var usr opt srv home root run tmp dev/shm; do
     if [[ $layer == /$directory/* ]]; then last=$directory; else directories+=("$directory"); fi
 done
 for directory in "${directories[@]}" ${last-}; do
-    mkdir -p "$layer/$directory" "$layer/$directory.work"
+    mkdir -p "$upper/$directory" "$upper/$directory.work"
     # The overlay's top takes the upper layer's mode and owner: the host's (/tmp stays 1777).
-    chmod --reference="/$directory" "$layer/$directory"
-    chown --reference="/$directory" "$layer/$directory"
+    chmod --reference="/$directory" "$upper/$directory"
+    chown --reference="/$directory" "$upper/$directory"
     mount -t overlay gatekeeper-private-host \
-        -o "lowerdir=/$directory,upperdir=$layer/$directory,workdir=$layer/$directory.work" "/$directory"
+        -o "lowerdir=/$directory,upperdir=$upper/$directory,workdir=$upper/$directory.work" "/$directory"
 done
 
-# What a command must leave as it found it.
-state() {
-    local directory
-    for directory in /run /tmp /dev/shm /var/lib /etc/pam.d /etc/sudoers.d /etc/gatekeeper; do
-        [[ -d $directory ]] && ls -A "$directory" | sed "s|^|$directory/|"
-    done
-    # Each account and group by name, with a digest of its line (never the line: /etc/shadow's hold hashes).
+# What a command must leave as it found it: what it wrote is in the upper layer, whatever the host itself
+# does meanwhile (the lower layer is the host's own directories, live). A name there that the host did not
+# have at the start is the command's (a directory the host had is there too when the command wrote in it);
+# a removed name is a whiteout (a character device 0/0), and no leftover.
+watched=(run tmp dev/shm var/lib etc/pam.d etc/sudoers.d etc/gatekeeper)
+declare -A before
+for directory in "${watched[@]}"; do before[$directory]=$(ls -A "/$directory" 2>/dev/null || true); done
+# Each account and group by name, with a digest of its line (never the line: /etc/shadow's hold hashes).
+accounts() {
     local file line
     for file in /etc/passwd /etc/group /etc/shadow /etc/gshadow; do
         [[ -r $file ]] || continue
@@ -61,14 +66,34 @@ state() {
             printf '%s: %s (line %s)\n' "$file" "${line%%:*}" "$(printf '%s' "$line" | sha256sum | cut -c1-12)"
         done <"$file"
     done
-    return 0
 }
-before=$(state | LC_ALL=C sort)
+accounts_before=$(accounts | LC_ALL=C sort)
+
 status=0
-"$@" || status=$?
-left=$(LC_ALL=C comm -13 <(printf '%s\n' "$before") <(state | LC_ALL=C sort))
-if [[ -n $left ]]; then
-    printf 'private-host.sh: %s left behind (it would have on the host):\n%s\n' "${1##*/}" "$left" >&2
+"$@" 9<&- || status=$?
+
+left=()
+for directory in "${watched[@]}"; do
+    [[ -d $upper/$directory ]] || continue
+    while IFS= read -r name; do
+        [[ -n $name ]] || continue
+        entry=$upper/$directory/$name
+        [[ -c $entry && $(stat -c %t:%T "$entry") == 0:0 ]] && continue
+        grep -qxF -- "$name" <<<"${before[$directory]}" && continue
+        left+=("/$directory/$name")
+    done < <(ls -A "$upper/$directory")
+done
+# The account files are the command's once it wrote them (copied up): then every account line must be back.
+for file in passwd group shadow gshadow; do
+    if [[ -e $upper/etc/$file ]]; then
+        while IFS= read -r line; do [[ -n $line ]] && left+=("$line"); done < <(
+            LC_ALL=C comm -13 <(printf '%s\n' "$accounts_before") <(accounts | LC_ALL=C sort))
+        break
+    fi
+done
+if ((${#left[@]})); then
+    printf 'private-host.sh: %s left behind (it would have on the host):\n' "${1##*/}" >&2
+    printf '%s\n' "${left[@]}" >&2
     [[ $status != 0 ]] || status=1
 fi
 exit $status

@@ -40,6 +40,8 @@ LOGS = os.path.join(ROOT, ".build", "test-logs")
 TASK_LIMIT = 20 * 60
 # Suites expected to take less than this share a process with others, up to this much in all.
 SMALL = 3.0
+# Suites expected to take longer than this run each test in a process of its own.
+SPLIT = 90.0
 
 SUITE_DONE = re.compile(r'Suite "?(.+?)"? (passed|failed) after ([0-9.]+) seconds')
 RUN_DONE = re.compile(r"Test run with (\d+) tests? in (\d+) suites? (passed|failed)")
@@ -65,16 +67,22 @@ def list_suites(binary):
     suites = {}
     for line in listed.stdout.splitlines():
         if "/" in line:
-            suite = line.split("/", 1)[0]
-            suites[suite] = suites.get(suite, 0) + 1
+            suite, test = line.split("/", 1)
+            suites.setdefault(suite, []).append(test)
     if not suites:
         sys.exit("run-suites.py: the test binary lists no tests")
     return suites
 
 
 def plan(suites, expected):
-    """Tasks of one suite each, small suites gathered, the longest expected first."""
-    big = [[suite] for suite in suites if expected(suite) >= SMALL]
+    """Tasks of one suite each, small suites gathered, long suites' tests each a task of its own, the longest
+    expected first. A task is a list of filters: a suite's name, or a suite's name and a test's."""
+    big = []
+    for suite, tests in suites.items():
+        if expected(suite) >= SPLIT and len(tests) > 1:
+            big += [[f"{suite}/{test}"] for test in tests]
+        elif expected(suite) >= SMALL:
+            big.append([suite])
     small = sorted((suite for suite in suites if expected(suite) < SMALL), key=expected, reverse=True)
     gathered, current, total = [], [], 0.0
     for suite in small:
@@ -85,7 +93,15 @@ def plan(suites, expected):
         total += expected(suite)
     if current:
         gathered.append(current)
-    return sorted(big + gathered, key=lambda task: sum(map(expected, task)), reverse=True)
+    return big + gathered
+
+
+def task_expected(suites, expected):
+    """A task's expected time: its suites', or its share of its suite's."""
+    def seconds(task):
+        return sum(expected(f) if "/" not in f else expected(f.split("/")[0]) / len(suites[f.split("/")[0]])
+                   for f in task)
+    return seconds
 
 
 class Run:
@@ -95,13 +111,15 @@ class Run:
         self.durations, self.failed, self.tests, self.finished = {}, [], 0, 0
 
     def command(self, task):
-        filters = [argument for suite in task for argument in ("--filter", "^" + re.escape(suite) + "/")]
+        # A suite's name matches its tests' IDs (Module.Suite/test()/File.swift:12:6); a test's name, its own.
+        filters = [argument for name in task
+                   for argument in ("--filter", "^" + re.escape(name) + ("(/|$)" if "/" in name else "/"))]
         test = [self.binary, "--testing-library", "swift-testing", "--no-parallel"] + filters
         return ([PRIVATE_HOST] if os.getuid() == 0 else []) + test
 
     def perform(self, task, tasks):
         name = task[0] if len(task) == 1 else f"{task[0]} and {len(task) - 1} more"
-        log_path = os.path.join(LOGS, task[0] + ".log")
+        log_path = os.path.join(LOGS, re.sub(r"[^A-Za-z0-9._-]", "", task[0].replace("/", ".")) + ".log")
         directory = tempfile.mkdtemp(prefix="suite.", dir=self.scratch)
         os.chmod(directory, 0o1777)
         environment = dict(os.environ, TMPDIR=directory, NO_COLOR="1")
@@ -124,9 +142,12 @@ class Run:
         if left:
             problem = problem or f"left {', '.join(sorted(left))} in its TMPDIR"
         for match in SUITE_DONE.finditer(output):
-            suite = next((s for s in task if s.rsplit(".", 1)[-1] == match.group(1)), None)
+            suite = next((s for s in task if s.split("/")[0].rsplit(".", 1)[-1] == match.group(1)), None)
             if suite:
-                self.durations[suite] = float(match.group(3))
+                # A suite split into tests adds up their times.
+                whole = suite.split("/")[0]
+                with self.lock:
+                    self.durations[whole] = self.durations.get(whole, 0.0) * ("/" in suite) + float(match.group(3))
         run = RUN_DONE.search(output)
         if problem is None and (run is None or run.group(3) != "passed"):
             problem = "the test run did not finish" if run is None else "failed"
@@ -164,10 +185,11 @@ def main():
 
     suites = list_suites(arguments.binary)
     if arguments.patterns:
-        suites = {s: n for s, n in suites.items() if any(re.search(p, s) for p in arguments.patterns)}
+        suites = {s: t for s, t in suites.items() if any(re.search(p, s) for p in arguments.patterns)}
     known = read_durations(COMMITTED_DURATIONS)
     known.update(read_durations(LAST_DURATIONS))
-    tasks = plan(suites, lambda suite: known.get(suite, 1.0))
+    expected = lambda suite: known.get(suite, 1.0)
+    tasks = sorted(plan(suites, expected), key=task_expected(suites, expected), reverse=True)
 
     os.makedirs(LOGS, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix="gatekeeper-tests.", dir=os.environ.get("TMPDIR"))
@@ -191,7 +213,7 @@ def main():
                 if suite in suites:
                     file.write(f"{known[suite]:.1f} {suite}\n")
     elapsed = time.monotonic() - started
-    listed = sum(suites.values())
+    listed = sum(map(len, suites.values()))
     if not run.failed and run.tests != listed:
         run.failed.append(f"the processes ran {run.tests} tests of the {listed} listed")
     if run.failed:

@@ -2,7 +2,7 @@
  * An example provider plugin written in C: accounts from a `users=` option (`name:password,...`), for
  * demonstrations and tests — never real passwords. Build it with
  *
- *     gcc -shared -fPIC -O2 -I Sources/CGatekeeperPlugin/include -o example.so Examples/plugins/c/example_plugin.c
+ *     gcc -shared -fPIC -O2 -I Sources/CLibraries/CGatekeeperPlugin/include -o example.so Examples/plugins/c/example_plugin.c
  *
  * and name it in a configuration file by absolute path:
  *

@@ -1,0 +1,154 @@
+import Authentication
+import CLDAPLoader
+import GatekeeperSupport
+import OfflineCache
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a directory says of an account without its password: locked, expired, must change, or changed since (ppolicy's and the other servers' attributes).
+extension LDAPLogin {
+    /// The attributes ``standing(on:_:)`` reads (operational ones are sent only when named).
+    static let standingAttributes = [
+        "uid", "pwdChangedTime", "pwdLastSet", "pwdUpdateTime", "modifyTimestamp", "pwdAccountLockedTime",
+        "pwdReset", "nsAccountLock", "lockoutTime", "userAccountControl", "shadowExpire", "pwdStartTime",
+        "pwdEndTime", "accountExpires", "pwdFailureTime", "passwordRetryCount",
+    ]
+
+    /// The account's standing, read with the service account's rights: see
+    /// ``LDAPAuthProvider/standing(of:)``. Where a login's own search read it a moment ago (``find(on:_:)``
+    /// reads the standing's attributes too), that answers, read before the login's bind: a reset in the moment
+    /// between makes the stamp kept older than the directory's, which withdraws the cached password at its next
+    /// check, never keeps it.
+    func standing(on handle: OpaquePointer, _ username: String) -> Result<AccountStanding, Failure> {
+        accountState(on: handle, username).map { state in
+            switch state {
+            case .ambiguous: .withdrawn(reason: "the filter matches more than one entry")
+            case .gone: .withdrawn(reason: "the directory no longer has the account")
+            case .locked: .withdrawn(reason: "the account is locked or disabled")
+            case .reset: .withdrawn(reason: "the password was reset and must be changed")
+            case .expired: .withdrawn(reason: "the account has expired or is not valid yet")
+            case .current(_, let stamp): .current(stamp: stamp)
+            }
+        }
+    }
+
+    /// The account as the directory keeps it now, read with the service account's rights: what both the
+    /// offline cache's standing and the account check (``LDAPAuthProvider/recheck(_:)``) are made of.
+    enum AccountState {
+        /// The filter finds more than one entry: a login is refused so.
+        case ambiguous
+        case gone
+        /// Locked or disabled: ppolicy's `pwdAccountLockedTime`, 389-ds's `nsAccountLock`, Active
+        /// Directory's `lockoutTime` or disabled flag.
+        case locked
+        /// Reset by an administrator (`pwdReset`): to be changed at the next login.
+        case reset
+        /// Expired, or not valid yet.
+        case expired
+        /// The entry, and the time its password was last set.
+        case current(LDAPEntry, stamp: String?)
+    }
+
+    func accountState(on handle: OpaquePointer, _ username: String) -> Result<AccountState, Failure> {
+        let found: LDAPEntry?
+        switch find(on: handle, username) {
+        case .success(let entry): found = entry
+        // The login itself is refused so (the filter is ambiguous): no cached password stands for it either.
+        case .failure(.refused(let why)) where why == Self.ambiguous: return .success(.ambiguous)
+        case .failure(let failure): return .failure(failure)
+        }
+        guard let entry = found else { return .success(.gone) }
+        let now = Int64(time(nil))
+        let today = now / 86_400
+        if entry.first("pwdAccountLockedTime") != nil || entry.first("nsAccountLock")?.lowercased() == "true"
+            || entry.first("lockoutTime").flatMap(Int64.init).map({ $0 != 0 }) == true
+            || entry.first("userAccountControl").flatMap(Int64.init).map({ $0 & 0x2 != 0 }) == true
+        {
+            return .success(.locked)
+        }
+        if entry.first("pwdReset")?.uppercased() == "TRUE" { return .success(.reset) }
+        // Expired: shadowExpire (days since 1970), Active Directory's accountExpires (100 ns since 1601;
+        // 0 and the largest value mean never), OpenLDAP 2.6's pwdEndTime — or not valid yet (pwdStartTime).
+        let generalizedNow = Self.generalizedTime(now)
+        let expired =
+            entry.first("shadowExpire").flatMap(Int64.init).map { $0 > 0 && $0 <= today } == true
+            || entry.first("accountExpires").flatMap(Int64.init).map {
+                $0 != 0 && $0 != Int64.max && $0 / 10_000_000 - 11_644_473_600 <= now
+            } == true
+            || entry.first("pwdEndTime").flatMap(Self.generalizedPrefix).map { $0 <= generalizedNow } == true
+            || entry.first("pwdStartTime").flatMap(Self.generalizedPrefix).map { $0 > generalizedNow } == true
+        if expired { return .success(.expired) }
+        return .success(.current(entry, stamp: Self.passwordStamp(entry)))
+    }
+
+    /// What a `modifyTimestamp` stamp ends with when the entry holds failed binds a password policy wrote into
+    /// it (`pwdFailureTime`, 389-ds's `passwordRetryCount`): the policy, not a new password, may have changed it.
+    static let writtenByFailures = " (failed binds recorded)"
+
+    /// The account's password stamp: the time its password was last set (`pwdChangedTime`, `pwdLastSet`,
+    /// `pwdUpdateTime`) — or, where it keeps none of those, the entry's `modifyTimestamp`, so that any change of
+    /// the entry reads as a new password, marked (``writtenByFailures``) when the entry holds failed binds.
+    static func passwordStamp(_ entry: LDAPEntry) -> String? {
+        for name in ["pwdChangedTime", "pwdLastSet", "pwdUpdateTime"] {
+            if let value = entry.first(name) { return "\(name)=\(value)" }
+        }
+        guard let modified = entry.first("modifyTimestamp") else { return nil }
+        return "modifyTimestamp=\(modified)" + (entry.recordsFailedBinds ? writtenByFailures : "")
+    }
+
+    /// The account check without a password: see ``LDAPAuthProvider/recheck(_:)``.
+    func recheck(on handle: OpaquePointer, _ username: String) -> Result<Recheck, Failure> {
+        let state: AccountState
+        switch accountState(on: handle, username) {
+        case .success(let found): state = found
+        case .failure(let failure): return .failure(failure)
+        }
+        switch state {
+        case .ambiguous: return .success(.unavailable(reason: Self.ambiguous))
+        case .gone: return .success(.refused(.userNotFound))
+        case .locked: return .success(.refused(.accountLocked(until: nil)))
+        case .reset: return .success(.refused(.passwordChangeRequired))
+        case .expired: return .success(.refused(.accountExpired))
+        case .current(let entry, _):
+            // Groups with the service account's rights (anonymously without one): the connection may be bound
+            // as the last user to sign in on it.
+            let account = entry.first("uid").flatMap { try? Username.validate($0) } ?? username
+            let status = serviceBind(handle)
+            guard status == LDAP_SUCCESS else {
+                return .failure(
+                    status == LDAP_INVALID_CREDENTIALS
+                        ? .refused("the service account's bind was refused") : Self.failure(status, "bind"))
+            }
+            return .success(.valid(identity(of: entry, account, readingGroupsOn: handle)))
+        }
+    }
+
+    /// `seconds` since the epoch as LDAP's generalized time to the second, `YYYYMMDDHHMMSS` (UTC): what
+    /// ``generalizedPrefix(_:)`` compares with.
+    static func generalizedTime(_ seconds: Int64) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let fields: [(Int32, Int)] = [
+            (parts.tm_year + 1900, 4), (parts.tm_mon + 1, 2), (parts.tm_mday, 2), (parts.tm_hour, 2),
+            (parts.tm_min, 2), (parts.tm_sec, 2),
+        ]
+        return fields.map { value, width in
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }.joined()
+    }
+
+    /// The first fourteen digits of a generalized time in UTC (`20261204153000Z`, with or without a
+    /// fraction), which compare as text; `nil` for any other form (a time zone offset), which is then
+    /// not taken to say anything.
+    static func generalizedPrefix(_ value: String) -> String? {
+        let digits = value.utf8.prefix(14)
+        guard digits.count == 14, digits.allSatisfy({ (0x30...0x39).contains($0) }), value.hasSuffix("Z") else {
+            return nil
+        }
+        return String(decoding: digits, as: UTF8.self)
+    }
+}

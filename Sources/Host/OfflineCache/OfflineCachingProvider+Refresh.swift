@@ -1,0 +1,99 @@
+public import Authentication
+import GatekeeperSupport
+import PasswordHashing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Where the cache is, and its refresh: every entry asked about again while the backend is reachable.
+extension OfflineCachingProvider {
+    /// Where the cache is kept.
+    public var directoryPath: String { directory.path }
+
+    /// The file of this backend's scope in ``directoryPath``.
+    public var filePath: String { directory.path + "/" + fileName }
+
+    /// The offline caches among `provider`'s backends: itself, or the entries of a stack, nested stacks
+    /// included — what `gatekeeper-run --refresh-offline` refreshes.
+    public static func caches(in provider: any AuthProvider) -> [OfflineCachingProvider] {
+        if let cache = provider as? OfflineCachingProvider { return [cache] }
+        guard let stack = provider as? ProviderChain else { return [] }
+        return stack.entries.flatMap { caches(in: $0.provider) }
+    }
+
+    /// What one ``refresh(dueOnly:limit:)`` did.
+    public struct RefreshReport: Sendable, Hashable {
+        /// Entries the backend confirmed (their check time moved on).
+        public var confirmed = 0
+        /// Entries removed: the account gone, locked, expired, or its password set since it was saved.
+        public var removed = 0
+        /// Entries left as they were because the backend could not tell (its servers out of reach).
+        public var unchecked = 0
+
+        public init(confirmed: Int = 0, removed: Int = 0, unchecked: Int = 0) {
+            self.confirmed = confirmed
+            self.removed = removed
+            self.unchecked = unchecked
+        }
+    }
+
+    /// Asks the backend about cached entries, those checked longest ago first — only those checked more
+    /// than ``refreshInterval`` ago when `dueOnly` — and at most `limit` of them. An entry whose account
+    /// is withdrawn, or whose stamp is not the one it was saved with, is removed; a confirmed one is marked
+    /// checked; one the backend cannot tell about stays as it is, due, and the others are asked all the
+    /// same. Entries saved anew while it asked (another login) are left as that login left them.
+    ///
+    /// An entry saved while the backend could not give a stamp is confirmed only by a check that finds
+    /// none either: a stamp found later may be a reset's. Only entries written before entries had
+    /// stamps adopt the first one found.
+    @discardableResult
+    public func refresh(dueOnly: Bool = true, limit: Int = .max) async -> RefreshReport {
+        await refresh(dueOnly: dueOnly, limit: limit, skipping: nil)
+    }
+
+    @discardableResult
+    func refresh(dueOnly: Bool = true, limit: Int, skipping: String?) async -> RefreshReport {
+        let now = clock()
+        let interval = refreshInterval.components.seconds
+        let due = read().values
+            .filter { entry in
+                guard entry.username != skipping else { return false }
+                guard dueOnly else { return true }
+                let (age, overflow) = now.subtractingReportingOverflow(entry.checkedAt)
+                return overflow || age < 0 || age >= interval
+            }
+            .sorted { ($0.checkedAt, $0.username) < ($1.checkedAt, $1.username) }
+            .prefix(max(0, limit))
+        var report = RefreshReport()
+        var answers: [(entry: CacheEntry, standing: AccountStanding)] = []
+        for entry in due {
+            let standing = await inner.standing(of: entry.username)
+            if standing != .cannotTell { answers.append((entry, standing)) }
+        }
+        report.unchecked = due.count - answers.count
+        guard !answers.isEmpty else { return report }
+        do {
+            try update { entries in
+                for (asked, standing) in answers {
+                    // Saved anew since it was read: that login's stamp stands.
+                    guard let entry = entries[asked.username], entry.verifier == asked.verifier else { continue }
+                    switch standing {
+                    case .current(let stamp)
+                    where entry.adoptsStamp || inner.passwordUnchanged(saved: entry.stamp, current: stamp):
+                        entries[asked.username]?.stamp = stamp
+                        entries[asked.username]?.adoptsStamp = false
+                        entries[asked.username]?.checkedAt = max(entry.checkedAt, now)
+                        report.confirmed += 1
+                    default:
+                        entries[asked.username] = nil
+                        report.removed += 1
+                    }
+                }
+            }
+        } catch {
+            return RefreshReport(unchecked: due.count)
+        }
+        return report
+    }
+}

@@ -1,0 +1,88 @@
+public import Authentication
+import GatekeeperSupport
+import PasswordHashing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A backend that tells "its servers could not be reached" apart from every other failure: the only
+/// case in which an offline cache may answer for it. A server's refusal — of a service account's bind,
+/// of a search — is an answer (`unavailable` to the caller, a fault of the configuration), never offline.
+public protocol ReachabilityReporting: AuthProvider {
+    /// The login, as ``AuthProvider/authenticate(_:)``, with ``OnlineAnswer/unreachable(reason:)`` only
+    /// when no server could be reached (connect or TLS failed, timed out, the server went away).
+    func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer
+
+    /// Everything that decides which accounts a login through this backend admits, and as whom — its
+    /// servers, how it trusts them, where and how it looks accounts up, where their groups come from — and
+    /// never a secret. The cache keeps one file for each scope, so that two configurations sharing a
+    /// directory (a stack for admins only beside one for everyone) never admit each other's logins
+    /// offline, and a configuration narrowed later starts a cache of its own.
+    var offlineScope: String { get }
+
+    /// The account check (``AuthProvider/recheck(_:)``), with ``OnlineRecheck/unreachable(reason:)`` only
+    /// when no server could be reached: then an account the cache holds is vouched for by it.
+    func recheckOnline(_ identity: Identity) async -> OnlineRecheck
+
+    /// Whether an account's password is still the one cached when its stamp was `saved`, the stamp being
+    /// `current` now. By default, when the two are equal; a backend whose stamps may change for other reasons
+    /// (an entry's modification time, which a password policy moves at every failed bind) tells better.
+    func passwordUnchanged(saved: String?, current: String?) -> Bool
+
+    /// The account's standing on the servers now, without a login: asked when a login is cached, and again
+    /// while the servers are reachable, so that a reset, a lock or a deletion there ends the cached login
+    /// before the servers are next out of reach. Unreachable servers answer ``AccountStanding/cannotTell``.
+    func standing(of username: String) async -> AccountStanding
+}
+
+extension ReachabilityReporting {
+    /// The login as ``authenticateOnline(_:)`` answers it, no server reached being `unavailable`.
+    public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
+        switch try await authenticateOnline(request) {
+        case .answered(let outcome): return outcome
+        case .unreachable(let reason): return .unavailable(reason: reason)
+        }
+    }
+
+    /// The same stamp.
+    public func passwordUnchanged(saved: String?, current: String?) -> Bool { saved == current }
+
+    /// The backend's own answer, never "unreachable": a backend that does not tell keeps the cache out of its
+    /// account checks.
+    public func recheckOnline(_ identity: Identity) async -> OnlineRecheck { .answered(await recheck(identity)) }
+
+    /// Cannot tell: a backend that does not implement ``standing(of:)`` keeps its cached entries until
+    /// their age or an online answer ends them.
+    public func standing(of username: String) async -> AccountStanding { .cannotTell }
+}
+
+/// What a backend's servers say of an account now, asked with the service account's rights and without
+/// its password: what keeps an offline cache true while the servers are reachable.
+public enum AccountStanding: Sendable, Hashable {
+    /// The account exists and may sign in. `stamp` is a value the servers change whenever its password
+    /// is set, a reset included — a time such as ppolicy's `pwdChangedTime`, never anything derived from
+    /// the password — or `nil` when they keep none that can be read.
+    case current(stamp: String?)
+    /// The account is gone, locked, disabled, expired, or its password must be changed: no cached
+    /// password may sign it in.
+    case withdrawn(reason: String)
+    /// No server could be asked, or it would not say.
+    case cannotTell
+}
+
+/// The answer of ``ReachabilityReporting/recheckOnline(_:)``.
+public enum OnlineRecheck: Sendable, Hashable {
+    /// A server answered (or refused to).
+    case answered(Recheck)
+    /// No server could be reached.
+    case unreachable(reason: String)
+}
+
+/// The answer of ``ReachabilityReporting/authenticateOnline(_:)``.
+public enum OnlineAnswer: Sendable, Hashable {
+    /// A server answered (or refused to): its answer, `unavailable` included.
+    case answered(AuthOutcome)
+    /// No server could be reached.
+    case unreachable(reason: String)
+}
