@@ -289,7 +289,8 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Authentication", "GatekeeperSupport"], path: "Tests/Support"),
         .testTarget(
             name: "AuthenticationTests",
-            dependencies: ["Authentication", "AuthenticationTesting", "TestSupport"]
+            // The attempt ledger's tests count in pam_faillock's files too (HostProtection's FaillockStore).
+            dependencies: ["Authentication", "AuthenticationTesting", "HostProtection", "TestSupport"]
         ),
         .testTarget(
             name: "MockProviderTests",
@@ -389,7 +390,14 @@ let package = Package(
             name: "GatekeeperHostTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "GatekeeperHost", "HostProtection", "MockProvider",
-                "ProviderPlugins", "TestSupport", "gatekeeper-run",
+                "DebugProvider", "ProviderPlugins", "TestSupport", "gatekeeper-run",
+            ]
+        ),
+        .testTarget(
+            name: "HelperProgramsTests",
+            dependencies: [
+                "Authentication", "AuthenticationTesting", "HelperPrograms", "PluginHost", "ProviderPlugins",
+                "TestSupport", "gatekeeper-run",
             ]
         ),
         .testTarget(

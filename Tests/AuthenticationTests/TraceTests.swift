@@ -22,10 +22,7 @@ struct TraceTests {
         let outer = ProviderChain([.init(.required, inner)])
         let answer = try await outer.authenticateWithTrace(
             AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("builder"))))
-        guard case .authenticated(let bob) = answer.outcome else {
-            Issue.record("bob was not admitted: \(answer.outcome)")
-            return
-        }
+        let bob = try expectAuthenticated(answer.outcome, "bob was not admitted: \(answer.outcome)")
         #expect(bob.provider == "stub")
         let trace = try #require(answer.trace)
         #expect(

@@ -65,10 +65,8 @@ struct FileAuthProviderTests {
         defer { scratch.remove() }
         let path = try scratch.write("users", try sh(command) + "\n")
         let provider = try FileAuthProvider(.init(path: path))
-        guard case .authenticated(let identity) = try await authenticate(provider, "u", password) else {
-            Issue.record("\(scheme) did not verify")
-            return
-        }
+        let identity = try expectAuthenticated(
+            try await authenticate(provider, "u", password), "\(scheme) did not verify")
         #expect((identity.attributes["hash"] != nil) == scheme.isWeak)
         #expect(try await authenticate(provider, "u", password + "x") == .rejected(.wrongCredentials))
     }
@@ -93,10 +91,8 @@ struct FileAuthProviderTests {
         let path = try Self.usersFile(in: scratch)
         try sh("\(gatekeeperPasswd.path) lock \(path) bob")
         let provider = try FileAuthProvider(.init(path: path))
-        guard case .authenticated(let alice) = try await authenticate(provider, "alice", "wonderland") else {
-            Issue.record("alice did not sign in")
-            return
-        }
+        let alice = try expectAuthenticated(
+            try await authenticate(provider, "alice", "wonderland"), "alice did not sign in")
         #expect(alice.groups == ["admin", "staff"])
         #expect(alice.displayName == "Alice Liddell")
         #expect(try await authenticate(provider, "bob", "builder") == .rejected(.locked(until: nil)))
@@ -112,10 +108,7 @@ struct FileAuthProviderTests {
         #expect(try await authenticate(provider, "bob", "builder") != .rejected(.wrongCredentials))
         try sh("htpasswd -bB \(path) bob rebuilt")
         #expect(try await authenticate(provider, "bob", "builder") == .rejected(.wrongCredentials))
-        guard case .authenticated = try await authenticate(provider, "bob", "rebuilt") else {
-            Issue.record("the change was not seen")
-            return
-        }
+        try expectAuthenticated(try await authenticate(provider, "bob", "rebuilt"), "the change was not seen")
     }
 
     @Test func aBrokenNewVersionKeepsTheLastGoodOneAndADeletedFileFailsClosed() async throws {
@@ -125,10 +118,8 @@ struct FileAuthProviderTests {
         let provider = try FileAuthProvider(.init(path: path))
         let good = try String(contentsOfFile: path, encoding: .utf8)
         try scratch.write("users", good + "mallory:plaintext\n")
-        guard case .authenticated = try await authenticate(provider, "alice", "wonderland") else {
-            Issue.record("the last good version was not kept")
-            return
-        }
+        try expectAuthenticated(
+            try await authenticate(provider, "alice", "wonderland"), "the last good version was not kept")
         #expect(provider.problem?.contains("line 3 for mallory: plain-text passwords") == true)
         try FileManager.default.removeItem(atPath: path)
         guard case .unavailable(let reason) = try await authenticate(provider, "alice", "wonderland") else {
@@ -166,19 +157,13 @@ struct FileAuthProviderTests {
         defer { scratch.remove() }
         let path = try scratch.write("users", try sh("htpasswd -nbm dave legacy") + "\n")
         let provider = try FileAuthProvider(.init(path: path, upgradesWeakHashes: true))
-        guard case .authenticated = try await authenticate(provider, "dave", "legacy") else {
-            Issue.record("dave did not sign in")
-            return
-        }
+        try expectAuthenticated(try await authenticate(provider, "dave", "legacy"), "dave did not sign in")
         // The rewrite happens beside the login, which does not wait for it: wait for it, 20 s at most.
         #expect(
             await eventually {
                 ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").hasPrefix("dave:$y$")
             })
-        guard case .authenticated = try await authenticate(provider, "dave", "legacy") else {
-            Issue.record("the upgraded hash does not verify")
-            return
-        }
+        try expectAuthenticated(try await authenticate(provider, "dave", "legacy"), "the upgraded hash does not verify")
     }
 
     @Test(.timeLimit(.minutes(1)))

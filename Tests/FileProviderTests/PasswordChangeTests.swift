@@ -217,10 +217,8 @@ struct ExpiredEntryTests {
             AuthRequest(
                 username: "bob", conversation: ScriptedConversation(.secret("old-pass-1")),
                 mayChangeExpiredPassword: true))
-        guard case .authenticated(let identity) = marked, identity.mustChangePassword else {
-            Issue.record("the expired password was not admitted marked: \(marked)")
-            return
-        }
+        let identity = try expectAuthenticated(marked, "the expired password was not admitted marked: \(marked)")
+        try #require(identity.mustChangePassword, "the expired password was not admitted marked: \(marked)")
         #expect(bytes(path) == before)
         let gatekeeper = Gatekeeper(provider: provider, configuration: .init(maxAttempts: 1, failDelay: .zero))
         await #expect(throws: AuthError.cancelled) {

@@ -27,10 +27,7 @@ struct UsersFileAdministrationTests {
         #expect(throws: UsersFileError.self) { try store.addUser("bob", hash: try hash("builder")) }  // No file.
         try store.addUser("bob", hash: try hash("builder"), groups: ["ops"], displayName: "Bob", createFile: true)
         #expect(throws: UsersFileError.self) { try store.addUser("bob", hash: try hash("again")) }
-        guard case .authenticated(let bob) = try await login(path, "bob", "builder") else {
-            Issue.record("bob did not log in")
-            return
-        }
+        let bob = try expectAuthenticated(try await login(path, "bob", "builder"), "bob did not log in")
         #expect(bob.groups == ["ops"] && bob.displayName == "Bob")
         // Apache's own tool agrees on the line it wrote (no extra fields on this one).
         try store.addUser("ann", hash: try hash("apache"))
@@ -41,10 +38,7 @@ struct UsersFileAdministrationTests {
         #expect(try await login(path, "bob", "builder") == .rejected(.locked(until: nil)))
         try store.unlockUser("bob")
         #expect(try store.read()["bob"]?.groups == ["ops"])
-        guard case .authenticated = try await login(path, "bob", "builder") else {
-            Issue.record("bob did not log in after unlocking")
-            return
-        }
+        try expectAuthenticated(try await login(path, "bob", "builder"), "bob did not log in after unlocking")
 
         try store.setPassword(of: "bob", to: try hash("new"), groups: ["ops", "web"])
         #expect(try await login(path, "bob", "builder") == .rejected(.wrongCredentials))

@@ -53,10 +53,8 @@ struct UsersFileSecurityTests {
         #expect(entry.groups == ["staff"])
         #expect(entry.displayName == "Bob")
         let provider = try FileAuthProvider(.init(path: path))
-        guard case .authenticated(let identity) = try await authenticate(provider, name, "builder") else {
-            Issue.record("the entry's own password did not log in")
-            return
-        }
+        let identity = try expectAuthenticated(
+            try await authenticate(provider, name, "builder"), "the entry's own password did not log in")
         #expect(identity.username == name)
         #expect(try passwd(["lock", path, name]).status == 0)
         #expect(try await authenticate(provider, name, "builder") == .rejected(.locked(until: nil)))

@@ -94,20 +94,14 @@ struct FaillockInteroperabilityTests {
         }
         // An unlock by this package is an unlock for pam_faillock.
         try store.unlock(Self.account)
-        guard case .authenticated = try await pamLogin("right-password") else {
-            Issue.record("pam_faillock still refuses after the unlock")
-            return
-        }
+        try expectAuthenticated(try await pamLogin("right-password"), "pam_faillock still refuses after the unlock")
     }
 
     @Test func pamFaillocksSuccessResetsTheCountThisPackageKeeps() async throws {
         let store = try FaillockStore(directory: tallies)
         _ = try store.recordFailure(
             of: LockoutAccount(Self.account, known: true), source: .service("gk"), policy: Self.policy)
-        guard case .authenticated = try await pamLogin("right-password") else {
-            Issue.record("the right password was refused")
-            return
-        }
+        try expectAuthenticated(try await pamLogin("right-password"), "the right password was refused")
         #expect(try store.status(of: Self.account, policy: Self.policy) == .open(failures: 0))
     }
 }

@@ -22,10 +22,7 @@ struct ReplacedStateTests {
             try await provider.authenticate(
                 AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("builder"))))
         }
-        guard case .authenticated = try await login() else {
-            Issue.record("bob was refused before the file was touched")
-            return
-        }
+        try expectAuthenticated(try await login(), "bob was refused before the file was touched")
         #expect(rename(path, path + ".saved") == 0 && mkdir(path, 0o700) == 0)
         for _ in 0..<3 {
             guard case .unavailable = try await login() else {
@@ -34,10 +31,7 @@ struct ReplacedStateTests {
             }
         }
         #expect(rmdir(path) == 0 && rename(path + ".saved", path) == 0)
-        guard case .authenticated = try await login() else {
-            Issue.record("bob was refused after the file came back")
-            return
-        }
+        try expectAuthenticated(try await login(), "bob was refused after the file came back")
     }
 
     @Test func aTallyFileReplacedByADirectoryRefusesThatAccountOnly() async throws {

@@ -56,15 +56,10 @@ struct LDAPOfflineCacheTests {
         let slapd = try SlapdFixture()  // its own: this test stops it
         defer { slapd.kill() }
         let ldap = try cache(slapd)
-        guard case .authenticated = try await login(ldap, "wonderland") else {
-            Issue.record("the directory login failed")
-            return
-        }
+        try expectAuthenticated(try await login(ldap, "wonderland"), "the directory login failed")
         #expect(slapd.kill())
-        guard case .authenticated(let identity) = try await login(ldap, "wonderland") else {
-            Issue.record("the cached directory login was refused while the directory was down")
-            return
-        }
+        let identity = try expectAuthenticated(
+            try await login(ldap, "wonderland"), "the cached directory login was refused while the directory was down")
         #expect(identity.provider == "ldap" && identity.attributes["offline"] == "yes")
         // Another configuration naming the same directory (here: another filter) keeps a cache of its own.
         let narrower = try OfflineCachingProvider(
@@ -165,10 +160,9 @@ struct LDAPOfflineCacheTests {
                 continue
             }
         }
-        guard case .authenticated(let identity) = try await offlineLogin("kim", "kim-2026") else {
-            Issue.record("an account nothing happened to lost its cached login at the check")
-            return
-        }
+        let identity = try expectAuthenticated(
+            try await offlineLogin("kim", "kim-2026"),
+            "an account nothing happened to lost its cached login at the check")
         #expect(identity.attributes["offline"] == "yes")
     }
 
@@ -184,10 +178,7 @@ struct LDAPOfflineCacheTests {
         try slapd.changeOwnPassword(of: "alice", from: "wonderland", to: new)
         #expect(try await login(provider, new).pamResult == .success)
         #expect(slapd.kill())
-        guard case .authenticated = try await login(provider, new) else {
-            Issue.record("the new password was refused offline")
-            return
-        }
+        try expectAuthenticated(try await login(provider, new), "the new password was refused offline")
         guard case .rejected = try await login(provider, "wonderland") else {
             Issue.record("the old password was admitted offline after the new one signed in")
             return

@@ -64,10 +64,8 @@ struct LDAPPasswordChangeTests {
             AuthRequest(
                 username: "hal", conversation: ScriptedConversation(.secret("hal-2026")), mayChangeExpiredPassword: true
             ))
-        guard case .authenticated(let found) = marked, found.mustChangePassword else {
-            Issue.record("hal was not admitted marked: \(marked)")
-            return
-        }
+        let found = try expectAuthenticated(marked, "hal was not admitted marked: \(marked)")
+        try #require(found.mustChangePassword, "hal was not admitted marked: \(marked)")
         #expect(try binds("hal", "hal-2026"))  // Nothing changed yet.
         let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))
         let conversation = ScriptedConversation(
@@ -93,10 +91,7 @@ struct LDAPPasswordChangeTests {
         let last = ScriptedConversation(.secret("lou-2026"))
         let outcome = try await provider.authenticate(
             AuthRequest(username: "lou", conversation: last, mayChangeExpiredPassword: true))
-        guard case .authenticated(let lou) = outcome else {
-            Issue.record("lou's last grace login was refused: \(outcome)")
-            return
-        }
+        let lou = try expectAuthenticated(outcome, "lou's last grace login was refused: \(outcome)")
         #expect(!lou.mustChangePassword)
         #expect(last.messages.contains { $0.contains("last grace login") })
     }

@@ -48,24 +48,16 @@ struct LDAPProviderTests {
     }
 
     @Test func theIdentityCarriesTheDirectorysAttributesAndGroups() async throws {
-        guard case .authenticated(let identity) = try await login(try Self.provider(), "alice", "wonderland") else {
-            Issue.record("alice was refused")
-            return
-        }
+        let identity = try expectAuthenticated(
+            try await login(try Self.provider(), "alice", "wonderland"), "alice was refused")
         #expect(identity.displayName == "Alice Example" && identity.groups == ["staff"])
         #expect(identity.attributes["uid"] == "2001" && identity.attributes["gid"] == "2000")
         #expect(identity.attributes["home"] == "/home/alice" && identity.attributes["shell"] == "/bin/bash")
-        guard case .authenticated(let bob) = try await login(try Self.provider(), "bob", "builder") else {
-            Issue.record("bob was refused")
-            return
-        }
+        let bob = try expectAuthenticated(try await login(try Self.provider(), "bob", "builder"), "bob was refused")
         #expect(bob.groups.isEmpty)
         // Groups only from memberOf (which this directory does not keep): none.
         let memberOfOnly = try Self.provider { $0.groupSources = [.memberOf] }
-        guard case .authenticated(let plain) = try await login(memberOfOnly, "alice", "wonderland") else {
-            Issue.record("alice was refused")
-            return
-        }
+        let plain = try expectAuthenticated(try await login(memberOfOnly, "alice", "wonderland"), "alice was refused")
         #expect(plain.groups.isEmpty)
     }
 
@@ -185,10 +177,7 @@ struct LDAPProviderTests {
         )
         let conversation = ScriptedConversation(.secret("erin-2026"))
         let outcome = try await provider.authenticate(AuthRequest(username: "erin", conversation: conversation))
-        guard case .authenticated = outcome else {
-            Issue.record("erin, with grace logins left, was refused: \(outcome)")
-            return
-        }
+        try expectAuthenticated(outcome, "erin, with grace logins left, was refused: \(outcome)")
         #expect(
             conversation.messages.contains { $0.hasPrefix("Your password has expired;") && $0.contains("grace login") })
         // A wrong password is only that, locked account or not.
@@ -299,10 +288,7 @@ struct LDAPProviderTests {
         let answer = try await stack.authenticateWithTrace(
             AuthRequest(username: "alice", conversation: KillingConversation(doomed, "wonderland")))
         let outcome = answer.outcome
-        guard case .authenticated(let identity) = outcome else {
-            Issue.record("the stack did not fall back: \(outcome)")
-            return
-        }
+        let identity = try expectAuthenticated(outcome, "the stack did not fall back: \(outcome)")
         #expect(identity.provider == "stub")
         #expect(answer.trace?.steps.first?.result == .authinfoUnavailable)
         // Two servers, the first dead: the second answers.
@@ -442,10 +428,8 @@ struct LDAPFaultTests {
             return
         }
         let slapd = try SlapdFixture.shared.get()
-        guard case .authenticated = try await login([server.uri, slapd.uri]) else {
-            Issue.record("\(behaviour): the second server did not answer")
-            return
-        }
+        try expectAuthenticated(
+            try await login([server.uri, slapd.uri]), "\(behaviour): the second server did not answer")
     }
 
     /// A directory whose only server timed out costs logins its time-out once: the logins right after it are

@@ -60,10 +60,7 @@ struct MockAuthProviderTests {
         let request = { AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("wonderland"))) }
         #expect(try await provider.authenticate(request()) == .unavailable(reason: "maintenance"))
         #expect(try await provider.authenticate(request()) == .rejected(.expiredAccount))
-        guard case .authenticated = try await provider.authenticate(request()) else {
-            Issue.record("an injected failure outlived its count")
-            return
-        }
+        try expectAuthenticated(try await provider.authenticate(request()), "an injected failure outlived its count")
         #expect(provider.authenticationCount == 3)
     }
 

@@ -37,16 +37,12 @@ struct GlewlwydTests {
     }
 
     @Test func thePasswordGrantGivesTheProvidersProfileAndGroups() async throws {
-        guard case .authenticated(let alice) = try await login(try Self.provider(), "alice", "wonderland-2026") else {
-            Issue.record("alice was refused")
-            return
-        }
+        let alice = try expectAuthenticated(
+            try await login(try Self.provider(), "alice", "wonderland-2026"), "alice was refused")
         #expect(alice.displayName == "Alice Liddell" && alice.groups == ["staff", "readers"])
         #expect(alice.attributes["email"] == "alice@example.test")
-        guard case .authenticated(let bob) = try await login(try Self.provider(), "bob", "builder-2026") else {
-            Issue.record("bob was refused")
-            return
-        }
+        let bob = try expectAuthenticated(
+            try await login(try Self.provider(), "bob", "builder-2026"), "bob was refused")
         #expect(bob.displayName == "Bob Builder" && bob.groups.isEmpty)
         #expect(try await login(try Self.provider(), "bob", "wonderland-2026") == .rejected(.wrongCredentials))
     }
@@ -67,10 +63,9 @@ struct GlewlwydTests {
         }
         try #require(glewlwyd.hashClientSecret.contains("#"))
         let posting = try provider(.post)
-        guard case .authenticated(let alice) = try await login(posting, "alice", "wonderland-2026") else {
-            Issue.record("the password grant with the secret in the form was refused")
-            return
-        }
+        let alice = try expectAuthenticated(
+            try await login(posting, "alice", "wonderland-2026"),
+            "the password grant with the secret in the form was refused")
         #expect(alice.username == "alice")
         #expect(try await login(posting, "alice", "not-the-password") == .rejected(.wrongCredentials))
         let basic = try provider(.basic)
@@ -97,10 +92,7 @@ struct GlewlwydTests {
         let glewlwyd = try GlewlwydFixture.shared.get()
         let provider = try Self.provider { $0.issuer = glewlwyd.es256Issuer }
         let outcome = try await login(provider, "alice", "wonderland-2026")
-        guard case .authenticated(let alice) = outcome else {
-            Issue.record("alice was refused by the ES256 issuer: \(outcome)")
-            return
-        }
+        let alice = try expectAuthenticated(outcome, "alice was refused by the ES256 issuer: \(outcome)")
         #expect(alice.attributes["issuer"] == glewlwyd.es256Issuer)
     }
 
@@ -133,10 +125,7 @@ struct GlewlwydTests {
     @Test func aRememberedLoginRefreshesAndSigningOutRevokes() async throws {
         let directory = temporaryDirectory("gatekeeper-glewlwyd-tokens") + "/tokens"
         let provider = try Self.provider { $0.tokenDirectory = directory }
-        guard case .authenticated(let alice) = try await login(provider, "alice", "wonderland-2026") else {
-            Issue.record("alice was refused")
-            return
-        }
+        let alice = try expectAuthenticated(try await login(provider, "alice", "wonderland-2026"), "alice was refused")
         // glewlwyd's refresh gives an access token only: the identity stays the one signed in.
         guard case .valid(let again) = await provider.recheck(alice) else {
             Issue.record("the refresh token was not honoured")

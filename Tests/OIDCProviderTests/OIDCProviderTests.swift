@@ -66,10 +66,7 @@ struct OIDCProviderTests {
     @Test func aPasswordLoginGivesWhoTheTokenAndUserinfoSay() async throws {
         let server = try TestServer.shared.get()
         try server.set("good")
-        guard case .authenticated(let identity) = try await login(try Self.provider(server)) else {
-            Issue.record("alice was refused")
-            return
-        }
+        let identity = try expectAuthenticated(try await login(try Self.provider(server)), "alice was refused")
         #expect(identity.username == "alice" && identity.provider == "oidc")
         #expect(identity.displayName == "Alice Example" && identity.groups == ["staff", "readers"])
         #expect(identity.attributes["email"] == "alice@example.test")
@@ -84,10 +81,7 @@ struct OIDCProviderTests {
         // client_auth=post: in the form, whatever the metadata says.
         try server.set("good")
         let posting = try Self.provider(server) { $0.clientAuthentication = .post }
-        guard case .authenticated = try await login(posting) else {
-            Issue.record("alice was refused with the secret in the form")
-            return
-        }
+        try expectAuthenticated(try await login(posting), "alice was refused with the secret in the form")
         let posted = try server.log().requests.first { $0["path"] as? String == "/token" }
         #expect((posted?["authorization"] as? String)?.isEmpty == true && posted?["client_secret"] != nil)
     }
@@ -97,10 +91,7 @@ struct OIDCProviderTests {
         let server = try TestServer.shared.get()
         try server.set(mode)
         let outcome = try await login(try Self.provider(server))
-        guard case .authenticated(let identity) = outcome else {
-            Issue.record("\(mode): \(outcome)")
-            return
-        }
+        let identity = try expectAuthenticated(outcome, "\(mode): \(outcome)")
         #expect(identity.username == "alice")
     }
 
@@ -109,10 +100,7 @@ struct OIDCProviderTests {
     @Test func aNonceReturnedMustBeTheLoginsAndNoneIsAccepted() async throws {
         let server = try TestServer.shared.get()
         try server.set("no-nonce")
-        guard case .authenticated = try await login(try Self.provider(server)) else {
-            Issue.record("a token without the nonce was refused")
-            return
-        }
+        try expectAuthenticated(try await login(try Self.provider(server)), "a token without the nonce was refused")
         try server.set("wrong-nonce")
         #expect(reason(try await login(try Self.provider(server))).contains("nonce"))
         try server.set("good")
@@ -162,10 +150,7 @@ struct OIDCProviderTests {
         try server.set("rotated")
         let provider = try Self.provider(server)
         // The first fetch has no rsa-2, the second (asked for by the unknown key) has it.
-        guard case .authenticated = try await login(provider) else {
-            Issue.record("a rotated key was not fetched")
-            return
-        }
+        try expectAuthenticated(try await login(provider), "a rotated key was not fetched")
         #expect(try server.log().keySetFetches == 2)
         try server.set("unknown-kid")
         let other = try Self.provider(server)
@@ -263,10 +248,7 @@ struct OIDCProviderTests {
         let conversation = ScriptedConversation()
         let outcome = try await Self.provider(server, flow: .device) { $0.showsQRCode = true }.authenticate(
             AuthRequest(username: "alice", conversation: conversation))
-        guard case .authenticated(let identity) = outcome else {
-            Issue.record("\(outcome)")
-            return
-        }
+        let identity = try expectAuthenticated(outcome, "\(outcome)")
         #expect(identity.username == "alice")
         #expect(conversation.messages.contains { $0.contains("WDJB-MJHT") && $0.contains("/activate") })
         #expect(conversation.questionCount == 0)
@@ -284,10 +266,7 @@ struct OIDCProviderTests {
         let outcome = try await Self.provider(server, flow: .device) { $0.showsQRCode = false }.authenticate(
             AuthRequest(username: "alice", conversation: conversation))
         #expect(conversation.messages.count == 1, "no QR code when it is not asked for")
-        guard case .authenticated = outcome else {
-            Issue.record("\(outcome)")
-            return
-        }
+        try expectAuthenticated(outcome, "\(outcome)")
         let times = try server.log().requests.filter { ($0["grant_type"] as? String)?.hasSuffix("device_code") == true }
             .compactMap { $0["time"] as? Double }
         #expect(times.count == 3)
@@ -479,10 +458,8 @@ struct OIDCProviderTests {
     @Test func tlsIsVerifiedAgainstTheCAGiven() async throws {
         let server = try TestServer.sharedTLS.get()
         try server.set("good")
-        guard case .authenticated = try await login(try Self.provider(server)) else {
-            Issue.record("a provider with a trusted certificate was refused")
-            return
-        }
+        try expectAuthenticated(
+            try await login(try Self.provider(server)), "a provider with a trusted certificate was refused")
         let untrusted = try Self.provider(server) { $0.caFile = nil }
         #expect(reason(try await login(untrusted)).contains("failed TLS"))
     }
@@ -723,9 +700,7 @@ struct OIDCProviderTests {
             unsetenv("http_proxy")
             unsetenv("ALL_PROXY")
         }
-        guard case .authenticated = try await login(try Self.provider(server)) else {
-            Issue.record("a loopback login went through the environment's proxy")
-            return
-        }
+        try expectAuthenticated(
+            try await login(try Self.provider(server)), "a loopback login went through the environment's proxy")
     }
 }

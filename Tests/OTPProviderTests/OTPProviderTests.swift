@@ -83,16 +83,10 @@ struct OTPProviderTests {
         #expect(try await login(provider, "alice", try oathtool("now + 150 seconds")) == .rejected(.wrongCredentials))
         // Inside it, an earlier code, then the current one; each once.
         let earlier = try oathtool("now - 40 seconds")
-        guard case .authenticated = try await login(provider, "alice", earlier) else {
-            Issue.record("a code from 40 s ago was refused")
-            return
-        }
+        try expectAuthenticated(try await login(provider, "alice", earlier), "a code from 40 s ago was refused")
         #expect(try await login(provider, "alice", earlier) == .rejected(.wrongCredentials))
         let now = try oathtool("now")
-        guard case .authenticated = try await login(provider, "alice", now) else {
-            Issue.record("the current code was refused")
-            return
-        }
+        try expectAuthenticated(try await login(provider, "alice", now), "the current code was refused")
         #expect(try await login(provider, "alice", now) == .rejected(.wrongCredentials))
         // A code from before the last one used is a replay, even inside the window.
         #expect(try await login(provider, "alice", earlier) == .rejected(.wrongCredentials))
@@ -133,24 +127,15 @@ struct OTPProviderTests {
             OneTimeCode.hotp(secret: Self.rfcSecret, counter: counter, digits: 6)!
         }
 
-        guard case .authenticated = try await login(pam, "alice", code(0)) else {
-            Issue.record("pam_oath refused the first code")
-            return
-        }
+        try expectAuthenticated(try await login(pam, "alice", code(0)), "pam_oath refused the first code")
         #expect(try await login(ours, "alice", code(0)) == .rejected(.wrongCredentials))
-        guard case .authenticated = try await login(ours, "alice", code(1)) else {
-            Issue.record("this provider refused the next code")
-            return
-        }
+        try expectAuthenticated(try await login(ours, "alice", code(1)), "this provider refused the next code")
         guard case .rejected = try await login(pam, "alice", code(1)) else {
             Issue.record("pam_oath accepted a code this provider had accepted")
             return
         }
         // And both agree on a code further ahead, inside the window.
-        guard case .authenticated = try await login(pam, "alice", code(4)) else {
-            Issue.record("pam_oath refused a code in its window")
-            return
-        }
+        try expectAuthenticated(try await login(pam, "alice", code(4)), "pam_oath refused a code in its window")
         #expect(try await login(ours, "alice", code(3)) == .rejected(.wrongCredentials))
     }
 }
@@ -322,10 +307,7 @@ struct EnrolmentTests {
         let code = try shell("oathtool --totp -b \(base32)").output.trimmingCharacters(in: .whitespacesAndNewlines)
         let outcome = try await OTPAuthProvider(usersFile: file).authenticate(
             AuthRequest(username: "erin", conversation: ScriptedConversation(.text(code))))
-        guard case .authenticated = outcome else {
-            Issue.record("the enrolled code was refused: \(outcome)")
-            return
-        }
+        try expectAuthenticated(outcome, "the enrolled code was refused: \(outcome)")
         // The file is pam_oath's: mode 0600, one entry.
         #expect(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int == 0o600)
         #expect(try run(passwd, ["otp-list", file], input: "").stdout.hasPrefix("erin\tHOTP/T30/6\n"))
@@ -365,10 +347,7 @@ struct EnrolmentTests {
             try await provider.authenticate(
                 AuthRequest(username: user, conversation: ScriptedConversation(.text(code))))
         }
-        guard case .authenticated = try await login("erin", code) else {
-            Issue.record("a \(algorithm) code from oathtool was refused")
-            return
-        }
+        try expectAuthenticated(try await login("erin", code), "a \(algorithm) code from oathtool was refused")
         #expect(try await login("erin", code) == .rejected(.wrongCredentials))  // Replayed.
         // pam_oath skips the entry: to it, erin has no code at all.
         let directory = URL(fileURLWithPath: file).deletingLastPathComponent().path
@@ -389,10 +368,7 @@ struct EnrolmentTests {
         let erinLine = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").first {
             $0.contains("erin")
         }
-        guard case .authenticated = try await login("fay", "755224") else {
-            Issue.record("fay's SHA-1 code was refused")
-            return
-        }
+        try expectAuthenticated(try await login("fay", "755224"), "fay's SHA-1 code was refused")
         let after = try String(contentsOfFile: file, encoding: .utf8)
         #expect(after.split(separator: "\n").first { $0.contains("erin") } == erinLine)
         #expect(after.contains("fay\t-\t\(OTPProviderTests.rfcSecretHex)\t0\t755224"))

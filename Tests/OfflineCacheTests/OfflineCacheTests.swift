@@ -110,10 +110,8 @@ struct OfflineCacheTests {
         let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(7 * 86_400))
         #expect(try await login(cache, "wonderland").pamResult == .success)
         backend.reachable.withLock { $0 = false }
-        guard case .authenticated(let identity) = try await login(cache, "wonderland") else {
-            Issue.record("the cached login was refused offline")
-            return
-        }
+        let identity = try expectAuthenticated(
+            try await login(cache, "wonderland"), "the cached login was refused offline")
         #expect(identity.groups == groups)
         #expect(!identity.groups.contains("admin"))
     }
@@ -148,15 +146,10 @@ struct OfflineCacheTests {
             return
         }
         backend.reachable.withLock { $0 = true }
-        guard case .authenticated = try await login(cache, "wonderland") else {
-            Issue.record("the online login failed")
-            return
-        }
+        try expectAuthenticated(try await login(cache, "wonderland"), "the online login failed")
         backend.reachable.withLock { $0 = false }
-        guard case .authenticated(let identity) = try await login(cache, "wonderland") else {
-            Issue.record("the cached login was refused offline")
-            return
-        }
+        let identity = try expectAuthenticated(
+            try await login(cache, "wonderland"), "the cached login was refused offline")
         #expect(
             identity.attributes["offline"] == "yes" && identity.groups == ["staff"] && identity.displayName == "Alice")
         #expect(try await login(cache, "wrong") == .rejected(.wrongCredentials))
@@ -180,15 +173,10 @@ struct OfflineCacheTests {
             wrapping: backend, directory: directory, maxAge: .seconds(86_400), maxOfflineFailures: 3)
         #expect(try await login(again, "wonderland") == .rejected(.locked(until: nil)))
         backend.reachable.withLock { $0 = true }
-        guard case .authenticated = try await login(cache, "wonderland") else {
-            Issue.record("the online login failed")
-            return
-        }
+        try expectAuthenticated(try await login(cache, "wonderland"), "the online login failed")
         backend.reachable.withLock { $0 = false }
-        guard case .authenticated = try await login(cache, "wonderland") else {
-            Issue.record("an online success did not reset the offline count")
-            return
-        }
+        try expectAuthenticated(
+            try await login(cache, "wonderland"), "an online success did not reset the offline count")
     }
 
     /// The review's chain: alice's password is reset online, and the directory then refuses the service
@@ -197,10 +185,7 @@ struct OfflineCacheTests {
     @Test func aDirectoryThatRefusesIsNotOffline() async throws {
         let backend = Switchable()
         let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
-        guard case .authenticated = try await login(cache, "wonderland") else {
-            Issue.record("the online login failed")
-            return
-        }
+        try expectAuthenticated(try await login(cache, "wonderland"), "the online login failed")
         backend.refusing.withLock { $0 = true }
         guard case .unavailable = try await login(cache, "wonderland") else {
             Issue.record("a directory refusing the service account was taken for offline")
@@ -266,16 +251,11 @@ struct OfflineCacheTests {
         let clock = ManualClock()
         let cache = try OfflineCachingProvider(
             wrapping: backend, directory: directory, maxAge: .seconds(60), clock: clock.now)
-        guard case .authenticated = try await login(cache, "wonderland") else {
-            Issue.record("the online login failed")
-            return
-        }
+        try expectAuthenticated(try await login(cache, "wonderland"), "the online login failed")
         backend.reachable.withLock { $0 = false }
         clock.advance(by: 59)
-        guard case .authenticated = try await login(cache, "wonderland") else {
-            Issue.record("an entry younger than its maximum age was refused")
-            return
-        }
+        try expectAuthenticated(
+            try await login(cache, "wonderland"), "an entry younger than its maximum age was refused")
         clock.advance(by: 1)
         guard case .unavailable = try await login(cache, "wonderland") else {
             Issue.record("an entry as old as its maximum age was used")
@@ -286,10 +266,7 @@ struct OfflineCacheTests {
         _ = try await login(cache, "wonderland")
         backend.reachable.withLock { $0 = false }
         clock.advance(by: 59)
-        guard case .authenticated = try await login(cache, "wonderland") else {
-            Issue.record("an entry saved again online was refused")
-            return
-        }
+        try expectAuthenticated(try await login(cache, "wonderland"), "an entry saved again online was refused")
     }
 
     /// An entry saved later than now (the clock was set back) is not used until its time has come.
@@ -306,10 +283,7 @@ struct OfflineCacheTests {
             return
         }
         clock.advance(by: 1)
-        guard case .authenticated = try await login(cache, "wonderland") else {
-            Issue.record("the entry was refused once its time had come")
-            return
-        }
+        try expectAuthenticated(try await login(cache, "wonderland"), "the entry was refused once its time had come")
     }
 
     /// A saved time so far in the past or future that its age cannot be counted refuses the entry, rather
@@ -411,10 +385,7 @@ struct OfflineCacheTests {
         clock.advance(by: 1_000)
         backend.reachable.withLock { $0 = false }
         #expect(await cache.refresh() == .init(confirmed: 0, removed: 0, unchecked: 1))
-        guard case .authenticated = try await login(cache, "wonderland") else {
-            Issue.record("an unreachable check removed the entry")
-            return
-        }
+        try expectAuthenticated(try await login(cache, "wonderland"), "an unreachable check removed the entry")
         // Every entry, due or not, when asked to.
         backend.reachable.withLock { $0 = true }
         #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1, removed: 0, unchecked: 0))

@@ -94,10 +94,7 @@ struct IsolatedPAMTests {
         let next = try await login(
             try fixture.provider("gk-three", isolated: true),
             ScriptedConversation(.secret("one"), .text("two"), .secret("three")))
-        guard case .authenticated = next else {
-            Issue.record("after a crash: \(next)")
-            return
-        }
+        try expectAuthenticated(next, "after a crash: \(next)")
         // In process, the same module takes the whole host down: gatekeeper-run dies by SIGSEGV.
         let state = temporaryDirectory("gatekeeper-isolated-state")
         let crashed = try run(

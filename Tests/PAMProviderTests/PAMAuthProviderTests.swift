@@ -46,10 +46,7 @@ struct PAMAuthProviderTests {
         let outcome = try await provider.authenticate(
             AuthRequest(username: "root", conversation: ScriptedConversation(.secret("rootpw")))
         )
-        guard case .authenticated(let identity) = outcome else {
-            Issue.record("expected authenticated, got \(outcome)")
-            return
-        }
+        let identity = try expectAuthenticated(outcome, "expected authenticated, got \(outcome)")
         #expect(identity.attributes["uid"] == "0")
         #expect(identity.attributes["gid"] == "0")
         #expect(identity.attributes["home"] == "/root")
@@ -62,10 +59,7 @@ struct PAMAuthProviderTests {
         let provider = try PAMFixture.shared.get().provider("gk-fixture")
         let conversation = ScriptedConversation(.text("123456"), .secret("0000"))
         let outcome = try await provider.authenticate(AuthRequest(username: "alice", conversation: conversation))
-        guard case .authenticated = outcome else {
-            Issue.record("expected authenticated, got \(outcome)")
-            return
-        }
+        try expectAuthenticated(outcome, "expected authenticated, got \(outcome)")
         #expect(
             conversation.events == [
                 .shown("Welcome to the fixture.", .info),

@@ -88,10 +88,7 @@ struct SystemAccountTests {
         if let expected {
             #expect(outcome == expected)
         } else {
-            guard case .authenticated(let identity) = outcome else {
-                Issue.record("expected authenticated, got \(outcome)")
-                return
-            }
+            let identity = try expectAuthenticated(outcome, "expected authenticated, got \(outcome)")
             #expect(identity.displayName == "Throwaway Tester")
             #expect(identity.attributes["uid"].flatMap(Int.init) != nil)
             #expect(identity.isMember(of: user))
@@ -155,10 +152,8 @@ struct SystemAccountTests {
             AuthRequest(
                 username: account.user, conversation: ScriptedConversation(.secret(account.password)),
                 mayChangeExpiredPassword: true))
-        guard case .authenticated(let identity) = marked, identity.mustChangePassword else {
-            Issue.record("expected authenticated and marked, got \(marked)")
-            return
-        }
+        let identity = try expectAuthenticated(marked, "expected authenticated and marked, got \(marked)")
+        try #require(identity.mustChangePassword, "expected authenticated and marked, got \(marked)")
         #expect(await provider.recheck(identity) == .refused(.passwordChangeRequired))
         // Through a gatekeeper, the change is made once the login is admitted.
         let gatekeeper = Gatekeeper(provider: provider, configuration: .init(failDelay: .zero))

@@ -56,10 +56,7 @@ struct OnePoolTests {
         }
         #expect(PasswordHash.checks.waitingCount == 1, "the cache's hash did not wait for the checks' pool")
         held.withLock { $0 = false }
-        guard case .authenticated = try await login.value else {
-            Issue.record("the login failed once the pool was free")
-            return
-        }
+        try expectAuthenticated(try await login.value, "the login failed once the pool was free")
         #expect(PasswordHash.checks.maxThreads == BlockingPool.processorCount)
     }
 }

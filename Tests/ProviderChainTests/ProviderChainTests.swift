@@ -141,10 +141,7 @@ struct ProviderChainTests {
         ])
         let answer = try await stack.authenticateWithTrace(
             AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("builder"))))
-        guard case .authenticated(let identity) = answer.outcome else {
-            Issue.record("expected bob, got \(answer.outcome)")
-            return
-        }
+        let identity = try expectAuthenticated(answer.outcome, "expected bob, got \(answer.outcome)")
         #expect(identity.provider == "mock")
         #expect(
             answer.trace?.description

@@ -143,11 +143,10 @@ class Run:
             problem = problem or f"left {', '.join(sorted(left))} in its TMPDIR"
         for match in SUITE_DONE.finditer(output):
             suite = next((s for s in task if s.split("/")[0].rsplit(".", 1)[-1] == match.group(1)), None)
-            if suite:
-                # A suite split into tests adds up their times.
-                whole = suite.split("/")[0]
+            # A suite split into tests keeps the time it had: each of its processes pays its own start.
+            if suite and "/" not in suite:
                 with self.lock:
-                    self.durations[whole] = self.durations.get(whole, 0.0) * ("/" in suite) + float(match.group(3))
+                    self.durations[suite] = float(match.group(3))
         run = RUN_DONE.search(output)
         if problem is None and (run is None or run.group(3) != "passed"):
             problem = "the test run did not finish" if run is None else "failed"

@@ -3,6 +3,7 @@ public import Authentication
 // `Locked`, the lock every shared value of the package and its tests is kept behind.
 @_exported import GatekeeperSupport
 import Synchronization
+public import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -113,4 +114,14 @@ public func queuesOn<T: Sendable>(
     let queued = await eventually(within: 2) { pool.waitingCount == 1 }
     holding.withLock { $0 = false }
     return (queued, await task.value)
+}
+
+/// The identity `outcome` admitted; anything else fails the test here, with `comment` (what was expected,
+/// in the test's words) and what came instead — one check in place of a guard written in every test.
+@discardableResult
+public func expectAuthenticated(
+    _ outcome: AuthOutcome, _ comment: Comment, sourceLocation: SourceLocation = #_sourceLocation
+) throws -> Identity {
+    let identity: Identity? = if case .authenticated(let identity) = outcome { identity } else { nil }
+    return try #require(identity, "\(comment.rawValue): \(outcome)", sourceLocation: sourceLocation)
 }

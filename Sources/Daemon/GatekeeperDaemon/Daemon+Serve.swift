@@ -47,7 +47,7 @@ extension Daemon {
             // Not the program's account — but an account that may not log in at all is refused as under its own
             // spelling: a host whose name service folds `DAVE` to `dave` must not open a locked `dave` by key.
             if request.operation == .account {
-                let own = await checkAccount(canonical, provider: login.provider)
+                let own = await login.provider.accountCheck(canonical)
                 if ![.success, .ignore, .userUnknown, .authinfoUnavailable].contains(own) { return (own, nil) }
             }
             return (.userUnknown, nil)
@@ -93,7 +93,7 @@ extension Daemon {
                 )
             }
         case .account:
-            result = (await checkAccount(request.user, provider: login.provider), nil)
+            result = (await login.provider.accountCheck(request.user), nil)
         case .checkPasswordChange:
             guard login.provider.changesPasswords else { return (.ignore, nil) }
             result = (await login.provider.lookUpAccount(request.user) == .unknown ? .userUnknown : .success, nil)
@@ -101,7 +101,7 @@ extension Daemon {
             guard login.provider.changesPasswords else { return (.ignore, nil) }
             // PAM_CHANGE_EXPIRED_AUTHTOK: only a password that has expired is changed (as pam_unix does).
             if request.flags.contains(.expiredOnly),
-                await checkAccount(request.user, provider: login.provider) != .newAuthenticationTokenRequired
+                await login.provider.accountCheck(request.user) != .newAuthenticationTokenRequired
             {
                 return (.success, nil)
             }
@@ -184,37 +184,6 @@ extension Daemon {
                             + "(the first recorded before; this pid and service are the first left out's)",
                         service: request.service, processID: peer.pid))
             })
-    }
-
-    /// `pam_sm_acct_mgmt`: whether `user` may log in now, asked of the stack without a password. Every
-    /// backend of the stack is asked once (``AuthProvider/recheck(_:)``); one that refuses decides (locked,
-    /// expired, not activated, must change its password); else one that keeps the account valid says
-    /// `success`; one that cannot be reached, `authinfo_unavail`; backends that do not have it, `user_unknown`;
-    /// none that can tell (a device login's): `ignore`, for the program's other account modules.
-    func checkAccount(_ user: String, provider: any AuthProvider) async -> PAMResult {
-        let canonical: String
-        switch await provider.lookUpAccount(user) {
-        case .unknown: return .userUnknown
-        case .known(let name, _): canonical = name
-        case .cannotTell: canonical = user
-        }
-        // Each backend once, whatever its kind's name (two users files are two backends).
-        let backends = (provider as? ProviderChain)?.backends ?? [provider]
-        var answer = PAMResult.ignore
-        for backend in backends {
-            switch await backend.recheck(Identity(username: canonical, provider: backend.name)) {
-            case .valid: answer = .success
-            case .refused(let why) where why.code == .userNotFound:
-                // Not this backend's account: another may keep it.
-                if answer == .ignore { answer = .userUnknown }
-            case .refused(let why):
-                // A locked account is the account check's refusal here (no password was given to tell apart).
-                return why.code == .accountLocked ? .permissionDenied : Self.pamResult(why)
-            case .unavailable: if answer == .ignore || answer == .userUnknown { answer = .authinfoUnavailable }
-            case .unverifiable: continue
-            }
-        }
-        return answer
     }
 
     /// The PAM return code for a login or password change through a stack that ended with `error`: as

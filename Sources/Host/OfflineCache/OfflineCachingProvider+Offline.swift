@@ -40,7 +40,10 @@ extension OfflineCachingProvider {
         }
         if exhausted { return .rejected(.locked(until: nil)) }
         guard let entry = reserved, let verifier = try? PasswordHash(entry.verifier) else { return onlineOutcome }
-        /// Nothing was checked (cancelled, or libxcrypt cannot be loaded): the count is taken back.
+        /// No answer came of the check (the login cancelled before it ended, or libxcrypt cannot be loaded): the
+        /// count is taken back. A cancelled check may still run to its end on the pool's thread
+        /// (`BlockingPool.run` returns at the cancellation, not when its work does), but its answer reaches
+        /// nobody, so it tells no one anything.
         func takeBack() {
             _ = try? update { entries in
                 if entries[request.username]?.verifier == entry.verifier,

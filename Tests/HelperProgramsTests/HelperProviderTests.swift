@@ -14,7 +14,9 @@ import Testing
 /// that child, and then cannot be executed (ETXTBSY) — a hazard of writing programs in tests, not of helpers.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct HelperProviderTests {
-    static let directory = Result { try pluginDirectory() }
+    static let directory = Result { try trustedDirectory() }
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../..").standardized.path
 
     /// Installs `text` as an executable in the private directory.
     static func install(_ name: String, _ text: String) throws -> String {
@@ -27,7 +29,7 @@ struct HelperProviderTests {
     static func example(_ name: String) throws -> String {
         try install(
             name,
-            try String(contentsOfFile: ExamplePlugins.repository + "/Examples/plugins/helpers/" + name, encoding: .utf8)
+            try String(contentsOfFile: Self.repository + "/Examples/plugins/helpers/" + name, encoding: .utf8)
         )
     }
 
@@ -59,10 +61,7 @@ struct HelperProviderTests {
         let provider = try Self.helper(try Self.conversationExample.get())
         let conversation = ScriptedConversation(.secret("builder"), .text("blue"))
         let outcome = try await provider.authenticate(AuthRequest(username: "bob", conversation: conversation))
-        guard case .authenticated(let identity) = outcome else {
-            Issue.record("\(outcome)")
-            return
-        }
+        let identity = try expectAuthenticated(outcome, "\(outcome)")
         #expect(
             identity.groups == ["staff"] && identity.attributes["helper"] == "example" && identity.provider == "helper")
         #expect(conversation.events.contains { "\($0)".contains("Noted: blue") })
@@ -130,10 +129,7 @@ struct HelperProviderTests {
         let program = try Self.install("marks-expired", script)
         let outcome = try await Self.helper(program, timeout: "5").authenticate(
             AuthRequest(username: "alice", conversation: ScriptedConversation(.secret("x"))))
-        guard case .authenticated(let identity) = outcome else {
-            Issue.record("the helper's login was refused: \(outcome)")
-            return
-        }
+        let identity = try expectAuthenticated(outcome, "the helper's login was refused: \(outcome)")
         #expect(!identity.mustChangePassword && identity.attributes["k"] == "v")
     }
 

@@ -88,10 +88,7 @@ struct StackConfigurationTests {
         ).makeChain(registry: registry)
         let answer = try await chain.authenticateWithTrace(
             AuthRequest(username: "bob", conversation: ScriptedConversation(.secret("builder"))))
-        guard case .authenticated(let bob) = answer.outcome else {
-            Issue.record("bob was not admitted")
-            return
-        }
+        let bob = try expectAuthenticated(answer.outcome, "bob was not admitted")
         #expect(bob.provider == "mock")
         #expect(answer.trace?.steps.map(\.action) == [.ignore, .ignore, .ok])
     }
