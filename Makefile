@@ -125,7 +125,8 @@ oidc-demo: build
 # /tmp/swift-generated-sources are not the run's.
 # While the suites run, the fuzz targets are built and run a few seconds each (fuzz-smoke) and the package is
 # built and checked (test-package), at the lowest priority (nice 19): they take the processor time the suites
-# leave, never the time a suite needs. The benchmark's smoke run (bench-smoke) follows on a quiet machine.
+# leave, never the time a suite needs. The benchmark's smoke run (bench-smoke: every section, a hundredth of
+# its work, no figures checked) runs beside them too; it mostly waits on the processes it starts.
 # A compiler warning in the package's own sources fails the run too (a fresh clone builds every file, so
 # CI sees them all; a local build shows only the files it compiles again), and so does a DocC warning in the
 # core's catalog or its symbols' comments (make docs).
@@ -142,11 +143,13 @@ test: deps
 			echo "make test: the build warns (above); a warning fails the run"; exit 1; fi; \
 		$(MAKE) --no-print-directory docs; \
 		nice -n 19 $(MAKE) --no-print-directory fuzz-smoke test-package > .build/test-beside.log 2>&1 & beside=$$!; \
+		$(MAKE) --no-print-directory bench-smoke > .build/test-bench.log 2>&1 & bench=$$!; \
 		tests=0; python3 Tests/Runner/run-suites.py --jobs $(TEST_JOBS) || tests=$$?; \
 		if wait $$beside; then grep -E '^test-package: [0-9]+ checks|^ *[a-z-]+ +[0-9]+ .* (ok|FAILED)' .build/test-beside.log; \
 		else cat .build/test-beside.log; echo "make test: fuzz-smoke or test-package failed (above)"; exit 1; fi; \
-		test $$tests -eq 0; \
-		$(MAKE) --no-print-directory bench-smoke
+		if wait $$bench; then grep -E '^bench report:' .build/test-bench.log; \
+		else cat .build/test-bench.log; echo "make test: bench-smoke failed (above)"; exit 1; fi; \
+		test $$tests -eq 0
 	@$(LEFTOVERS) > .build/leftovers-after.txt; \
 		left=$$(LC_ALL=C comm -13 .build/leftovers-before.txt .build/leftovers-after.txt); \
 		if [ -n "$$left" ]; then echo "make test left these behind:"; echo "$$left"; exit 1; fi; \

@@ -211,8 +211,7 @@ struct DaemonBench {
                 group.addTask {
                     var failed = 0
                     for _ in 0..<each {
-                        let gatekeeper = host.gatekeeper(
-                            service: "sudo", terminal: nil, remoteHost: nil, requestingUser: nil)
+                        let gatekeeper = host.gatekeeper(origin: LoginOrigin(service: "sudo"))
                         if (try? await gatekeeper.signIn(credentials)) == nil { failed += 1 }
                     }
                     return failed

@@ -63,7 +63,7 @@ public protocol AuthProvider: Sendable {
     /// current and new passwords with ``PasswordPrompt``'s prompts. A backend that does not know the
     /// account answers ``PasswordChangeOutcome/notMine``; the default, for backends without passwords,
     /// answers ``PasswordChangeOutcome/ignored``. Run both passes with
-    /// ``changePassword(of:conversation:expiredOnly:terminal:remoteHost:requestingUser:)``.
+    /// ``changePassword(of:conversation:expiredOnly:origin:)``.
     /// - Throws: ``AuthError/cancelled``, or the conversation's error.
     func changePassword(_ request: PasswordChangeRequest) async throws(AuthError) -> PasswordChangeOutcome
 
@@ -155,13 +155,24 @@ public struct AuthRequest: Sendable {
     public var username: String
     /// How to ask the person for a password or anything else.
     public var conversation: any Conversation
-    /// The terminal the person is on, if any (PAM's `PAM_TTY`).
-    public var terminal: String?
-    /// The remote host the person connects from, if any (PAM's `PAM_RHOST`).
-    public var remoteHost: String?
+    /// Where the login comes from: service, terminal, remote host, requesting user.
+    public var origin: LoginOrigin
+    /// The terminal the person is on, if any (PAM's `PAM_TTY`): the ``origin``'s.
+    public var terminal: String? {
+        get { origin.terminal }
+        set { origin.terminal = newValue }
+    }
+    /// The remote host the person connects from, if any (PAM's `PAM_RHOST`): the ``origin``'s.
+    public var remoteHost: String? {
+        get { origin.remoteHost }
+        set { origin.remoteHost = newValue }
+    }
     /// The account of whoever asked for the login, if known: the user running a local tool (PAM's
-    /// `PAM_RUSER`, as `sudo` sets it).
-    public var requestingUser: String?
+    /// `PAM_RUSER`, as `sudo` sets it): the ``origin``'s.
+    public var requestingUser: String? {
+        get { origin.requestingUser }
+        set { origin.requestingUser = newValue }
+    }
     /// Whether the person may be asked for a new password when theirs has expired (PAM's
     /// `pam_chauthtok` with `PAM_CHANGE_EXPIRED_AUTHTOK`, as `login` and `sudo` call it). A provider that
     /// finds the password right but expired then answers ``AuthOutcome/authenticated(_:)`` with
@@ -180,19 +191,31 @@ public struct AuthRequest: Sendable {
     public init(
         username: String,
         conversation: any Conversation,
+        origin: LoginOrigin,
+        mayChangeExpiredPassword: Bool = false,
+        readsGroups: Bool = true
+    ) {
+        self.username = username
+        self.conversation = conversation
+        self.origin = origin
+        self.mayChangeExpiredPassword = mayChangeExpiredPassword
+        self.readsGroups = readsGroups
+    }
+
+    /// A request whose origin is given field by field (the service, the default `gatekeeper`).
+    public init(
+        username: String,
+        conversation: any Conversation,
         terminal: String? = nil,
         remoteHost: String? = nil,
         requestingUser: String? = nil,
         mayChangeExpiredPassword: Bool = false,
         readsGroups: Bool = true
     ) {
-        self.username = username
-        self.conversation = conversation
-        self.terminal = terminal
-        self.remoteHost = remoteHost
-        self.requestingUser = requestingUser
-        self.mayChangeExpiredPassword = mayChangeExpiredPassword
-        self.readsGroups = readsGroups
+        self.init(
+            username: username, conversation: conversation,
+            origin: LoginOrigin(terminal: terminal, remoteHost: remoteHost, requestingUser: requestingUser),
+            mayChangeExpiredPassword: mayChangeExpiredPassword, readsGroups: readsGroups)
     }
 }
 

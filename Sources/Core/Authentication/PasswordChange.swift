@@ -25,29 +25,51 @@ public struct PasswordChangeRequest: Sendable {
     /// The change is the one a login requires because the password expired (PAM's
     /// `PAM_CHANGE_EXPIRED_AUTHTOK`): a backend may leave alone a password of its own that has not.
     public var expiredOnly: Bool
-    /// The terminal the person is on, if any (PAM's `PAM_TTY`).
-    public var terminal: String?
-    /// The remote host the person connects from, if any (PAM's `PAM_RHOST`).
-    public var remoteHost: String?
-    /// The account of whoever asked for the change, if known (PAM's `PAM_RUSER`).
-    public var requestingUser: String?
+    /// Where the change comes from: service, terminal, remote host, requesting user.
+    public var origin: LoginOrigin
+    /// The terminal the person is on, if any (PAM's `PAM_TTY`): the ``origin``'s.
+    public var terminal: String? {
+        get { origin.terminal }
+        set { origin.terminal = newValue }
+    }
+    /// The remote host the person connects from, if any (PAM's `PAM_RHOST`): the ``origin``'s.
+    public var remoteHost: String? {
+        get { origin.remoteHost }
+        set { origin.remoteHost = newValue }
+    }
+    /// The account of whoever asked for the change, if known (PAM's `PAM_RUSER`): the ``origin``'s.
+    public var requestingUser: String? {
+        get { origin.requestingUser }
+        set { origin.requestingUser = newValue }
+    }
 
     public init(
         username: String,
         conversation: any Conversation,
         pass: Pass,
         expiredOnly: Bool = false,
-        terminal: String? = nil,
-        remoteHost: String? = nil,
-        requestingUser: String? = nil
+        origin: LoginOrigin = LoginOrigin()
     ) {
         self.username = username
         self.conversation = conversation
         self.pass = pass
         self.expiredOnly = expiredOnly
-        self.terminal = terminal
-        self.remoteHost = remoteHost
-        self.requestingUser = requestingUser
+        self.origin = origin
+    }
+
+    /// A request whose origin is given field by field (the service, the default `gatekeeper`).
+    public init(
+        username: String,
+        conversation: any Conversation,
+        pass: Pass,
+        expiredOnly: Bool = false,
+        terminal: String?,
+        remoteHost: String? = nil,
+        requestingUser: String? = nil
+    ) {
+        self.init(
+            username: username, conversation: conversation, pass: pass, expiredOnly: expiredOnly,
+            origin: LoginOrigin(terminal: terminal, remoteHost: remoteHost, requestingUser: requestingUser))
     }
 }
 
@@ -177,29 +199,23 @@ extension AuthProvider {
         of username: String,
         conversation: any Conversation,
         expiredOnly: Bool = false,
-        terminal: String? = nil,
-        remoteHost: String? = nil,
-        requestingUser: String? = nil
+        origin: LoginOrigin = LoginOrigin()
     ) async throws(AuthError) -> PasswordChangeOutcome {
         try await changePasswordWithTrace(
-            of: username, conversation: conversation, expiredOnly: expiredOnly, terminal: terminal,
-            remoteHost: remoteHost, requestingUser: requestingUser
+            of: username, conversation: conversation, expiredOnly: expiredOnly, origin: origin
         ).outcome
     }
 
-    /// ``changePassword(of:conversation:expiredOnly:terminal:remoteHost:requestingUser:)``, with the trace
+    /// ``changePassword(of:conversation:expiredOnly:origin:)``, with the trace
     /// of the pass that decided: the update, or the preliminary check when it refused.
     public func changePasswordWithTrace(
         of username: String,
         conversation: any Conversation,
         expiredOnly: Bool = false,
-        terminal: String? = nil,
-        remoteHost: String? = nil,
-        requestingUser: String? = nil
+        origin: LoginOrigin = LoginOrigin()
     ) async throws(AuthError) -> Traced<PasswordChangeOutcome> {
         try await changePasswordInTwoPasses(
-            of: username, conversation: conversation, expiredOnly: expiredOnly, terminal: terminal,
-            remoteHost: remoteHost, requestingUser: requestingUser
+            of: username, conversation: conversation, expiredOnly: expiredOnly, origin: origin
         ).answer
     }
 
@@ -209,13 +225,11 @@ extension AuthProvider {
         of username: String,
         conversation: any Conversation,
         expiredOnly: Bool = false,
-        terminal: String? = nil,
-        remoteHost: String? = nil,
-        requestingUser: String? = nil
+        origin: LoginOrigin = LoginOrigin()
     ) async throws(AuthError) -> (answer: Traced<PasswordChangeOutcome>, preliminaryPassed: Bool) {
         var request = PasswordChangeRequest(
             username: username, conversation: SharingConversation(conversation), pass: .preliminaryCheck,
-            expiredOnly: expiredOnly, terminal: terminal, remoteHost: remoteHost, requestingUser: requestingUser)
+            expiredOnly: expiredOnly, origin: origin)
         let preliminary = try await changePasswordWithTrace(request)
         guard preliminary.outcome.pamResult == .success else { return (preliminary, false) }
         if Task.isCancelled { throw .cancelled }

@@ -17,16 +17,15 @@ extension Daemon {
         let peer = connection.peer
         // What a program says of where the login comes from reaches the lockout's records and the audit, which
         // people read on a terminal: escaped, whoever says it.
-        var origin = (
-            terminal: request.terminal.map { TextSafety.escaped($0) },
+        var origin = LoginOrigin(
+            service: request.service, terminal: request.terminal.map { TextSafety.escaped($0) },
             remoteHost: request.remoteHost.map { TextSafety.escaped($0) },
-            user: request.requestingUser.map { TextSafety.escaped($0) }
-        )
+            requestingUser: request.requestingUser.map { TextSafety.escaped($0) })
         if peer.uid != 0 {
             // Nothing the caller says about itself is taken: it runs on this host, as the user it is. Its own
             // name, byte for byte (`Å` and `Å` are two accounts), before any backend is asked about the name.
             let own = SystemAccounts.name(of: peer.uid)
-            origin = (origin.terminal, nil, own)
+            (origin.remoteHost, origin.requestingUser) = (nil, own)
             guard let own, Username.same(own, request.user) else {
                 refused(request, by: peer, own: own, audit: login.audit)
                 return (.permissionDenied, nil)
@@ -59,9 +58,7 @@ extension Daemon {
         case .authenticate where request.flags.contains(.unknownToHost) && SystemAccounts.uid(of: request.user) == nil:
             result = (await standIn(request, login: login, connection: connection, origin: origin), nil)
         case .authenticate:
-            let gatekeeper = login.gatekeeper(
-                service: request.service, terminal: origin.terminal, remoteHost: origin.remoteHost,
-                requestingUser: origin.user, clientProcessID: peer.pid)
+            let gatekeeper = login.gatekeeper(origin: origin, clientProcessID: peer.pid)
             let conversation = DaemonConversation(connection: connection, request: request)
             let traced = await gatekeeper.signInWithTrace(conversation: conversation)
             switch traced.outcome {
@@ -105,9 +102,7 @@ extension Daemon {
             {
                 return (.success, nil)
             }
-            let gatekeeper = login.gatekeeper(
-                service: request.service, terminal: origin.terminal, remoteHost: origin.remoteHost,
-                requestingUser: origin.user, clientProcessID: peer.pid)
+            let gatekeeper = login.gatekeeper(origin: origin, clientProcessID: peer.pid)
             let conversation = DaemonConversation(connection: connection, request: request)
             let traced = await gatekeeper.changePasswordWithTrace(of: request.user, conversation: conversation)
             switch traced.outcome {
@@ -135,11 +130,9 @@ extension Daemon {
     /// name (it may be a password typed into the wrong field).
     func standIn(
         _ request: DaemonRequest, login: HostLogin, connection: DaemonConnection,
-        origin: (terminal: String?, remoteHost: String?, user: String?)
+        origin: LoginOrigin
     ) async -> PAMResult {
-        let gatekeeper = login.gatekeeper(
-            service: request.service, terminal: origin.terminal, remoteHost: origin.remoteHost,
-            requestingUser: origin.user, clientProcessID: connection.peer.pid)
+        let gatekeeper = login.gatekeeper(origin: origin, clientProcessID: connection.peer.pid)
         let conversation = DaemonConversation(connection: connection, request: request)
         do throws(AuthError) {
             _ = try await conversation.askSecret("Password: ")

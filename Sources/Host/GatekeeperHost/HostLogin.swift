@@ -20,14 +20,14 @@ public import ProviderPlugins
 public final class HostLogin: Sendable {
     /// What the tool is and where it runs.
     public struct Context: Sendable {
-        /// The tool's name: the syslog identifier and the service recorded with failures.
-        public var tool: String
-        /// The terminal of the login (PAM's `PAM_TTY`).
-        public var terminal: String?
-        /// Who runs the tool (PAM's `PAM_RUSER`).
-        public var requestingUser: String?
-        /// Where the person logs in from (PAM's `PAM_RHOST`).
-        public var remoteHost: String?
+        /// Where the login comes from: the tool's name as its service, the terminal (PAM's `PAM_TTY`), who
+        /// runs the tool (`PAM_RUSER`), where the person logs in from (`PAM_RHOST`).
+        public var origin: LoginOrigin
+        /// The tool's name: the syslog identifier and the service recorded with failures (the ``origin``'s).
+        public var tool: String {
+            get { origin.service }
+            set { origin.service = newValue }
+        }
         /// Where the login is made, for remembered logins; `nil` remembers nothing.
         public var place: LoginPlace?
         /// Whether logins are remembered and remembered ones used (off when a password comes from a
@@ -59,10 +59,8 @@ public final class HostLogin: Sendable {
             readsGroups: Bool = true,
             remoteHost: String? = nil
         ) {
-            self.tool = tool
-            self.terminal = terminal
-            self.requestingUser = requestingUser
-            self.remoteHost = remoteHost
+            origin = LoginOrigin(
+                service: tool, terminal: terminal, remoteHost: remoteHost, requestingUser: requestingUser)
             self.place = place
             self.remembersLogins = remembersLogins
             self.maxAttempts = maxAttempts
@@ -110,10 +108,7 @@ public final class HostLogin: Sendable {
         self.cache = cache
         var configuration = settings.gatekeeper
         if let attempts = context.maxAttempts { configuration.maxAttempts = attempts }
-        configuration.terminal = context.terminal
-        configuration.requestingUser = context.requestingUser
-        configuration.remoteHost = context.remoteHost
-        configuration.service = context.tool
+        configuration.origin = context.origin
         configuration.changesExpiredPasswords = context.changesExpiredPasswords
         configuration.taskExecutor = context.taskExecutor
         configuration.readsGroups = context.readsGroups
@@ -127,17 +122,13 @@ public final class HostLogin: Sendable {
 
     /// A gatekeeper of its own for one login among many a process serves at once (gatekeeperd's: one per
     /// PAM call), sharing this host's provider, lockout and audit — so every login is counted where every
-    /// other is — with its own origin: the PAM service, terminal, remote host and requesting user of the
-    /// program that asked. It remembers no login (the calling program keeps its own, as sudo does).
-    public func gatekeeper(
-        service: String, terminal: String?, remoteHost: String?, requestingUser: String?, clientProcessID: Int32? = nil
-    ) -> Gatekeeper {
+    /// other is — with its own `origin`: the PAM service, terminal, remote host and requesting user of the
+    /// program that asked, whose process is `clientProcessID`. It remembers no login (the calling program
+    /// keeps its own, as sudo does).
+    public func gatekeeper(origin: LoginOrigin, clientProcessID: Int32? = nil) -> Gatekeeper {
         var configuration = gatekeeper.configuration
-        configuration.service = service
+        configuration.origin = origin
         configuration.clientProcessID = clientProcessID
-        configuration.terminal = terminal
-        configuration.remoteHost = remoteHost
-        configuration.requestingUser = requestingUser
         return Gatekeeper(provider: provider, configuration: configuration, audit: audit, lockout: lockout)
     }
 }

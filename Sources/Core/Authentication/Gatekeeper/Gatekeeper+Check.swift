@@ -156,9 +156,7 @@ extension Gatekeeper {
         let request = AuthRequest(
             username: username,
             conversation: ValidatingConversation(conversation, attempt: attempt),
-            terminal: configuration.terminal,
-            remoteHost: configuration.remoteHost,
-            requestingUser: configuration.requestingUser,
+            origin: configuration.origin,
             // The gatekeeper acts on a password found right but expired (changes it, or refuses the login),
             // so providers admit it marked and a stack decides it as the success it is.
             mayChangeExpiredPassword: true,
@@ -213,9 +211,9 @@ extension Gatekeeper {
     /// The ledger every attempt of this gatekeeper goes through, with the lockout policy in force.
     var ledger: AttemptLedger {
         let policy = configuration.lockout.flatMap { $0.deny > 0 ? $0 : nil }
-        let source = LoginSource(
-            remoteHost: configuration.remoteHost, terminal: configuration.terminal, service: configuration.service)
-        return AttemptLedger(store: lockout, policy: policy, source: source, wait: configuration.lockoutWait) {
+        return AttemptLedger(
+            store: lockout, policy: policy, source: LoginSource(configuration.origin), wait: configuration.lockoutWait
+        ) {
             [self] incident in
             switch incident {
             case .lockedOut(let account, let error): record(.lockedOut, account.key, known: account.known, error)

@@ -9,7 +9,7 @@ extension Gatekeeper {
 
     /// Changes the password of the signed-in person (signing in first, through `conversation`, when
     /// nobody is), through the provider (a stack: through every entry that keeps passwords, with PAM's
-    /// two passes: ``AuthProvider/changePassword(of:conversation:expiredOnly:terminal:remoteHost:requestingUser:)``).
+    /// two passes: ``AuthProvider/changePassword(of:conversation:expiredOnly:origin:)``).
     /// A wrong current password is a failed guess like a wrong password at a login: counted against the
     /// account before the provider checks it, under the same lockout (a locked-out account changes
     /// nothing), and followed by the fail delay. The session goes on; the change is audited
@@ -92,8 +92,7 @@ extension Gatekeeper {
             // over (the current password) is presented to the ledger.
             let passes = try await provider.changePasswordInTwoPasses(
                 of: account.key, conversation: ValidatingConversation(conversation, attempt: attempt),
-                terminal: configuration.terminal, remoteHost: configuration.remoteHost,
-                requestingUser: configuration.requestingUser)
+                origin: configuration.origin)
             (outcome, changeTrace, preliminaryPassed) = (
                 passes.answer.outcome, passes.answer.trace, passes.preliminaryPassed
             )
@@ -144,8 +143,7 @@ extension Gatekeeper {
         do throws(AuthError) {
             answer = try await provider.changePasswordWithTrace(
                 of: identity.username, conversation: ValidatingConversation(conversation), expiredOnly: true,
-                terminal: configuration.terminal, remoteHost: configuration.remoteHost,
-                requestingUser: configuration.requestingUser)
+                origin: configuration.origin)
         } catch {
             record(.passwordChangeFailed, identity.username, error)
             await provider.signOut(identity)

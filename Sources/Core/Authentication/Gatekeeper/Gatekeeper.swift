@@ -236,8 +236,8 @@ public final class Gatekeeper: Sendable {
     ) -> AuditEvent {
         var event = AuditEvent(
             kind: kind, username: nil, provider: provider.name, stackEntry: stackEntry, reason: reason,
-            detail: detail, terminal: configuration.terminal, remoteHost: configuration.remoteHost,
-            service: configuration.clientProcessID != nil ? configuration.service : nil,
+            detail: detail, terminal: configuration.origin.terminal, remoteHost: configuration.origin.remoteHost,
+            service: configuration.clientProcessID != nil ? configuration.origin.service : nil,
             processID: configuration.clientProcessID)
         naming(&event)
         return event
@@ -266,15 +266,30 @@ extension Gatekeeper {
         public var revealsUnknownUsers: Bool
         /// The prompt for the user name in an interactive login.
         public var usernamePrompt: String
-        /// Passed to providers as ``AuthRequest/terminal``.
-        public var terminal: String?
-        /// Passed to providers as ``AuthRequest/remoteHost``.
-        public var remoteHost: String?
-        /// Passed to providers as ``AuthRequest/requestingUser``.
-        public var requestingUser: String?
-        /// The service's name, recorded as a failure's source when there is neither a remote host nor a
-        /// terminal (as PAM's service name is).
-        public var service: String
+        /// Where the logins come from (``LoginOrigin``): passed to providers (``AuthRequest/origin``),
+        /// recorded as a failure's source (the service when there is neither a remote host nor a terminal,
+        /// as PAM's service name is) and in audit records.
+        public var origin: LoginOrigin
+        /// The ``origin``'s terminal.
+        public var terminal: String? {
+            get { origin.terminal }
+            set { origin.terminal = newValue }
+        }
+        /// The ``origin``'s remote host.
+        public var remoteHost: String? {
+            get { origin.remoteHost }
+            set { origin.remoteHost = newValue }
+        }
+        /// The ``origin``'s requesting user.
+        public var requestingUser: String? {
+            get { origin.requestingUser }
+            set { origin.requestingUser = newValue }
+        }
+        /// The ``origin``'s service.
+        public var service: String {
+            get { origin.service }
+            set { origin.service = newValue }
+        }
         /// The process of the program a login is served for, when it is not this one (gatekeeperd serving
         /// sudo's): audit records name it and the ``service``, not the process that serves.
         public var clientProcessID: Int32?
@@ -330,10 +345,8 @@ extension Gatekeeper {
             self.failDelay = failDelay
             self.revealsUnknownUsers = revealsUnknownUsers
             self.usernamePrompt = usernamePrompt
-            self.terminal = terminal
-            self.remoteHost = remoteHost
-            self.requestingUser = requestingUser
-            self.service = service
+            self.origin = LoginOrigin(
+                service: service, terminal: terminal, remoteHost: remoteHost, requestingUser: requestingUser)
             self.changesExpiredPasswords = changesExpiredPasswords
             self.taskExecutor = taskExecutor
             self.readsGroups = readsGroups

@@ -125,4 +125,9 @@ public enum LoginSource: Sendable, Hashable {
             self = .service(service)
         }
     }
+
+    /// The source of a login from `origin`.
+    public init(_ origin: LoginOrigin) {
+        self.init(remoteHost: origin.remoteHost, terminal: origin.terminal, service: origin.service)
+    }
 }

@@ -1,0 +1,40 @@
+import Authentication
+import AuthenticationTesting
+import TestSupport
+import Testing
+
+/// A login's origin is one value: the gatekeeper's configuration hands it whole to the providers, the
+/// lockout records its source, and the old field-by-field spellings read and write that one value.
+struct LoginOriginTests {
+    @Test func theProviderIsAskedWithTheGatekeepersOrigin() async throws {
+        let seen = Locked<LoginOrigin?>(nil)
+        let provider = StubAuthProvider { request throws(AuthError) in
+            seen.withLock { $0 = request.origin }
+            _ = try await request.conversation.askSecret("Password: ")
+            return .authenticated(Identity(username: request.username, provider: "stub"))
+        }
+        let origin = LoginOrigin(service: "sudo", terminal: "pts/3", remoteHost: "192.0.2.7", requestingUser: "alice")
+        var configuration = Gatekeeper.Configuration(lockout: nil, failDelay: .zero)
+        configuration.origin = origin
+        let gatekeeper = Gatekeeper(provider: provider, configuration: configuration)
+        try await gatekeeper.signIn(credentials("bob", "secret"))
+        #expect(seen.withLock { $0 } == origin)
+    }
+
+    @Test func theFieldsAreTheOriginsOwn() {
+        var configuration = Gatekeeper.Configuration(
+            terminal: "tty1", remoteHost: "host.example", requestingUser: "carol", service: "login")
+        #expect(
+            configuration.origin
+                == LoginOrigin(service: "login", terminal: "tty1", remoteHost: "host.example", requestingUser: "carol"))
+        configuration.terminal = "pts/9"
+        #expect(configuration.origin.terminal == "pts/9")
+        var request = AuthRequest(username: "dave", conversation: ScriptedConversation(), origin: configuration.origin)
+        request.remoteHost = nil
+        #expect(request.origin.remoteHost == nil && request.terminal == "pts/9" && request.origin.service == "login")
+        // pam_faillock's source: the remote host, else the terminal, else the service.
+        #expect(LoginSource(configuration.origin) == .remoteHost("host.example"))
+        #expect(LoginSource(request.origin) == .terminal("pts/9"))
+        #expect(LoginSource(LoginOrigin(service: "cron")) == .service("cron"))
+    }
+}
