@@ -142,14 +142,16 @@ test: deps
 		if grep -E '^$(CURDIR)/[^:]+:[0-9]+:[0-9]+: warning:' .build/build-tests.log; then \
 			echo "make test: the build warns (above); a warning fails the run"; exit 1; fi; \
 		$(MAKE) --no-print-directory docs; \
-		nice -n 19 $(MAKE) --no-print-directory fuzz-smoke test-package > .build/test-beside.log 2>&1 & beside=$$!; \
+		nice -n 19 $(MAKE) --no-print-directory fuzz-smoke > .build/test-fuzz.log 2>&1 & fuzz=$$!; \
+		nice -n 19 $(MAKE) --no-print-directory test-package > .build/test-package.log 2>&1 & package=$$!; \
 		$(MAKE) --no-print-directory bench-smoke > .build/test-bench.log 2>&1 & bench=$$!; \
 		tests=0; python3 Tests/Runner/run-suites.py --jobs $(TEST_JOBS) || tests=$$?; \
-		if wait $$beside; then grep -E '^test-package: [0-9]+ checks|^ *[a-z-]+ +[0-9]+ .* (ok|FAILED)' .build/test-beside.log; \
-		else cat .build/test-beside.log; echo "make test: fuzz-smoke or test-package failed (above)"; exit 1; fi; \
-		if wait $$bench; then grep -E '^bench report:' .build/test-bench.log; \
-		else cat .build/test-bench.log; echo "make test: bench-smoke failed (above)"; exit 1; fi; \
-		test $$tests -eq 0
+		beside=0; \
+		report() { if wait "$$2"; then grep -E "$$4" "$$3" || true; else cat "$$3"; echo "make test: $$1 failed (above)"; beside=1; fi; }; \
+		report fuzz-smoke $$fuzz .build/test-fuzz.log '^target |^[a-z-]+ +[0-9]+ .* (ok|FAILED)'; \
+		report test-package $$package .build/test-package.log '^test-package: [0-9]+ checks'; \
+		report bench-smoke $$bench .build/test-bench.log '^bench report:'; \
+		test $$tests -eq 0 -a $$beside -eq 0
 	@$(LEFTOVERS) > .build/leftovers-after.txt; \
 		left=$$(LC_ALL=C comm -13 .build/leftovers-before.txt .build/leftovers-after.txt); \
 		if [ -n "$$left" ]; then echo "make test left these behind:"; echo "$$left"; exit 1; fi; \
