@@ -7,10 +7,10 @@
 # service file, dpkg's database, root's /var/lib/gatekeeper -- lands in a tmpfs that goes with the
 # namespace. Two commands run this way at once see the host and never each other.
 #
-# Afterwards it says what COMMAND left behind, and fails if anything: a new name at the top of /run, /tmp
-# /dev/shm or /var/lib, in /etc/pam.d, /etc/sudoers.d or /etc/gatekeeper, or an account or group added or
-# changed in /etc/passwd, /etc/group, /etc/shadow or /etc/gshadow (a test's account not removed). What a test
-# leaves would have been left on the host had it run without this script.
+# Afterwards it says what COMMAND left behind, and fails if anything: a new name at the top of /run, /tmp,
+# /dev/shm, /var/lib or COMMAND's TMPDIR, in /etc/pam.d, /etc/sudoers.d or /etc/gatekeeper, or an account or
+# group added or changed in /etc/passwd, /etc/group, /etc/shadow or /etc/gshadow (a test's account not
+# removed). What a test leaves would have been left on the host had it run without this script.
 #
 # Not root: COMMAND runs as it is (it can change nothing of the host's that root owns, and the tests that
 # would are skipped).
@@ -55,6 +55,8 @@ done
 # have at the start is the command's (a directory the host had is there too when the command wrote in it);
 # a removed name is a whiteout (a character device 0/0), and no leftover.
 watched=(run tmp dev/shm var/lib etc/pam.d etc/sudoers.d etc/gatekeeper)
+# The command's own TMPDIR too, when it is one of the overlaid directories' (run-suites.py gives each suite one).
+if [[ -n ${TMPDIR-} && -d $TMPDIR && $TMPDIR == /* && $TMPDIR != *..* ]]; then watched+=("${TMPDIR#/}"); fi
 declare -A before
 for directory in "${watched[@]}"; do before[$directory]=$(ls -A "/$directory" 2>/dev/null || true); done
 # Each account and group by name, with a digest of its line (never the line: /etc/shadow's hold hashes).
