@@ -23,7 +23,9 @@ struct AttemptLedgerTests {
         Gatekeeper(
             provider: provider,
             configuration: .init(maxAttempts: attempts, lockout: LockoutPolicy(deny: deny), failDelay: .zero),
-            lockout: try FaillockStore(directory: directory))
+            // Each test a process of its own: the process's table of attempts in flight is keyed by the tally
+            // directory's device and inode, which an earlier test's temporary directory may have had.
+            lockout: try FaillockStore(directory: directory, inFlight: AttemptsInFlight()))
     }
 
     /// A users-file-like entry: exact names, its own passwords; `slowWhenWrong` waits after a wrong one, as
@@ -142,7 +144,8 @@ struct AttemptLedgerAttackTests {
         Gatekeeper(
             provider: provider,
             configuration: .init(maxAttempts: 1, lockout: LockoutPolicy(deny: deny), failDelay: .zero),
-            lockout: inMemory ? MemoryLockoutStore() : try FaillockStore(directory: directory))
+            lockout: inMemory
+                ? MemoryLockoutStore() : try FaillockStore(directory: directory, inFlight: AttemptsInFlight()))
     }
 
     func records(_ account: String) -> Int {

@@ -53,7 +53,8 @@ struct OneShotLoginTests {
         #expect(try run(tool, options + ["--", "true"], input: "wonderland\n").status == 0)
         let tally = state + "/faillock/alice"
         try #require(FileManager.default.fileExists(atPath: tally))
-        let holder = try Spawned(URL(fileURLWithPath: "/usr/bin/flock"), [tally, "sleep", "30"])
+        // flock itself becomes the sleep (--no-fork), so the kill below ends the lock's holder, not only flock.
+        let holder = try Spawned(URL(fileURLWithPath: "/usr/bin/flock"), ["--no-fork", tally, "sleep", "30"])
         defer {
             holder.send(SIGKILL)
             _ = holder.finish()

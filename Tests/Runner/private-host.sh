@@ -22,7 +22,10 @@ if [[ ${GATEKEEPER_PRIVATE_HOST_LAYER-} == "" ]]; then
     # The mount point of the namespace's writable layer (the host sees only an empty directory).
     layer=$(mktemp -d "${TMPDIR:-/tmp}/gatekeeper-private-host.XXXXXX")
     status=0
-    GATEKEEPER_PRIVATE_HOST_LAYER=$layer unshare --mount --propagation private "$0" "$@" || status=$?
+    # A PID namespace of its own too: a process the command leaves running is reported, then ends with it
+    # (pkill and userdel's look at an account's processes see only the command's own).
+    GATEKEEPER_PRIVATE_HOST_LAYER=$layer unshare --mount --pid --fork --mount-proc --propagation private \
+        "$0" "$@" || status=$?
     rmdir "$layer"
     exit $status
 fi
@@ -74,6 +77,25 @@ accounts_before=$(accounts | LC_ALL=C sort)
 status=0
 "$@" 9<&- || status=$?
 
+# Processes the command left running (this script is the namespace's first process: they end with it). One
+# that is ending anyway gets 2 s.
+running() {
+    local entry argument
+    for entry in /proc/[0-9]*; do
+        # Not this script, nor the subshell this function runs in.
+        [[ ${entry#/proc/} != 1 && ${entry#/proc/} != "$BASHPID" ]] || continue
+        argument=
+        { IFS= read -r -d '' argument; } 2>/dev/null <"$entry/cmdline" || true
+        [[ -n $argument ]] && printf 'process %s: %s\n' "${entry#/proc/}" "$argument"
+    done
+    return 0
+}
+for _ in $(seq 20); do
+    [[ -z $(running) ]] && break
+    sleep 0.1
+done
+lingering=$(running)
+
 left=()
 for directory in "${watched[@]}"; do
     [[ -d $upper/$directory ]] || continue
@@ -93,6 +115,7 @@ for file in passwd group shadow gshadow; do
         break
     fi
 done
+while IFS= read -r line; do [[ -n $line ]] && left+=("$line (left running)"); done <<<"$lingering"
 if ((${#left[@]})); then
     printf 'private-host.sh: %s left behind (it would have on the host):\n' "${1##*/}" >&2
     printf '%s\n' "${left[@]}" >&2

@@ -44,7 +44,9 @@ SMALL = 3.0
 SPLIT = 90.0
 
 SUITE_DONE = re.compile(r'Suite "?(.+?)"? (passed|failed) after ([0-9.]+) seconds')
-RUN_DONE = re.compile(r"Test run with (\d+) tests? in (\d+) suites? (passed|failed)")
+# Swift Testing's own lines begin with a symbol and a space; a test's output that says the same is no summary.
+RUN_DONE = re.compile(r"^\S+ Test run with (\d+) tests? in (\d+) suites? (passed|failed)", re.M)
+SKIPPED = re.compile(r"^\S+ (?:Test|Suite) (.+?) skipped", re.M)
 
 
 def read_durations(path):
@@ -108,7 +110,7 @@ class Run:
     def __init__(self, binary, scratch, jobs):
         self.binary, self.scratch, self.jobs = binary, scratch, jobs
         self.lock = threading.Lock()
-        self.durations, self.failed, self.tests, self.finished = {}, [], 0, 0
+        self.durations, self.failed, self.tests, self.finished, self.skipped = {}, [], 0, 0, []
 
     def command(self, task):
         # A suite's name matches its tests' IDs (Module.Suite/test()/File.swift:12:6); a test's name, its own.
@@ -147,14 +149,17 @@ class Run:
             if suite and "/" not in suite:
                 with self.lock:
                     self.durations[suite] = float(match.group(3))
-        run = RUN_DONE.search(output)
-        if problem is None and (run is None or run.group(3) != "passed"):
+        runs = RUN_DONE.findall(output)
+        run = runs[-1] if runs else None
+        if problem is None and (run is None or run[2] != "passed"):
             problem = "the test run did not finish" if run is None else "failed"
+        skipped = SKIPPED.findall(output)
         with self.lock:
             self.finished += 1
             seconds = time.monotonic() - started
             if run:
-                self.tests += int(run.group(1))
+                self.tests += int(run[0])
+            self.skipped += skipped
             if problem:
                 self.failed.append(name)
                 print(f"\n{'=' * 30} {name}: {problem} {'=' * 30}\n{output}", flush=True)
@@ -162,15 +167,17 @@ class Run:
                   f"({seconds:.1f} s, log {os.path.relpath(log_path, ROOT)})", flush=True)
 
     def xctest(self):
-        """XCTest's cases, if any ever appear: they must not be skipped unseen."""
-        result = subprocess.run([self.binary], cwd=ROOT, capture_output=True, text=True,
+        """XCTest's cases, if any ever appear: run as the suites are (in a private copy of the host, as root),
+        never skipped unseen. Answers how many ran."""
+        prefix = [PRIVATE_HOST] if os.getuid() == 0 else []
+        result = subprocess.run(prefix + [self.binary], cwd=ROOT, capture_output=True, text=True,
                                 env=dict(os.environ, TMPDIR=self.scratch))
         executed = re.search(r"Executed (\d+) tests?, with (\d+) failures?", result.stdout + result.stderr)
         if result.returncode != 0 or executed is None:
             self.failed.append("XCTest")
             print(result.stdout + result.stderr, flush=True)
-        else:
-            self.tests += int(executed.group(1))
+            return 0
+        return int(executed.group(1))
 
 
 def main():
@@ -185,6 +192,8 @@ def main():
     suites = list_suites(arguments.binary)
     if arguments.patterns:
         suites = {s: t for s, t in suites.items() if any(re.search(p, s) for p in arguments.patterns)}
+        if not suites:
+            sys.exit("run-suites.py: no suite matches " + " ".join(arguments.patterns))
     known = read_durations(COMMITTED_DURATIONS)
     known.update(read_durations(LAST_DURATIONS))
     expected = lambda suite: known.get(suite, 1.0)
@@ -199,7 +208,7 @@ def main():
           + (" (each in a private copy of the host: Tests/Runner/private-host.sh)" if os.getuid() == 0 else ""),
           flush=True)
     try:
-        run.xctest()
+        xctests = run.xctest()
         with ThreadPoolExecutor(max_workers=arguments.jobs) as pool:
             for task in tasks:
                 pool.submit(run.perform, task, len(tasks))
@@ -215,12 +224,19 @@ def main():
     listed = sum(map(len, suites.values()))
     if not run.failed and run.tests != listed:
         run.failed.append(f"the processes ran {run.tests} tests of the {listed} listed")
+    # A test skipped is a test that did not run. As root, with the peers make test installs, none is; without
+    # root, those that need it are, and the summary says how many.
+    if run.skipped:
+        print(f"\n{len(run.skipped)} skipped: " + ", ".join(sorted(set(run.skipped))), flush=True)
+        if os.getuid() == 0:
+            run.failed.append(f"{len(run.skipped)} tests skipped as root")
     if run.failed:
         print(f"\n{len(run.failed)} of {len(tasks)} processes failed after {elapsed:.0f} s: "
               + ", ".join(run.failed), flush=True)
         return 1
-    print(f"\n{run.tests} tests in {len(suites)} suites passed after {elapsed:.0f} s ({arguments.jobs} at once)",
-          flush=True)
+    print(f"\n{run.tests} tests in {len(suites)} suites passed after {elapsed:.0f} s ({arguments.jobs} at once)"
+          + (f", and {xctests} XCTest cases" if xctests else "")
+          + (f"; {len(run.skipped)} skipped" if run.skipped else ""), flush=True)
     return 0
 
 

@@ -6,10 +6,12 @@ import Testing
 
 @testable import TerminalLogin
 
-/// A pipe for feeding a conversation's input and reading its output.
-struct Pipe {
+/// A pipe for feeding a conversation's input and reading its output. Each end is closed once: a descriptor
+/// closed twice may by then be another thread's (the next test's), and closing it would end that one.
+final class Pipe: Sendable {
     let read: Int32
     let write: Int32
+    private let writeClosed = Locked(false)
 
     init() {
         var ends: [Int32] = [-1, -1]
@@ -20,9 +22,18 @@ struct Pipe {
 
     func send(_ text: String) { writeAll(write, Array(text.utf8)) }
 
+    /// The end of input, as a person's Ctrl-D or a closed pipe gives it.
+    func closeWrite() {
+        let first = writeClosed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        if first { Glibc.close(write) }
+    }
+
     func close() {
         Glibc.close(read)
-        Glibc.close(write)
+        closeWrite()
     }
 }
 
@@ -57,7 +68,7 @@ struct PlainInputTests {
         #expect(try await conversation.ask("Username: ") == "alice")
         let password = try await conversation.askSecret("Password: ")
         #expect(password == Secret(copying: "secret".utf8))
-        Glibc.close(input.write)
+        input.closeWrite()
         // The last line needs no newline; after it, end of input cancels.
         #expect(try await conversation.ask("More: ") == "rest")
         await #expect(throws: AuthError.cancelled) { try await conversation.ask("Again: ") }
