@@ -8,9 +8,10 @@
 # namespace. Two commands run this way at once see the host and never each other.
 #
 # Afterwards it says what COMMAND left behind, and fails if anything: a new name at the top of /run, /tmp,
-# /dev/shm, /var/lib or COMMAND's TMPDIR, in /etc/pam.d, /etc/sudoers.d or /etc/gatekeeper, or an account or
-# group added or changed in /etc/passwd, /etc/group, /etc/shadow or /etc/gshadow (a test's account not
-# removed). What a test leaves would have been left on the host had it run without this script.
+# /dev/shm, /var/lib or (with GATEKEEPER_WATCH_TMPDIR=1) COMMAND's TMPDIR, in /etc/pam.d, /etc/sudoers.d or
+# /etc/gatekeeper, or an account or group added or changed in /etc/passwd, /etc/group, /etc/shadow or
+# /etc/gshadow (a test's account not removed). What a test leaves would have been left on the host had it
+# run without this script.
 #
 # Not root: COMMAND runs as it is (it can change nothing of the host's that root owns, and the tests that
 # would are skipped).
@@ -22,10 +23,7 @@ if [[ ${GATEKEEPER_PRIVATE_HOST_LAYER-} == "" ]]; then
     # The mount point of the namespace's writable layer (the host sees only an empty directory).
     layer=$(mktemp -d "${TMPDIR:-/tmp}/gatekeeper-private-host.XXXXXX")
     status=0
-    # A PID namespace of its own too: a process the command leaves running is reported, then ends with it
-    # (pkill and userdel's look at an account's processes see only the command's own).
-    GATEKEEPER_PRIVATE_HOST_LAYER=$layer unshare --mount --pid --fork --mount-proc --propagation private \
-        "$0" "$@" || status=$?
+    GATEKEEPER_PRIVATE_HOST_LAYER=$layer unshare --mount --propagation private "$0" "$@" || status=$?
     rmdir "$layer"
     exit $status
 fi
@@ -58,8 +56,10 @@ done
 # have at the start is the command's (a directory the host had is there too when the command wrote in it);
 # a removed name is a whiteout (a character device 0/0), and no leftover.
 watched=(run tmp dev/shm var/lib etc/pam.d etc/sudoers.d etc/gatekeeper)
-# The command's own TMPDIR too, when it is one of the overlaid directories' (run-suites.py gives each suite one).
-if [[ -n ${TMPDIR-} && -d $TMPDIR && $TMPDIR == /* && $TMPDIR != *..* ]]; then watched+=("${TMPDIR#/}"); fi
+# The command's own TMPDIR too, when the caller asks (run-suites.py gives each suite one of its own).
+if [[ ${GATEKEEPER_WATCH_TMPDIR-} == 1 && -n ${TMPDIR-} && -d $TMPDIR && $TMPDIR == /* && $TMPDIR != *..* ]]; then
+    watched+=("${TMPDIR#/}")
+fi
 declare -A before
 for directory in "${watched[@]}"; do before[$directory]=$(ls -A "/$directory" 2>/dev/null || true); done
 # Each account and group by name, with a digest of its line (never the line: /etc/shadow's hold hashes).
@@ -76,25 +76,6 @@ accounts_before=$(accounts | LC_ALL=C sort)
 
 status=0
 "$@" 9<&- || status=$?
-
-# Processes the command left running (this script is the namespace's first process: they end with it). One
-# that is ending anyway gets 2 s.
-running() {
-    local entry argument
-    for entry in /proc/[0-9]*; do
-        # Not this script, nor the subshell this function runs in.
-        [[ ${entry#/proc/} != 1 && ${entry#/proc/} != "$BASHPID" ]] || continue
-        argument=
-        { IFS= read -r -d '' argument; } 2>/dev/null <"$entry/cmdline" || true
-        [[ -n $argument ]] && printf 'process %s: %s\n' "${entry#/proc/}" "$argument"
-    done
-    return 0
-}
-for _ in $(seq 20); do
-    [[ -z $(running) ]] && break
-    sleep 0.1
-done
-lingering=$(running)
 
 left=()
 for directory in "${watched[@]}"; do
@@ -115,7 +96,6 @@ for file in passwd group shadow gshadow; do
         break
     fi
 done
-while IFS= read -r line; do [[ -n $line ]] && left+=("$line (left running)"); done <<<"$lingering"
 if ((${#left[@]})); then
     printf 'private-host.sh: %s left behind (it would have on the host):\n' "${1##*/}" >&2
     printf '%s\n' "${left[@]}" >&2

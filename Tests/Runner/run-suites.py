@@ -124,7 +124,7 @@ class Run:
         log_path = os.path.join(LOGS, re.sub(r"[^A-Za-z0-9._-]", "", task[0].replace("/", ".")) + ".log")
         directory = tempfile.mkdtemp(prefix="suite.", dir=self.scratch)
         os.chmod(directory, 0o1777)
-        environment = dict(os.environ, TMPDIR=directory, NO_COLOR="1")
+        environment = dict(os.environ, TMPDIR=directory, NO_COLOR="1", GATEKEEPER_WATCH_TMPDIR="1")
         started = time.monotonic()
         with open(log_path, "w+", encoding="utf-8", errors="replace") as log:
             process = subprocess.Popen(
