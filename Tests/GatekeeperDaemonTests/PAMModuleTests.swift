@@ -48,7 +48,7 @@ struct PAMModuleTests {
             module = try PAMModuleTests.module.get()
             fixture = try DaemonFixture(settings: settings, arguments: arguments, launcher: launcher, start: false)
             service = "gatekeeper-test-\(user)"
-            let created = try shell("useradd -M -u \(uniqueUID()) -s /bin/sh \(user)")
+            let created = try shell("useradd -M -d / -u \(uniqueUID()) -s /bin/sh \(user)")
             guard created.status == 0 else { throw DaemonFixtureError("useradd: \(created.output)") }
             let added = try run(
                 builtExecutable("gatekeeper-passwd"), ["add", fixture.users, user, "--password-stdin"],

@@ -113,7 +113,7 @@ struct SSHLoginTests {
     @Test func deviceLoginOverSSH() throws {
         let glewlwyd = try GlewlwydFixture.shared.get()
         let created = try shell(
-            "id alice >/dev/null 2>&1 || { useradd -M -u \(uniqueUID()) -s /bin/sh alice && echo created; }")
+            "id alice >/dev/null 2>&1 || { useradd -M -d / -u \(uniqueUID()) -s /bin/sh alice && echo created; }")
         defer {
             if created.output.contains("created"), let problem = removeAccount("alice") {
                 Issue.record(Comment(rawValue: problem))
