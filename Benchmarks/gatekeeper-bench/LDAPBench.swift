@@ -198,8 +198,16 @@ final class DemoDirectory {
             let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0
         {
             kill(pid, SIGTERM)
-            for _ in 0..<200 where kill(pid, 0) == 0 { usleep(10_000) }
+            for _ in 0..<500 where kill(pid, 0) == 0 { usleep(10_000) }
+            // A server still writing its files would leave them behind the removal below: it ends first.
+            if kill(pid, 0) == 0 {
+                kill(pid, SIGKILL)
+                for _ in 0..<200 where kill(pid, 0) == 0 { usleep(10_000) }
+            }
         }
-        try? FileManager.default.removeItem(atPath: directory)
+        for _ in 0..<10 where FileManager.default.fileExists(atPath: directory) {
+            try? FileManager.default.removeItem(atPath: directory)
+            usleep(50_000)
+        }
     }
 }
