@@ -38,9 +38,10 @@ let package = Package(
         // files and state directories, child processes and signal threads, SHA-256, random bytes. In no
         // product of its own. (The bounded pool of threads for blocking C work is Authentication's.)
         .target(name: "GatekeeperSupport", dependencies: ["CProcessSpawn"], path: "Sources/Core/GatekeeperSupport"),
-        // Provider plugins: a backend by name, built from key=value options. The extension point that
-        // command lines, configuration files and run-time loading use; neither the core's inner API nor a
-        // terminal concern.
+        // Provider plugins: a backend by name, built from key=value options, and the one error a
+        // configuration gives (where it was written, the option, the word). The extension point that command
+        // lines, configuration files and run-time loading use; neither the core's inner API nor a terminal
+        // concern. (A configuration file's grammar is GatekeeperHost's.)
         .target(
             name: "ProviderPlugins", dependencies: ["Authentication", "GatekeeperSupport"],
             path: "Sources/Extensions/ProviderPlugins"),
@@ -108,9 +109,10 @@ let package = Package(
             dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "TerminalLogin"],
             path: "Sources/Host/ToolSupport"
         ),
-        // What a host tool assembles from its configuration — the stack, the lockout, the login cache, the
-        // fail delay, the audit sinks — around the one admission path every tool uses; and what a
-        // configuration file's settings mean (its grammar is ProviderPlugins').
+        // A host's configuration file, whole: its grammar (StackConfiguration: a stack of backends and the
+        // setting lines before it), what its settings mean (StackSettings), what `--check-config` says of it;
+        // and what a host tool assembles from it — the stack, the lockout, the login cache, the fail delay,
+        // the audit sinks — around the one admission path every tool uses (HostLogin).
         .target(
             name: "GatekeeperHost",
             dependencies: ["Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins"],
@@ -337,7 +339,7 @@ let package = Package(
             name: "LDAPProviderTests",
             dependencies: [
                 "Authentication", "AuthenticationTesting", "LDAPProvider", "OfflineCache", "HostProtection",
-                "ProviderPlugins", "TestSupport", "gatekeeper-run",
+                "ProviderPlugins", "TestSupport", "gatekeeper-run", "GatekeeperHost",
             ]
         ),
         .testTarget(

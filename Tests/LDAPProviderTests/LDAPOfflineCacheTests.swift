@@ -1,6 +1,7 @@
 import Authentication
 import AuthenticationTesting
 import Foundation
+import GatekeeperHost
 import LDAPProvider
 import OfflineCache
 import ProviderPlugins

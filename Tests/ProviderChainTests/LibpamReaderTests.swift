@@ -2,6 +2,7 @@ import Authentication
 import AuthenticationTesting
 import DebugProvider
 import Foundation
+import GatekeeperHost
 import ProviderPlugins
 import Testing
 

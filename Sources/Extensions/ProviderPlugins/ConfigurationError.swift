@@ -11,7 +11,7 @@ public struct ConfigurationError: CodedError {
     public let code: Code
     /// Where in a configuration file the problem is (line 0: the file as a whole); `nil` for a backend's
     /// name or options given otherwise, on a command line or by a program.
-    public let location: StackConfiguration.Location?
+    public let location: ConfigurationLocation?
     /// The option at fault, without dashes, when one is.
     public let option: String?
     /// The word at fault, escaped and at most 64 Unicode scalars long; empty when there is none.
@@ -22,12 +22,12 @@ public struct ConfigurationError: CodedError {
     public let expected: String?
 
     /// A problem at `location` in a configuration file, with `word` there.
-    public init(_ code: Code, at location: StackConfiguration.Location, word: String, _ message: String) {
+    public init(_ code: Code, at location: ConfigurationLocation, word: String, _ message: String) {
         self.init(code, location: location, option: nil, word: word, message, expected: nil)
     }
 
     private init(
-        _ code: Code, location: StackConfiguration.Location?, option: String?, word: String, _ message: String,
+        _ code: Code, location: ConfigurationLocation?, option: String?, word: String, _ message: String,
         expected: String?
     ) {
         self.code = code
@@ -39,13 +39,13 @@ public struct ConfigurationError: CodedError {
     }
 
     /// The same problem, as found at `location` in a configuration file where `word` was written.
-    public func located(at location: StackConfiguration.Location, word: String) -> Self {
+    public func located(at location: ConfigurationLocation, word: String) -> Self {
         Self(code, location: location, option: option, word: word, message, expected: expected)
     }
 
     /// `text` cut to 64 characters, so that a megabyte-long word is not echoed whole — counted as Unicode
     /// scalars, so that one letter under a megabyte of accents (one `Character`) is cut too.
-    static func shortened(_ text: String) -> String {
+    package static func shortened(_ text: String) -> String {
         let scalars = text.unicodeScalars
         guard let cut = scalars.index(scalars.startIndex, offsetBy: 64, limitedBy: scalars.endIndex),
             cut != scalars.endIndex
@@ -67,6 +67,24 @@ public struct ConfigurationError: CodedError {
         guard let location else { return "the configuration is refused (\(code) error)" }
         return location.line == 0
             ? "\(location.file): \(message)" : "\(location): the file is refused (\(code) error)"
+    }
+}
+
+/// Where something was written in a configuration file: the file's name, the line and the column (both
+/// from 1; line 0 stands for the file as a whole). A file's grammar (GatekeeperHost's `StackConfiguration`)
+/// gives it to its entries and to the errors it finds; a backend's own errors carry none, and are placed
+/// where the option at fault was written (``ConfigurationError/located(at:word:)``).
+public struct ConfigurationLocation: Sendable, Hashable, CustomStringConvertible {
+    public var file: String
+    public var line: Int
+    public var column: Int
+    /// `FILE:LINE:COLUMN`.
+    public var description: String { "\(file):\(line):\(column)" }
+
+    public init(file: String, line: Int, column: Int) {
+        self.file = file
+        self.line = line
+        self.column = column
     }
 }
 

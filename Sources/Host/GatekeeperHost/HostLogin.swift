@@ -1,6 +1,6 @@
 public import Authentication
 public import HostProtection
-public import ProviderPlugins
+import ProviderPlugins
 
 /// Everything a host tool puts around its logins, assembled from its configuration in one place: the
 /// stack, the lockout store, the login cache, the fail delay and the audit sinks — and the

@@ -1,4 +1,5 @@
 public import Authentication
+public import ProviderPlugins
 
 /// A stack of providers and the host's settings, as written in a configuration file:
 ///
@@ -20,7 +21,7 @@ public import Authentication
 /// One directive a line, read as libpam reads a service file's lines (StackConfiguration+Lines.swift):
 /// `#` anywhere starts a comment, a line ending in `\` goes on on the next. Settings (`session`, `attempts`, `lockout`, `delay`,
 /// `cache`, and any number of `audit` lines) come first, each at most once (their meaning is the host's:
-/// GatekeeperHost's `StackSettings`); then the stack, one entry a
+/// ``StackSettings``); then the stack, one entry a
 /// line: a control (a keyword or PAM's bracket form, with all 32 of PAM's return codes), a provider's
 /// name, and its options as `name=value` — the same names as its command-line options, so any plugin a
 /// tool registers is configurable. `include FILE` reads another file in its place; `substack FILE` runs
@@ -53,29 +54,18 @@ public struct StackConfiguration: Sendable {
         public var isSubstack: Bool { control.isSubstack }
     }
 
-    /// Where something was written.
-    public struct Location: Sendable, Hashable, CustomStringConvertible {
-        public var file: String
-        public var line: Int
-        public var column: Int
-        public var description: String { "\(file):\(line):\(column)" }
-
-        public init(file: String, line: Int, column: Int) {
-            self.file = file
-            self.line = line
-            self.column = column
-        }
-    }
+    /// Where something was written: a file, a line and a column.
+    public typealias Location = ConfigurationLocation
 
     /// A setting line as written (`lockout deny=3`, `audit json path=…`): its name, where it is, and its
     /// words. The grammar knows which lines are settings (``settingNames``) and where they may stand —
     /// before the stack, never in a substack; what they mean, and which values they take, is the host's
-    /// (GatekeeperHost's `StackSettings`, which reads them as the file is parsed).
+    /// (``StackSettings``, which reads them as the file is parsed).
     public struct Setting: Sendable, Hashable {
         public let name: String
         public let location: Location
         /// Every word of the line, the name first.
-        package let words: [Parser.Word]
+        let words: [Parser.Word]
 
         /// The line as written, its words one space apart.
         public var text: String { words.map(\.text).joined(separator: " ") }

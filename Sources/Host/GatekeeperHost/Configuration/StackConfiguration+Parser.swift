@@ -1,4 +1,5 @@
 import Authentication
+public import ProviderPlugins
 
 /// Reading a configuration file: its settings and its stack, as libpam reads a service file's lines
 /// (the line reader is StackConfiguration+Lines.swift).
@@ -7,8 +8,8 @@ extension StackConfiguration {
     /// - Parameters:
     ///   - registry: The providers that may be named, and their options.
     ///   - read: Reads an included file (the tool reads it as safely as the first one).
-    ///   - setting: Reads each setting line as it comes (the host's meaning of it: GatekeeperHost's
-    ///     `StackSettings`), so that the first problem of the file is the one reported, wherever it is.
+    ///   - setting: Reads each setting line as it comes (the host's meaning of it:
+    ///     ``StackSettings``), so that the first problem of the file is the one reported, wherever it is.
     /// - Throws: ``ConfigurationError`` for the first problem; nothing of a broken file is used.
     public static func parse(
         _ text: [UInt8],
@@ -27,7 +28,7 @@ extension StackConfiguration {
         return configuration
     }
 
-    package struct Parser {
+    struct Parser {
         let registry: ProviderRegistry
         let read: (String) throws(ConfigurationError) -> [UInt8]
         let setting: (Setting) throws(ConfigurationError) -> Void
@@ -140,12 +141,12 @@ extension StackConfiguration {
 
         /// A line's `name=value` words, each split once, with the bare words `flags` may name: a name not
         /// in `accepted`, a word that is neither, or a name given twice is refused.
-        package struct Values {
-            package var values: [String: (value: String, at: Location)] = [:]
-            package var flags: Set<String> = []
+        struct Values {
+            var values: [String: (value: String, at: Location)] = [:]
+            var flags: Set<String> = []
 
             /// `name`'s value read with `parse`, an ``ConfigurationError/invalid(expected:)`` one refused naming it.
-            package func value<T>(
+            func value<T>(
                 _ name: String,
                 _ parse: (String) throws(ConfigurationError) -> T
             ) throws(ConfigurationError) -> T? {
@@ -159,7 +160,7 @@ extension StackConfiguration {
             }
         }
 
-        package static func values(
+        static func values(
             _ words: ArraySlice<Word>,
             at location: (Word) -> Location,
             accepted: [String],
@@ -197,11 +198,11 @@ extension StackConfiguration {
         }
 
         /// `a`, `a and b`, `a, b and c`.
-        package static func sentence(_ items: [String]) -> String {
+        static func sentence(_ items: [String]) -> String {
             items.count <= 1 ? items.joined() : items.dropLast().joined(separator: ", ") + " and " + items.last!
         }
 
-        package static let month = Duration.seconds(30 * 86_400)
+        static let month = Duration.seconds(30 * 86_400)
 
         private func entry(_ words: [Word], file: String, depth: Int) throws(ConfigurationError) -> Entry {
             func location(_ word: Word) -> Location { Location(file: file, line: word.line, column: word.column) }

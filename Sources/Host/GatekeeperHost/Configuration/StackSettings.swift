@@ -3,7 +3,7 @@ public import ProviderPlugins
 
 /// What a configuration file's setting lines mean for a host: the session's timeouts, the attempts, the
 /// lockout and where it is kept, the fail delay, the remembered logins, the audit destinations. The file's
-/// grammar (ProviderPlugins' ``StackConfiguration``) knows which lines are settings and where they stand;
+/// grammar (``StackConfiguration``, in this module) knows which lines are settings and where they stand;
 /// this reads each one as the file is parsed (``ConfigurationFile``), refusing a bad value where it is
 /// written, and prints them back normalised (``lines``).
 public struct StackSettings: Sendable {

@@ -10,8 +10,8 @@ public struct StackCheck: Sendable {
     public let resolved: [String]
     public let warnings: [String]
 
-    /// - Parameter settings: The setting lines as the host normalises them (GatekeeperHost's
-    ///   `StackSettings.lines`); without them, as written.
+    /// - Parameter settings: The setting lines as the host normalises them
+    ///   (``StackSettings/lines``); without them, as written.
     public init(_ configuration: StackConfiguration, settings: [String]? = nil, registry: ProviderRegistry) {
         let entries = configuration.providerEntries
         resolved = configuration.normalizedLines(annotated: true, settings: settings)

@@ -1,12 +1,13 @@
 import Authentication
+import ProviderPlugins
 
 /// How libpam reads a service file's lines, and the words of a line.
 extension StackConfiguration.Parser {
-    package struct Word: Sendable, Hashable {
-        package var text: String
-        package var column: Int
+    struct Word: Sendable, Hashable {
+        var text: String
+        var column: Int
         /// The line of the file the word is on (a continued line spans several).
-        package var line: Int = 0
+        var line: Int = 0
     }
 
     /// A line as libpam reads it: its bytes, and where in the file each one was.

@@ -1,9 +1,10 @@
 import Authentication
+import ProviderPlugins
 
 /// The configuration written back: one file, one way.
 extension StackConfiguration {
     /// The configuration as one file, written the one way the grammar writes each thing: settings as
-    /// `settings` gives them (the host's normalised lines, GatekeeperHost's `StackSettings.lines`; without
+    /// `settings` gives them (the host's normalised lines, ``StackSettings/lines``; without
     /// them, each as written), includes in place, controls as their keyword or as a bracket in PAM's order
     /// of codes, options by name. Parsing it again (as a file whose name has no directory, so that
     /// substacks' names stay as they are) gives the same configuration.
