@@ -5,6 +5,7 @@ let package = Package(
     name: "swift-gatekeeper",
     products: [
         .library(name: "Authentication", targets: ["Authentication"]),
+        .library(name: "BlockingPools", targets: ["BlockingPools"]),
         .library(name: "ProviderPlugins", targets: ["ProviderPlugins"]),
         .library(name: "AuthenticationTesting", targets: ["AuthenticationTesting"]),
         .library(name: "TerminalLogin", targets: ["TerminalLogin"]),
@@ -36,8 +37,15 @@ let package = Package(
         .target(name: "Authentication", dependencies: ["GatekeeperSupport"], path: "Sources/Core/Authentication"),
         // What several modules share without making it public API (`package` access): locked state, private
         // files and state directories, child processes and signal threads, SHA-256, random bytes. In no
-        // product of its own. (The bounded pool of threads for blocking C work is Authentication's.)
+        // product of its own. (The bounded pools of threads for blocking C work are BlockingPools'.)
         .target(name: "GatekeeperSupport", dependencies: ["CProcessSpawn"], path: "Sources/Core/GatekeeperSupport"),
+        // The threads blocking C work runs on, apart from Swift's cooperative pool: BlockingPool (bounded, its
+        // idle threads lent between pools), ProcessPools (every process-wide pool, by role, sizable before
+        // first use), and the bridge between such work and the task that awaits it. Below every backend, beside
+        // the core rather than in it: the core's gatekeeper never blocks a thread.
+        .target(
+            name: "BlockingPools", dependencies: ["Authentication", "GatekeeperSupport", "CProcessSpawn"],
+            path: "Sources/Core/BlockingPools"),
         // Provider plugins: a backend by name, built from key=value options, and the one error a
         // configuration gives (where it was written, the option, the word). The extension point that command
         // lines, configuration files and run-time loading use; neither the core's inner API nor a terminal
@@ -52,7 +60,7 @@ let package = Package(
         // A Conversation on the controlling terminal (echo off, Ctrl-C / Ctrl-D cancel), its line editor and
         // the terminal's restoration. (The command line's provider options are ToolSupport's.)
         .target(
-            name: "TerminalLogin", dependencies: ["Authentication", "GatekeeperSupport"],
+            name: "TerminalLogin", dependencies: ["Authentication", "BlockingPools", "GatekeeperSupport"],
             path: "Sources/Host/TerminalLogin"),
         // What a host tool needs around every login: failed logins counted in pam_faillock's files, logins
         // remembered for a terminal session, and audit sinks (syslog, a hash-chained JSON log).
@@ -72,27 +80,31 @@ let package = Package(
         // Loading plugins at run time: shared objects through that ABI.
         .target(
             name: "PluginHost",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin"],
+            dependencies: [
+                "Authentication", "BlockingPools", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin",
+            ],
             path: "Sources/Extensions/PluginHost"
         ),
         // Helper programs a login runs: checkpassword's interface, and the whole conversation in JSON lines
         // (the protocol the PAM provider's isolating helper speaks too), both sides of it.
         .target(
             name: "HelperPrograms",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CProcessSpawn"],
+            dependencies: ["Authentication", "BlockingPools", "GatekeeperSupport", "ProviderPlugins", "CProcessSpawn"],
             path: "Sources/Extensions/HelperPrograms"
         ),
         // Password hashes (libxcrypt's schemes, apr-util's legacy ones) and the one pool they are checked
         // on: the users file's, the offline cache's verifiers.
         .target(
             name: "PasswordHashing",
-            dependencies: ["Authentication", "GatekeeperSupport", "CCryptLoader", "CAPRUtilLoader"],
+            dependencies: ["Authentication", "BlockingPools", "GatekeeperSupport", "CCryptLoader", "CAPRUtilLoader"],
             path: "Sources/Extensions/PasswordHashing"
         ),
         // For plugins written in Swift: exports an AuthProvider through the C ABI.
         .target(
             name: "PluginExport",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin"],
+            dependencies: [
+                "Authentication", "BlockingPools", "GatekeeperSupport", "ProviderPlugins", "CGatekeeperPlugin",
+            ],
             path: "Sources/Extensions/PluginExport"
         ),
         .target(
@@ -136,7 +148,8 @@ let package = Package(
         .target(
             name: "GatekeeperCommands",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "TerminalLogin",
+                "Authentication", "BlockingPools", "GatekeeperSupport", "HostProtection", "ProviderPlugins",
+                "TerminalLogin",
                 "ToolSupport",
                 "GatekeeperHost", "GatekeeperBackends", "OfflineCache",
             ], path: "Sources/Commands/GatekeeperCommands"
@@ -146,14 +159,16 @@ let package = Package(
         .target(
             name: "GatekeeperDaemon",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "HostProtection", "ProviderPlugins", "ToolSupport",
+                "Authentication", "BlockingPools", "GatekeeperSupport", "HostProtection", "ProviderPlugins",
+                "ToolSupport",
                 "GatekeeperHost", "GatekeeperBackends", "CProcessSpawn", "CGatekeeperWire",
             ], path: "Sources/Daemon/GatekeeperDaemon"
         ),
         .target(
             name: "PasswdCommands",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "TerminalLogin", "ToolSupport", "FileProvider", "OTPProvider",
+                "Authentication", "BlockingPools", "GatekeeperSupport", "TerminalLogin", "ToolSupport", "FileProvider",
+                "OTPProvider",
                 "PasswordHashing",
             ], path: "Sources/Commands/PasswdCommands"
         ),
@@ -167,33 +182,44 @@ let package = Package(
             path: "Sources/Backends/DebugProvider"),
         .target(
             name: "PAMProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "HelperPrograms", "CPAMLoader"],
+            dependencies: [
+                "Authentication", "BlockingPools", "GatekeeperSupport", "ProviderPlugins", "HelperPrograms",
+                "CPAMLoader",
+            ],
             path: "Sources/Backends/PAMProvider"
         ),
         .target(
             name: "FileProvider",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "ProviderPlugins", "PasswordHashing", "CPWQualityLoader",
+                "Authentication", "BlockingPools", "GatekeeperSupport", "ProviderPlugins", "PasswordHashing",
+                "CPWQualityLoader",
             ],
             path: "Sources/Backends/FileProvider"
         ),
 
         .target(
             name: "OTPProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "COathLoader", "TerminalQRCode"],
+            dependencies: [
+                "Authentication", "BlockingPools", "GatekeeperSupport", "ProviderPlugins", "COathLoader",
+                "TerminalQRCode",
+            ],
             path: "Sources/Backends/OTPProvider"
         ),
 
         .target(
             name: "LDAPProvider",
-            dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins", "OfflineCache", "CLDAPLoader"],
+            dependencies: [
+                "Authentication", "BlockingPools", "GatekeeperSupport", "ProviderPlugins", "OfflineCache",
+                "CLDAPLoader",
+            ],
             path: "Sources/Backends/LDAPProvider"
         ),
 
         .target(
             name: "OIDCProvider",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "ProviderPlugins", "COIDCLoader", "TerminalQRCode",
+                "Authentication", "BlockingPools", "GatekeeperSupport", "ProviderPlugins", "COIDCLoader",
+                "TerminalQRCode",
             ],
             path: "Sources/Backends/OIDCProvider"
         ),
@@ -201,7 +227,8 @@ let package = Package(
         // Logins checked against a cache of recent successes while a backend is unreachable; wraps any
         // provider (its verifiers are yescrypt hashes).
         .target(
-            name: "OfflineCache", dependencies: ["Authentication", "GatekeeperSupport", "PasswordHashing"],
+            name: "OfflineCache",
+            dependencies: ["Authentication", "BlockingPools", "GatekeeperSupport", "PasswordHashing"],
             path: "Sources/Host/OfflineCache"),
 
         // C libraries from Debian. Each library a backend calls is loaded the first time it is called, not
@@ -247,7 +274,8 @@ let package = Package(
         .executableTarget(
             name: "gatekeeper-bench",
             dependencies: [
-                "Authentication", "AuthenticationTesting", "MockProvider", "PAMProvider", "CPAMBaseline",
+                "Authentication", "BlockingPools", "AuthenticationTesting", "MockProvider", "PAMProvider",
+                "CPAMBaseline",
                 "FileProvider", "CCryptLoader", "HostProtection", "PluginHost", "ProviderPlugins",
                 "gatekeeper-pam-helper", "LDAPProvider", "CLDAPBaseline", "DebugProvider", "GatekeeperSupport",
                 "OIDCProvider", "COIDCBaseline", "HelperPrograms", "PasswordHashing", "GatekeeperDaemon",
@@ -288,11 +316,17 @@ let package = Package(
         ),
 
         // Tests: one target per module, and helpers they share (in no product).
-        .target(name: "TestSupport", dependencies: ["Authentication", "GatekeeperSupport"], path: "Tests/Support"),
+        .target(
+            name: "TestSupport", dependencies: ["Authentication", "BlockingPools", "GatekeeperSupport"],
+            path: "Tests/Support"),
         .testTarget(
             name: "AuthenticationTests",
             // The attempt ledger's tests count in pam_faillock's files too (HostProtection's FaillockStore).
             dependencies: ["Authentication", "AuthenticationTesting", "HostProtection", "TestSupport"]
+        ),
+        .testTarget(
+            name: "BlockingPoolsTests",
+            dependencies: ["Authentication", "BlockingPools", "GatekeeperSupport", "TestSupport"]
         ),
         .testTarget(
             name: "MockProviderTests",
@@ -308,7 +342,8 @@ let package = Package(
         .testTarget(
             name: "PasswordHashingTests",
             dependencies: [
-                "Authentication", "AuthenticationTesting", "GatekeeperSupport", "OfflineCache", "PasswordHashing",
+                "Authentication", "BlockingPools", "AuthenticationTesting", "GatekeeperSupport", "OfflineCache",
+                "PasswordHashing",
                 "TestSupport",
             ]
         ),
@@ -330,7 +365,8 @@ let package = Package(
         .testTarget(
             name: "GatekeeperSupportTests",
             dependencies: [
-                "Authentication", "GatekeeperSupport", "TestSupport", "CLibraryLoader", "CPAMLoader", "CCryptLoader",
+                "Authentication", "BlockingPools", "GatekeeperSupport", "TestSupport", "CLibraryLoader", "CPAMLoader",
+                "CCryptLoader",
                 "CAPRUtilLoader",
                 "COathLoader", "CQREncodeLoader", "CUnicodeFold", "CLDAPLoader", "CPWQualityLoader",
             ]
@@ -370,7 +406,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PluginExportTests",
-            dependencies: ["Authentication", "PluginExport", "ProviderPlugins", "CGatekeeperPlugin", "TestSupport"]
+            dependencies: [
+                "Authentication", "BlockingPools", "PluginExport", "ProviderPlugins", "CGatekeeperPlugin",
+                "TestSupport",
+            ]
         ),
         .testTarget(
             name: "HostProtectionTests",

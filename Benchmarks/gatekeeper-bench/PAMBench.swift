@@ -1,5 +1,6 @@
 import Authentication
 import AuthenticationTesting
+import BlockingPools
 import CPAMBaseline
 import Foundation
 import GatekeeperSupport

@@ -14,7 +14,7 @@ struct LayeringTests {
     /// Sources/CLibraries', under them all.
     static let layers: [(folder: String, ranks: [[String]])] = [
         ("CLibraries", []),
-        ("Core", [["GatekeeperSupport"], ["Authentication"], ["AuthenticationTesting"]]),
+        ("Core", [["GatekeeperSupport"], ["Authentication"], ["BlockingPools", "AuthenticationTesting"]]),
         // The extension points: backends by name, password hashes, helper programs, plugins.
         ("Extensions", [["ProviderPlugins", "PasswordHashing"], ["HelperPrograms", "PluginHost", "PluginExport"]]),
         // What a host tool puts around a login, and assembles from its configuration.

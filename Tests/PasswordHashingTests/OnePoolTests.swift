@@ -1,5 +1,6 @@
 import Authentication
 import AuthenticationTesting
+import BlockingPools
 import Foundation
 import GatekeeperSupport
 import OfflineCache

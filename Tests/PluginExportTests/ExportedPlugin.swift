@@ -1,4 +1,5 @@
 import Authentication
+import BlockingPools
 import CGatekeeperPlugin
 import PluginExport
 import ProviderPlugins

@@ -1,5 +1,6 @@
 // Helpers shared by the test targets; not part of any product.
 public import Authentication
+public import BlockingPools
 // `Locked`, the lock every shared value of the package and its tests is kept behind.
 @_exported import GatekeeperSupport
 import Synchronization

@@ -1,4 +1,5 @@
 public import Authentication
+public import BlockingPools
 import CLDAPLoader
 import GatekeeperSupport
 public import OfflineCache

@@ -1,4 +1,5 @@
 public import Authentication
+public import BlockingPools
 import COIDCLoader
 import FoundationEssentials
 import GatekeeperSupport

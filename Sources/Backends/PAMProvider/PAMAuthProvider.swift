@@ -1,4 +1,5 @@
 public import Authentication
+public import BlockingPools
 import CPAMLoader
 import GatekeeperSupport
 

@@ -1,4 +1,5 @@
 import Authentication
+import BlockingPools
 import CPAMLoader
 import GatekeeperSupport
 

@@ -1,4 +1,5 @@
 import Authentication
+import BlockingPools
 import FileProvider
 import GatekeeperSupport
 import OTPProvider

@@ -1,4 +1,5 @@
 public import Authentication
+import BlockingPools
 import FoundationEssentials
 import GatekeeperSupport
 public import ProviderPlugins

@@ -1,4 +1,5 @@
 public import Authentication
+package import BlockingPools
 import CAPRUtilLoader
 import CCryptLoader
 import GatekeeperSupport

@@ -1,4 +1,5 @@
 public import Authentication
+import BlockingPools
 import GatekeeperSupport
 import PasswordHashing
 

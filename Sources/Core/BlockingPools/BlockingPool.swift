@@ -1,3 +1,4 @@
+import CProcessSpawn
 import GatekeeperSupport
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
+import Authentication
 import Testing
 
-@testable import Authentication
+@testable import BlockingPools
 
 /// The process's pools in one place: each role's defaults, sized or replaced by a host before first use,
 /// never after, and never with a pool that would share threads a role must keep to itself.

@@ -1,3 +1,4 @@
+public import Authentication
 import GatekeeperSupport
 
 /// The process's pools of threads for blocking work, in one place: what each is for, how big it is, and
@@ -21,7 +22,7 @@ import GatekeeperSupport
 /// - the shared-object plugins loaded, once per file for the process's life (PluginHost's
 ///   `SharedObjectPlugin.loaded`: a plugin cannot be unloaded safely);
 /// - the attempts each lockout directory has in flight (HostProtection's `AttemptsInFlight.process`);
-/// - the key that names unknown users in audit records (``AuditDigest/processKey``);
+/// - the key that names unknown users in audit records (Authentication's `AuditDigest.processKey`);
 /// - the signal handlers a terminal login installs and the terminal's saved state (TerminalLogin's
 ///   `InterruptMonitor` and `TerminalRestoration`), and the signal state a tool started with (ToolSupport's
 ///   `LaunchSignals`), which a command gets back before exec;
