@@ -23,11 +23,12 @@ struct LoginOriginTests {
 
     @Test func theFieldsAreTheOriginsOwn() {
         var configuration = Gatekeeper.Configuration(
-            terminal: "tty1", remoteHost: "host.example", requestingUser: "carol", service: "login")
+            origin: LoginOrigin(service: "login", terminal: "tty1", remoteHost: "host.example", requestingUser: "carol")
+        )
         #expect(
             configuration.origin
                 == LoginOrigin(service: "login", terminal: "tty1", remoteHost: "host.example", requestingUser: "carol"))
-        configuration.terminal = "pts/9"
+        configuration.origin.terminal = "pts/9"
         #expect(configuration.origin.terminal == "pts/9")
         var request = AuthRequest(username: "dave", conversation: ScriptedConversation(), origin: configuration.origin)
         request.remoteHost = nil

@@ -16,7 +16,7 @@ struct HostLoginTests {
     func host(at place: LoginPlace?, remembers: Bool = true) throws -> HostLogin {
         let settings = HostSettings(nil, stateDirectory: state)
         var fast = settings
-        fast.gatekeeper.failDelay = .zero
+        fast.gatekeeper.attempts.failDelay = .zero
         return try HostLogin(
             provider: MockAuthProvider(users: MockAuthProvider.demoUsers, delay: .zero), stack: nil,
             selection: ("mock", [:]), settings: fast,

@@ -56,12 +56,14 @@ struct StackConfigurationTests {
             required    mock delay=0
             """)
         let gatekeeper = settings.gatekeeperConfiguration()
-        #expect(gatekeeper.idleTimeout == .seconds(15 * 60) && gatekeeper.absoluteTimeout == .seconds(8 * 3600))
-        #expect(gatekeeper.maxAttempts == 2)
         #expect(
-            gatekeeper.lockout
+            gatekeeper.sessions.idleTimeout == .seconds(15 * 60)
+                && gatekeeper.sessions.absoluteTimeout == .seconds(8 * 3600))
+        #expect(gatekeeper.attempts.perLogin == 2)
+        #expect(
+            gatekeeper.attempts.lockout
                 == LockoutPolicy(deny: 4, interval: .seconds(300), unlockAfter: .seconds(90), evenDenyRoot: true))
-        #expect(gatekeeper.failDelay == .milliseconds(500))
+        #expect(gatekeeper.attempts.failDelay == .milliseconds(500))
         #expect(settings.lockoutDirectory == "/var/lib/gatekeeper/faillock")
         #expect(settings.cacheTimeout == .seconds(120))
         #expect(settings.audit == [.syslog(socket: "/dev/log"), .json(path: "/var/log/gatekeeper/audit.jsonl")])
@@ -176,8 +178,12 @@ struct StackConfigurationTests {
                     == first.stack.normalizedLines(annotated: true, settings: first.settings.lines), "round \(round)")
             #expect(second.stack.layout == first.stack.layout, "round \(round)")
             let (a, b) = (first.settings.gatekeeperConfiguration(), second.settings.gatekeeperConfiguration())
-            #expect(a.idleTimeout == b.idleTimeout && a.absoluteTimeout == b.absoluteTimeout, "round \(round)")
-            #expect(a.lockout == b.lockout && a.failDelay == b.failDelay && a.maxAttempts == b.maxAttempts)
+            #expect(
+                a.sessions.idleTimeout == b.sessions.idleTimeout
+                    && a.sessions.absoluteTimeout == b.sessions.absoluteTimeout, "round \(round)")
+            #expect(
+                a.attempts.lockout == b.attempts.lockout && a.attempts.failDelay == b.attempts.failDelay
+                    && a.attempts.perLogin == b.attempts.perLogin)
             #expect(second.settings.cacheTimeout == first.settings.cacheTimeout)
             #expect(second.settings.audit == first.settings.audit)
             #expect(self.printed(second) == printed, "round \(round):\n\(text)\n---\n\(printed)")
@@ -354,9 +360,9 @@ struct StackConfigurationTests {
     /// `audit required` asks the gatekeeper to refuse logins it cannot audit, and is written back as it was.
     @Test func auditRequiredReachesTheGatekeeper() throws {
         let file = try parsed("audit required\naudit syslog\nrequired mock\n")
-        #expect(file.settings.auditRequired && file.settings.gatekeeperConfiguration().requiresAudit)
+        #expect(file.settings.auditRequired && file.settings.gatekeeperConfiguration().login.requiresAudit)
         #expect(printed(file).contains("audit syslog socket=/dev/log\naudit required\n"))
-        #expect(try !parsed("audit syslog\nrequired mock\n").settings.gatekeeperConfiguration().requiresAudit)
+        #expect(try !parsed("audit syslog\nrequired mock\n").settings.gatekeeperConfiguration().login.requiresAudit)
     }
 
     /// A stack parsed without the host's reader keeps its setting lines as written; the host reads them

@@ -53,7 +53,7 @@ struct AttemptsInFlightTests {
     {
         var configuration = Gatekeeper.Configuration(
             maxAttempts: 1, lockout: LockoutPolicy(deny: 5), failDelay: .zero)
-        configuration.lockoutWait = wait
+        configuration.attempts.lockoutWait = wait
         return Gatekeeper(provider: provider, configuration: configuration, lockout: store)
     }
 

@@ -174,7 +174,7 @@ struct AuditLogTests {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
         func gatekeeper(requiring: Bool) -> Gatekeeper {
             var configuration = Gatekeeper.Configuration(failDelay: .zero)
-            configuration.requiresAudit = requiring
+            configuration.login.requiresAudit = requiring
             return Gatekeeper(
                 provider: StubAuthProvider(accounts: ["alice": ("wonderland", [])]), configuration: configuration,
                 audit: unwritable)
@@ -198,7 +198,7 @@ struct AuditLogTests {
         #expect(try lines().filter { $0.contains("\"signedIn\"") }.count == 1)
         // Nothing configured keeps nothing: a gatekeeper requiring its audit with no sink admits nobody.
         var configuration = Gatekeeper.Configuration(failDelay: .zero)
-        configuration.requiresAudit = true
+        configuration.login.requiresAudit = true
         let unaudited = Gatekeeper(
             provider: StubAuthProvider(accounts: ["alice": ("wonderland", [])]), configuration: configuration)
         await #expect(throws: AuthError.self) { try await unaudited.signIn(credentials("alice", "wonderland")) }
@@ -249,7 +249,7 @@ struct SyslogAuditTests {
         let sink = SyslogAuditSink(socketPath: listener.path, identifier: "gatekeeper-test")
         let gatekeeper = Gatekeeper(
             provider: StubAuthProvider(accounts: ["alice": ("wonderland", [])]),
-            configuration: .init(failDelay: .zero, terminal: "/dev/pts/4"), audit: sink)
+            configuration: .init(failDelay: .zero, origin: LoginOrigin(terminal: "/dev/pts/4")), audit: sink)
         _ = try? await gatekeeper.signIn(credentials("alice", "no"))
         try await gatekeeper.signIn(credentials("alice", "wonderland"))
         let messages = listener.messages()

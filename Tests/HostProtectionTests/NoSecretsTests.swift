@@ -50,7 +50,8 @@ struct NoSecretsTests {
         for provider in [mock, file, pam, stack] as [any AuthProvider] {
             let gatekeeper = Gatekeeper(
                 provider: provider,
-                configuration: .init(lockout: policy, failDelay: .zero, terminal: "/dev/pts/1", remoteHost: "host"),
+                configuration: .init(
+                    lockout: policy, failDelay: .zero, origin: LoginOrigin(terminal: "/dev/pts/1", remoteHost: "host")),
                 audit: audit, lockout: lockout)
             let logins: [(String, String)] = [
                 ("mia", "Mock-Secret-1"), ("fay", "File-Secret-2"), ("pam-user", "Pam-Secret-3"),

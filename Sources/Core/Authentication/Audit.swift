@@ -76,11 +76,11 @@ public struct AuditEvent: Sendable, Hashable {
     public var time: Date
     /// More about the event when there is more (a stack's trace); never a secret.
     public var detail: String?
-    /// The terminal of the login (``Gatekeeper/Configuration/terminal``).
+    /// The terminal of the login (``Gatekeeper/Configuration/origin``).
     public var terminal: String?
-    /// The remote host of the login (``Gatekeeper/Configuration/remoteHost``).
+    /// The remote host of the login (``Gatekeeper/Configuration/origin``).
     public var remoteHost: String?
-    /// The service the login was for (``Gatekeeper/Configuration/service``: a PAM program's service, served by
+    /// The service the login was for (``Gatekeeper/Configuration/origin``: a PAM program's service, served by
     /// gatekeeperd).
     public var service: String?
     /// The process the event is about: the one that recorded it, or the program a daemon served
@@ -134,7 +134,7 @@ public protocol AuditSink: Sendable {
     func record(_ event: AuditEvent)
 
     /// Records `event` and says whether a destination kept it: what a gatekeeper that refuses logins it
-    /// cannot audit (``Gatekeeper/Configuration/requiresAudit``) asks. The default records it and
+    /// cannot audit (``Gatekeeper/Configuration/Login/requiresAudit``) asks. The default records it and
     /// answers `true`; a sink that can fail says when it did.
     func keep(_ event: AuditEvent) -> Bool
 

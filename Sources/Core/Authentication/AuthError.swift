@@ -214,7 +214,7 @@ extension ErrorCode where Domain == AuthError {
     /// The person cancelled the login, or the task running it was cancelled.
     public static var cancelled: Self { Self("cancelled") }
     /// Every lockout slot of the account was held by logins still being checked, for longer than a login may
-    /// wait (``Gatekeeper/Configuration/lockoutWait``): nothing was counted; a moment later it may go through.
+    /// wait (``Gatekeeper/Configuration/Attempts/lockoutWait``): nothing was counted; a moment later it may go through.
     public static var loginsInFlight: Self { Self("loginsInFlight") }
     /// A credential expired before it could be used: a device sign-in code not approved in time (PAM's
     /// `cred_expired`). Nothing was refused; signing in again starts anew.

@@ -150,29 +150,13 @@ public enum Recheck: Sendable, Hashable {
 }
 
 /// What a provider is asked to check. A struct, so fields can be added without breaking providers.
-public struct AuthRequest: Sendable {
+public struct AuthRequest: LoginOriginCarrying, Sendable {
     /// The user name, already validated.
     public var username: String
     /// How to ask the person for a password or anything else.
     public var conversation: any Conversation
     /// Where the login comes from: service, terminal, remote host, requesting user.
     public var origin: LoginOrigin
-    /// The terminal the person is on, if any (PAM's `PAM_TTY`): the ``origin``'s.
-    public var terminal: String? {
-        get { origin.terminal }
-        set { origin.terminal = newValue }
-    }
-    /// The remote host the person connects from, if any (PAM's `PAM_RHOST`): the ``origin``'s.
-    public var remoteHost: String? {
-        get { origin.remoteHost }
-        set { origin.remoteHost = newValue }
-    }
-    /// The account of whoever asked for the login, if known: the user running a local tool (PAM's
-    /// `PAM_RUSER`, as `sudo` sets it): the ``origin``'s.
-    public var requestingUser: String? {
-        get { origin.requestingUser }
-        set { origin.requestingUser = newValue }
-    }
     /// Whether the person may be asked for a new password when theirs has expired (PAM's
     /// `pam_chauthtok` with `PAM_CHANGE_EXPIRED_AUTHTOK`, as `login` and `sudo` call it). A provider that
     /// finds the password right but expired then answers ``AuthOutcome/authenticated(_:)`` with
@@ -180,7 +164,7 @@ public struct AuthRequest: Sendable {
     /// the person does the ``Gatekeeper`` change the password, through the stack, before it admits. When
     /// it is `false` (the default, for a caller that would not act on the mark), an expired password is
     /// ``Rejection/passwordChangeRequired``. The ``Gatekeeper`` always sets it, and changes the password or
-    /// refuses the login as ``Gatekeeper/Configuration/changesExpiredPasswords`` says.
+    /// refuses the login as ``Gatekeeper/Configuration/Login/changesExpiredPasswords`` says.
     public var mayChangeExpiredPassword: Bool
     /// Whether the caller reads the identity's groups. When it does not (a tool that checks no group and
     /// hands them to nobody), a provider whose groups cost a lookup of their own — PAM's, from the name

@@ -23,3 +23,34 @@ public struct LoginOrigin: Sendable, Hashable {
         self.requestingUser = requestingUser
     }
 }
+
+/// A request that carries a login's ``LoginOrigin`` — ``AuthRequest``, ``PasswordChangeRequest`` — and so
+/// answers for its parts by name, as a PAM module reads `PAM_TTY` or `PAM_RHOST` off its handle:
+/// `request.terminal` is `request.origin.terminal`.
+public protocol LoginOriginCarrying {
+    var origin: LoginOrigin { get set }
+}
+
+extension LoginOriginCarrying {
+    /// The service the login is made for (PAM's `PAM_SERVICE`): the ``origin``'s.
+    public var service: String {
+        get { origin.service }
+        set { origin.service = newValue }
+    }
+    /// The terminal the person is on, if any (PAM's `PAM_TTY`): the ``origin``'s.
+    public var terminal: String? {
+        get { origin.terminal }
+        set { origin.terminal = newValue }
+    }
+    /// The remote host the person connects from, if any (PAM's `PAM_RHOST`): the ``origin``'s.
+    public var remoteHost: String? {
+        get { origin.remoteHost }
+        set { origin.remoteHost = newValue }
+    }
+    /// The account of whoever asked for the login, if known: the user running a local tool (PAM's
+    /// `PAM_RUSER`, as `sudo` sets it): the ``origin``'s.
+    public var requestingUser: String? {
+        get { origin.requestingUser }
+        set { origin.requestingUser = newValue }
+    }
+}

@@ -8,7 +8,7 @@
 /// The provider asks what it needs through ``conversation`` with the prompts of ``PasswordPrompt``; a
 /// chain answers each prompt once for both passes and every entry (as PAM's `PAM_OLDAUTHTOK` and
 /// `PAM_AUTHTOK` items), so the person types the current password once and the new one twice.
-public struct PasswordChangeRequest: Sendable {
+public struct PasswordChangeRequest: LoginOriginCarrying, Sendable {
     /// PAM's two passes of `pam_chauthtok`.
     public enum Pass: Sendable, Hashable {
         /// `PAM_PRELIM_CHECK`: may this backend change the password now? Changes nothing.
@@ -27,21 +27,6 @@ public struct PasswordChangeRequest: Sendable {
     public var expiredOnly: Bool
     /// Where the change comes from: service, terminal, remote host, requesting user.
     public var origin: LoginOrigin
-    /// The terminal the person is on, if any (PAM's `PAM_TTY`): the ``origin``'s.
-    public var terminal: String? {
-        get { origin.terminal }
-        set { origin.terminal = newValue }
-    }
-    /// The remote host the person connects from, if any (PAM's `PAM_RHOST`): the ``origin``'s.
-    public var remoteHost: String? {
-        get { origin.remoteHost }
-        set { origin.remoteHost = newValue }
-    }
-    /// The account of whoever asked for the change, if known (PAM's `PAM_RUSER`): the ``origin``'s.
-    public var requestingUser: String? {
-        get { origin.requestingUser }
-        set { origin.requestingUser = newValue }
-    }
 
     public init(
         username: String,

@@ -43,7 +43,7 @@ public final class HostLogin: Sendable {
         public var changesExpiredPasswords: Bool
         /// The executor the gatekeeper's own tasks prefer (``Gatekeeper/Configuration/taskExecutor``).
         public var taskExecutor: (any TaskExecutor)?
-        /// Whether anything reads the identity's groups (``Gatekeeper/Configuration/readsGroups``).
+        /// Whether anything reads the identity's groups (``Gatekeeper/Configuration/Login/readsGroups``).
         public var readsGroups: Bool
 
         public init(
@@ -107,11 +107,11 @@ public final class HostLogin: Sendable {
             creating: context.remembersLogins, report: report)
         self.cache = cache
         var configuration = settings.gatekeeper
-        if let attempts = context.maxAttempts { configuration.maxAttempts = attempts }
+        if let attempts = context.maxAttempts { configuration.attempts.perLogin = attempts }
         configuration.origin = context.origin
-        configuration.changesExpiredPasswords = context.changesExpiredPasswords
+        configuration.login.changesExpiredPasswords = context.changesExpiredPasswords
         configuration.taskExecutor = context.taskExecutor
-        configuration.readsGroups = context.readsGroups
+        configuration.login.readsGroups = context.readsGroups
         let remembered: (any RememberedLogins)? =
             context.remembersLogins ? context.place.flatMap { place in cache?.remembering(at: place) } : nil
         let audit = self.audit

@@ -203,8 +203,8 @@ final class REPL: Sendable {
             var line = shown("Signed in as \(identity.username) via \(identity.provider).")
             if let expires {
                 line += " Session expires in \(Self.describe(ContinuousClock.now.duration(to: expires)))"
-                line += " unless used (idle \(Self.describe(gatekeeper.configuration.idleTimeout))"
-                line += ", at most \(Self.describe(gatekeeper.configuration.absoluteTimeout)))."
+                line += " unless used (idle \(Self.describe(gatekeeper.configuration.sessions.idleTimeout))"
+                line += ", at most \(Self.describe(gatekeeper.configuration.sessions.absoluteTimeout)))."
             }
             screen.say(line)
         }
@@ -214,7 +214,7 @@ final class REPL: Sendable {
             }
             screen.say(shown("Stack: " + entries.joined(separator: " · ")))
         }
-        if gatekeeper.configuration.lockout != nil {
+        if gatekeeper.configuration.attempts.lockout != nil {
             if let store = gatekeeper.lockout as? FaillockStore {
                 screen.say(shown("Failed logins are counted in \(store.directory), with every tool's on this host."))
             } else {
@@ -227,7 +227,7 @@ final class REPL: Sendable {
 
     /// `account`'s failed logins under the lockout policy.
     private func lockoutStatus(of account: String) {
-        guard let policy = gatekeeper.configuration.lockout else {
+        guard let policy = gatekeeper.configuration.attempts.lockout else {
             screen.say("Lockout: off.")
             return
         }

@@ -15,7 +15,7 @@ extension Gatekeeper {
             if Task.isCancelled { return Traced(.failure(.cancelled), trace: trace) }
             let answer: String
             do throws(AuthError) {
-                answer = try await conversation.askUsername(configuration.usernamePrompt)
+                answer = try await conversation.askUsername(configuration.login.usernamePrompt)
             } catch {
                 return Traced(.failure(error), trace: trace)
             }
@@ -42,7 +42,7 @@ extension Gatekeeper {
         preconditionFailure("the loop returns")
     }
 
-    /// Waits out the fail delay of a refused login: ``Configuration/failDelay`` times 1 ± up to 25 %,
+    /// Waits out the fail delay of a refused login: ``Configuration/Attempts/failDelay`` times 1 ± up to 25 %,
     /// spread as libpam spreads its delay (the mean of three uniform draws, so most waits are near the
     /// middle). Every refusal waits here — a wrong password, a guess at a current password, and a host's
     /// own refusals (gatekeeperd's of a name the host does not know, or of an account signed in under
@@ -57,10 +57,10 @@ extension Gatekeeper {
     /// handed over), the delay runs from now.
     /// - Throws: ``AuthError/cancelled`` when the task is cancelled, which ends the wait at once.
     public func delayRefusal(answeredAt: ContinuousClock.Instant?) async throws(AuthError) {
-        guard configuration.failDelay > .zero else { return }
+        guard configuration.attempts.failDelay > .zero else { return }
         var generator = SystemRandomNumberGenerator()
         let mean = (0..<3).reduce(0.0) { sum, _ in sum + Double.random(in: 0..<1, using: &generator) } / 3
-        let delay = configuration.failDelay * (1 + (mean - 0.5) / 2)
+        let delay = configuration.attempts.failDelay * (1 + (mean - 0.5) / 2)
         let now = ContinuousClock.now
         var deadline = (answeredAt ?? now) + delay
         if deadline <= now { deadline = now + delay }
@@ -119,7 +119,8 @@ extension Gatekeeper {
             return end
         }
         end.askedAnything = attempt.asked
-        let verdict = LoginVerdict(answer, account: account, revealsUnknownUsers: configuration.revealsUnknownUsers)
+        let verdict = LoginVerdict(
+            answer, account: account, revealsUnknownUsers: configuration.attempts.revealsUnknownUsers)
         end.trace = note(verdict.trace, flight: flight)
         let lockedOut = ledger.settle(attempt, verdict.ledgerAnswer)
         audit(verdict, presented: attempt.presented, lockedOut: lockedOut)
@@ -135,7 +136,8 @@ extension Gatekeeper {
         case (.success(let identity), nil) where !identity.mustChangePassword:
             remember(identity)
             end.outcome = .success(identity)
-        case (.success(let identity), nil) where !configuration.changesExpiredPasswords || !conversation.isInteractive:
+        case (.success(let identity), nil)
+        where !configuration.login.changesExpiredPasswords || !conversation.isInteractive:
             // Nobody here can answer a new password's questions: refused, its own error, uncounted.
             record(.signInFailed, identity.username, .passwordChangeRequired, stackEntry: verdict.trace?.decidingEntry)
             await provider.signOut(identity)
@@ -160,7 +162,7 @@ extension Gatekeeper {
             // The gatekeeper acts on a password found right but expired (changes it, or refuses the login),
             // so providers admit it marked and a stack decides it as the success it is.
             mayChangeExpiredPassword: true,
-            readsGroups: configuration.readsGroups
+            readsGroups: configuration.login.readsGroups
         )
         do throws(AuthError) {
             return .success(try await provider.authenticateWithTrace(request))
@@ -210,9 +212,10 @@ extension Gatekeeper {
 
     /// The ledger every attempt of this gatekeeper goes through, with the lockout policy in force.
     var ledger: AttemptLedger {
-        let policy = configuration.lockout.flatMap { $0.deny > 0 ? $0 : nil }
+        let policy = configuration.attempts.lockout.flatMap { $0.deny > 0 ? $0 : nil }
         return AttemptLedger(
-            store: lockout, policy: policy, source: LoginSource(configuration.origin), wait: configuration.lockoutWait
+            store: lockout, policy: policy, source: LoginSource(configuration.origin),
+            wait: configuration.attempts.lockoutWait
         ) {
             [self] incident in
             switch incident {

@@ -124,7 +124,7 @@ extension Gatekeeper {
         // A gatekeeper that requires its audit trail writes the success before the session opens — for a
         // login nobody waits for any more too — and refuses one that no destination kept.
         var recorded = false
-        if configuration.requiresAudit, case .success(let identity) = admitted {
+        if configuration.login.requiresAudit, case .success(let identity) = admitted {
             recorded = audit.keep(event(.signedIn, identity.username))
             if !recorded {
                 await provider.signOut(identity)

@@ -8,8 +8,8 @@ import GatekeeperSupport
 /// sign in through the conversation. Concurrent actions that find no session share one login instead of
 /// prompting twice.
 ///
-/// Sessions end on ``signOut()``, after ``Configuration/idleTimeout`` without a protected action, and
-/// after ``Configuration/absoluteTimeout``, both measured on a clock that keeps counting while the
+/// Sessions end on ``signOut()``, after ``Configuration/Sessions/idleTimeout`` without a protected action, and
+/// after ``Configuration/Sessions/absoluteTimeout``, both measured on a clock that keeps counting while the
 /// machine sleeps (`ContinuousClock`), never on wall time.
 ///
 /// The state is broadcast to any number of observers through ``states()``.
@@ -92,7 +92,7 @@ public final class Gatekeeper: Sendable {
     /// - A valid session that does not meet it is refused with ``AuthError/notAuthorized(requirement:)``;
     ///   the person is not asked to sign in as someone else.
     /// - Otherwise the person signs in (or joins a login already in progress), with up to
-    ///   ``Configuration/maxAttempts`` tries.
+    ///   ``Configuration/Attempts/perLogin`` tries.
     ///
     /// - Throws: ``AuthError/cancelled`` when the person or the task cancels (returning promptly even if
     ///   the provider is still busy); ``AuthError/notAuthorized(requirement:)``; the last login error
@@ -149,11 +149,11 @@ public final class Gatekeeper: Sendable {
                 rounds += 1
                 // A login that succeeded but whose session ended before this task could use it (signed out
                 // at once by another task) is retried, up to the attempt limit.
-                guard rounds <= max(configuration.maxAttempts, 1) else {
+                guard rounds <= max(configuration.attempts.perLogin, 1) else {
                     return Traced(.failure(.cancelled), trace: trace)
                 }
                 let answer = await login(
-                    conversation: conversation, attempts: configuration.maxAttempts, joinExisting: true)
+                    conversation: conversation, attempts: configuration.attempts.perLogin, joinExisting: true)
                 trace = answer.trace
                 if case .failure = answer.outcome { return answer }
             }
@@ -169,7 +169,7 @@ public final class Gatekeeper: Sendable {
     }
 
     /// Signs in through a conversation (asking for the user name, then whatever the provider asks), with
-    /// up to ``Configuration/maxAttempts`` tries, replacing any current session.
+    /// up to ``Configuration/Attempts/perLogin`` tries, replacing any current session.
     /// - Throws: the last login error, or ``AuthError/cancelled``.
     @discardableResult
     public func signIn(conversation: any Conversation) async throws(AuthError) -> Identity {
@@ -179,7 +179,7 @@ public final class Gatekeeper: Sendable {
     /// ``signIn(conversation:)``, answered with how the stack decided it (as
     /// ``authorizeWithTrace(_:conversation:)`` answers).
     public func signInWithTrace(conversation: any Conversation) async -> Traced<Result<Identity, AuthError>> {
-        await login(conversation: conversation, attempts: configuration.maxAttempts, joinExisting: false)
+        await login(conversation: conversation, attempts: configuration.attempts.perLogin, joinExisting: false)
     }
 
     /// Ends the session and cancels any login in progress. Always succeeds locally; the provider is told
@@ -241,115 +241,5 @@ public final class Gatekeeper: Sendable {
             processID: configuration.clientProcessID)
         naming(&event)
         return event
-    }
-}
-
-extension Gatekeeper {
-    /// How long sessions last and how failed logins are limited.
-    public struct Configuration: Sendable {
-        /// A session ends after this long without a protected action; `nil` for never.
-        public var idleTimeout: Duration?
-        /// A session ends this long after it began, however busy; `nil` for never.
-        public var absoluteTimeout: Duration?
-        /// How many tries an interactive login gets before it gives up.
-        public var maxAttempts: Int
-        /// When failed logins lock an account, under pam_faillock's rules; `nil` disables the lockout.
-        public var lockout: LockoutPolicy?
-        /// How long a failed login waits before it answers, randomised by up to ±25 % as pam_faildelay's
-        /// is (so the wait does not tell one failure from another); zero for none. It is measured from the
-        /// moment the password was handed to the backend, so how long the backend took to refuse (an
-        /// unknown name at once, a known one after its hash) is not what the clock tells. The wait is an
-        /// async sleep: it holds no thread, and cancelling the login ends it.
-        public var failDelay: Duration
-        /// Whether to tell the person that a user name is unknown. Off by default: unknown users get
-        /// ``AuthError/invalidCredentials``, like a wrong password, so names cannot be probed.
-        public var revealsUnknownUsers: Bool
-        /// The prompt for the user name in an interactive login.
-        public var usernamePrompt: String
-        /// Where the logins come from (``LoginOrigin``): passed to providers (``AuthRequest/origin``),
-        /// recorded as a failure's source (the service when there is neither a remote host nor a terminal,
-        /// as PAM's service name is) and in audit records.
-        public var origin: LoginOrigin
-        /// The ``origin``'s terminal.
-        public var terminal: String? {
-            get { origin.terminal }
-            set { origin.terminal = newValue }
-        }
-        /// The ``origin``'s remote host.
-        public var remoteHost: String? {
-            get { origin.remoteHost }
-            set { origin.remoteHost = newValue }
-        }
-        /// The ``origin``'s requesting user.
-        public var requestingUser: String? {
-            get { origin.requestingUser }
-            set { origin.requestingUser = newValue }
-        }
-        /// The ``origin``'s service.
-        public var service: String {
-            get { origin.service }
-            set { origin.service = newValue }
-        }
-        /// The process of the program a login is served for, when it is not this one (gatekeeperd serving
-        /// sudo's): audit records name it and the ``service``, not the process that serves.
-        public var clientProcessID: Int32?
-        /// Whether a person whose password has expired changes it during the login, as `login` and
-        /// `sudo` have them do (``AuthRequest/mayChangeExpiredPassword``). On by default; turn it off where
-        /// nobody can answer a new password's questions (a password read from a pipe): the login then
-        /// fails with ``AuthError/passwordChangeRequired``. A login with fixed credentials
-        /// (``Gatekeeper/signIn(_:)``) never changes a password.
-        public var changesExpiredPasswords: Bool
-        /// The executor the gatekeeper's own tasks prefer (the login its callers share, a sign-out); `nil`
-        /// for the global concurrent executor. A one-shot tool that runs its login on its main thread
-        /// passes that thread's executor, so no thread of Swift's pool is started for a login that only
-        /// waits on its provider (its providers must then not wait on the main actor, whose thread is
-        /// busy running the login).
-        public var taskExecutor: (any TaskExecutor)?
-        /// Whether anything reads the signed-in identity's groups (passed to providers as
-        /// ``AuthRequest/readsGroups``). On by default; a tool that checks no group and hands the identity
-        /// to nothing that reads them turns it off, and a provider may then leave their lookup to the first
-        /// read, which never comes. Read after all (a requirement on a group), they are looked up then, on
-        /// the reading thread.
-        public var readsGroups: Bool
-        /// Whether a login whose success no audit destination keeps (``AuditSink/keep(_:)``) is refused
-        /// with ``AuthError/providerUnavailable(reason:)`` instead of admitted, as sudo refuses to run a
-        /// command it cannot log when `ignore_audit_errors` is off. Off by default: the failure is reported
-        /// and the login goes on. Failed logins are never refused on this ground (they are refused anyway).
-        public var requiresAudit = false
-        /// How long an attempt waits for a slot of its account's lockout when every one is held by attempts
-        /// this process is still checking (``LockoutAttempt/waiting(_:)``): so many right passwords at once
-        /// are each admitted, not refused as locked. Beyond it the attempt is refused with
-        /// ``AuthError/loginsInFlight`` and counts nothing.
-        public var lockoutWait: Duration = .seconds(10)
-
-        public init(
-            idleTimeout: Duration? = .seconds(15 * 60),
-            absoluteTimeout: Duration? = .seconds(8 * 60 * 60),
-            maxAttempts: Int = 3,
-            lockout: LockoutPolicy? = LockoutPolicy(),
-            failDelay: Duration = .seconds(2),
-            revealsUnknownUsers: Bool = false,
-            usernamePrompt: String = "Username: ",
-            terminal: String? = nil,
-            remoteHost: String? = nil,
-            requestingUser: String? = nil,
-            service: String = "gatekeeper",
-            changesExpiredPasswords: Bool = true,
-            taskExecutor: (any TaskExecutor)? = nil,
-            readsGroups: Bool = true
-        ) {
-            self.idleTimeout = idleTimeout
-            self.absoluteTimeout = absoluteTimeout
-            self.maxAttempts = maxAttempts
-            self.lockout = lockout
-            self.failDelay = failDelay
-            self.revealsUnknownUsers = revealsUnknownUsers
-            self.usernamePrompt = usernamePrompt
-            self.origin = LoginOrigin(
-                service: service, terminal: terminal, remoteHost: remoteHost, requestingUser: requestingUser)
-            self.changesExpiredPasswords = changesExpiredPasswords
-            self.taskExecutor = taskExecutor
-            self.readsGroups = readsGroups
-        }
     }
 }

@@ -34,8 +34,8 @@ struct Timeouts: Sendable {
     let areNone: Bool
 
     init(_ configuration: Gatekeeper.Configuration) {
-        idle = configuration.idleTimeout.map(SessionClock.nanoseconds)
-        absolute = configuration.absoluteTimeout.map(SessionClock.nanoseconds)
+        idle = configuration.sessions.idleTimeout.map(SessionClock.nanoseconds)
+        absolute = configuration.sessions.absoluteTimeout.map(SessionClock.nanoseconds)
         areNone = idle == nil && absolute == nil
     }
 }

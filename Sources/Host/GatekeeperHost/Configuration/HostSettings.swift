@@ -88,7 +88,7 @@ public struct HostSettings: Sendable {
     /// - Throws: ``AuthError/providerUnavailable(reason:)`` when the directory cannot be used; the tool
     ///   then refuses to log anyone in rather than run without its lockout.
     public func lockoutStore() throws(AuthError) -> any LockoutStore {
-        guard gatekeeper.lockout != nil else { return MemoryLockoutStore() }
+        guard gatekeeper.attempts.lockout != nil else { return MemoryLockoutStore() }
         do {
             return try FaillockStore(directory: lockoutDirectory)
         } catch  where isDefaultLockoutDirectory {

@@ -82,12 +82,12 @@ public struct StackSettings: Sendable {
     /// The gatekeeper configuration these settings make, from `base` for what the file does not set.
     public func gatekeeperConfiguration(_ base: Gatekeeper.Configuration = .init()) -> Gatekeeper.Configuration {
         var configuration = base
-        if let idleTimeout { configuration.idleTimeout = idleTimeout.duration }
-        if let absoluteTimeout { configuration.absoluteTimeout = absoluteTimeout.duration }
-        if let attempts { configuration.maxAttempts = attempts }
-        if let lockout { configuration.lockout = lockout.policy }
-        if let failDelay { configuration.failDelay = failDelay }
-        if auditRequired { configuration.requiresAudit = true }
+        if let idleTimeout { configuration.sessions.idleTimeout = idleTimeout.duration }
+        if let absoluteTimeout { configuration.sessions.absoluteTimeout = absoluteTimeout.duration }
+        if let attempts { configuration.attempts.perLogin = attempts }
+        if let lockout { configuration.attempts.lockout = lockout.policy }
+        if let failDelay { configuration.attempts.failDelay = failDelay }
+        if auditRequired { configuration.login.requiresAudit = true }
         return configuration
     }
 
