@@ -504,23 +504,21 @@ struct DaemonTests {
             try DaemonClient(fixture.socket).converse(request(fixture), password: fixture.password).result == .success)
     }
 
-    /// The account the backend signs in must be the one the program asked for, byte for byte: a backend that
-    /// matches names loosely (a helper taking `ALICE` for its `alice`, as a directory's case-insensitive `uid`
-    /// would) is refused, after the fail delay a wrong password waits; with `rename_user`, root's program gets
-    /// the account's own spelling to go on with instead.
-    @Test(.enabled(if: getuid() == 0, "asks for an account other than the runner's, which only root may"))
-    func theAccountSignedInIsTheOneAskedFor() throws {
-        let fixture = try DaemonFixture(settings: "lockout deny=1000\ndelay 1s", start: false)
+    /// A helper program (the JSON-lines protocol) that matches names loosely, as a directory's case-insensitive
+    /// `uid` would: any spelling of `alice` is alice, whose password is `loose-pw`; it answers `seconds` after
+    /// the password comes. Written into the fixture's directory; its path.
+    func looseHelper(in fixture: DaemonFixture, answersAfter seconds: Double = 0) throws -> String {
         let helper = fixture.directory + "/loose-helper.py"
         try """
         #!/usr/bin/python3
-        import json, sys
+        import json, sys, time
         def say(message):
             sys.stdout.write(json.dumps(message) + "\\n")
             sys.stdout.flush()
         start = json.loads(sys.stdin.readline())
         say({"prompt": "Password: ", "echo": False})
         reply = json.loads(sys.stdin.readline() or "{}")
+        time.sleep(\(seconds))
         if start["user"].lower() != "alice":
             say({"outcome": "user_unknown"})
         elif reply.get("answer") != "loose-pw":
@@ -529,6 +527,17 @@ struct DaemonTests {
             say({"outcome": "authenticated", "user": "alice"})
         """.write(toFile: helper, atomically: false, encoding: .utf8)
         chmod(helper, 0o755)
+        return helper
+    }
+
+    /// The account the backend signs in must be the one the program asked for, byte for byte: a backend that
+    /// matches names loosely (a helper taking `ALICE` for its `alice`, as a directory's case-insensitive `uid`
+    /// would) is refused, after the fail delay a wrong password waits; with `rename_user`, root's program gets
+    /// the account's own spelling to go on with instead.
+    @Test(.enabled(if: getuid() == 0, "asks for an account other than the runner's, which only root may"))
+    func theAccountSignedInIsTheOneAskedFor() throws {
+        let fixture = try DaemonFixture(settings: "lockout deny=1000\ndelay 1s", start: false)
+        let helper = try looseHelper(in: fixture)
         try fixture.writeService(
             "default", settings: "lockout deny=1000\ndelay 1s", entry: "required helper program=\(helper)")
         try fixture.start()
@@ -558,23 +567,7 @@ struct DaemonTests {
         arguments: ["right password, another spelling", "wrong password"])
     func aRespelledRightPasswordIsRefusedAsSoonAsAWrongOne(_ attempt: String) throws {
         let fixture = try DaemonFixture(settings: "lockout deny=1000\ndelay 2s", start: false)
-        let helper = fixture.directory + "/slow-loose-helper.py"
-        try """
-        #!/usr/bin/python3
-        import json, sys, time
-        def say(message):
-            sys.stdout.write(json.dumps(message) + "\\n")
-            sys.stdout.flush()
-        start = json.loads(sys.stdin.readline())
-        say({"prompt": "Password: ", "echo": False})
-        reply = json.loads(sys.stdin.readline() or "{}")
-        time.sleep(1.5)
-        if reply.get("answer") != "loose-pw":
-            say({"outcome": "rejected", "rejection": "wrong_credentials"})
-        else:
-            say({"outcome": "authenticated", "user": "alice"})
-        """.write(toFile: helper, atomically: false, encoding: .utf8)
-        chmod(helper, 0o755)
+        let helper = try looseHelper(in: fixture, answersAfter: 1.5)
         try fixture.writeService(
             "default", settings: "lockout deny=1000\ndelay 2s", entry: "required helper program=\(helper)")
         try fixture.start()

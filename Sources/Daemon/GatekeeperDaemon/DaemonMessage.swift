@@ -33,7 +33,7 @@ package enum DaemonMessage: Equatable, Sendable {
     /// The longest answer the module sends (a password or a code).
     package static let maxAnswer = Int(GK_WIRE_MAX_ANSWER)
 
-    enum Kind: CaseIterable {
+    enum Kind: WireNumber {
         case request, answer, cancel
         case question, message, result, keepalive
 
@@ -48,14 +48,9 @@ package enum DaemonMessage: Equatable, Sendable {
             case .keepalive: UInt8(GK_KIND_KEEPALIVE)
             }
         }
-
-        init?(rawValue: UInt8) {
-            guard let kind = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
-            self = kind
-        }
     }
 
-    enum Tag: CaseIterable {
+    enum Tag: WireNumber {
         case operation, service, user, remoteHost, terminal, requestingUser
         case authenticationToken, flags
         case text, hidden, code, canonicalUser
@@ -76,18 +71,24 @@ package enum DaemonMessage: Equatable, Sendable {
             case .canonicalUser: UInt8(GK_TAG_CANONICAL_USER)
             }
         }
+    }
+}
 
-        init?(rawValue: UInt8) {
-            guard let tag = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
-            self = tag
-        }
+/// A value the wire writes as one byte, its number gatekeeper_wire.h's (`rawValue`), and read back by
+/// finding the case of that number: a number no case has is `nil`, never a guess.
+package protocol WireNumber: CaseIterable, RawRepresentable where RawValue == UInt8 {}
+
+extension WireNumber {
+    package init?(rawValue: UInt8) {
+        guard let found = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = found
     }
 }
 
 /// What the module asks for: one PAM call of one program.
 package struct DaemonRequest: Equatable, Sendable {
     /// The PAM call.
-    package enum Operation: Sendable, CaseIterable {
+    package enum Operation: WireNumber, Sendable {
         /// `pam_sm_authenticate`.
         case authenticate
         /// `pam_sm_acct_mgmt`: may the account log in now (locked, expired, not activated, must change)?
@@ -104,11 +105,6 @@ package struct DaemonRequest: Equatable, Sendable {
             case .checkPasswordChange: UInt8(GK_OP_CHAUTHTOK_PRELIM)
             case .changePassword: UInt8(GK_OP_CHAUTHTOK_UPDATE)
             }
-        }
-
-        package init?(rawValue: UInt8) {
-            guard let operation = Self.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
-            self = operation
         }
     }
 
