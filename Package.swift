@@ -173,7 +173,8 @@ let package = Package(
             ], path: "Sources/Commands/PasswdCommands"
         ),
 
-        // Provider plugins: each depends on the core only, never on another provider.
+        // Provider plugins: each depends on the core (and the pools its blocking C calls run on) only, never on
+        // another provider.
         .target(
             name: "MockProvider", dependencies: ["Authentication", "GatekeeperSupport", "ProviderPlugins"],
             path: "Sources/Backends/MockProvider"),

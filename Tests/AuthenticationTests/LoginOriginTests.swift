@@ -4,7 +4,8 @@ import TestSupport
 import Testing
 
 /// A login's origin is one value: the gatekeeper's configuration hands it whole to the providers, the
-/// lockout records its source, and the old field-by-field spellings read and write that one value.
+/// lockout records its source, and a request's field-by-field accessors (`LoginOriginCarrying`) read and
+/// write that one value.
 struct LoginOriginTests {
     @Test func theProviderIsAskedWithTheGatekeepersOrigin() async throws {
         let seen = Locked<LoginOrigin?>(nil)
@@ -33,6 +34,15 @@ struct LoginOriginTests {
         var request = AuthRequest(username: "dave", conversation: ScriptedConversation(), origin: configuration.origin)
         request.remoteHost = nil
         #expect(request.origin.remoteHost == nil && request.terminal == "pts/9" && request.origin.service == "login")
+        request.service = "su"
+        request.requestingUser = "erin"
+        #expect(request.origin == LoginOrigin(service: "su", terminal: "pts/9", requestingUser: "erin"))
+        var change = PasswordChangeRequest(
+            username: "dave", conversation: ScriptedConversation(), pass: .update, origin: request.origin)
+        #expect(change.service == "su" && change.terminal == "pts/9" && change.requestingUser == "erin")
+        change.terminal = nil
+        change.remoteHost = "192.0.2.9"
+        #expect(change.origin == LoginOrigin(service: "su", remoteHost: "192.0.2.9", requestingUser: "erin"))
         // pam_faillock's source: the remote host, else the terminal, else the service.
         #expect(LoginSource(configuration.origin) == .remoteHost("host.example"))
         #expect(LoginSource(request.origin) == .terminal("pts/9"))

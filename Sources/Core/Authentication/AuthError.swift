@@ -75,7 +75,7 @@ public struct AuthError: CodedError {
     public static let lockedUntilUnlocked = AuthError(.tooManyAttempts, reason: "until an administrator unlocks it")
     public static let cancelled = AuthError(.cancelled)
     /// Every lockout slot of the account was held by logins still being checked, longer than the gatekeeper's
-    /// `lockoutWait`: refused, and nothing counted.
+    /// ``Gatekeeper/Configuration/Attempts/lockoutWait``: refused, and nothing counted.
     public static let loginsInFlight = AuthError(.loginsInFlight)
     /// A credential that expired before it could be used: a device sign-in code not approved in time (PAM's
     /// `cred_expired`).

@@ -11,8 +11,8 @@ import GatekeeperSupport
 /// operations), apart from Swift's cooperative pool.
 ///
 /// Backends run their blocking work that ends by itself on ``shared`` unless given a pool of their own
-/// (`LDAPConfiguration.threads`, `OIDCConfiguration.threads`, `PAMAuthProvider.Configuration.threads`,
-/// `FileAuthProvider`'s `threads:`): give a service's backends one pool sized for the service, or give
+/// (`LDAPAuthProvider.Configuration.threads`, `OIDCAuthProvider.Configuration.threads`,
+/// `PAMAuthProvider.Configuration.threads`, `FileAuthProvider.Configuration.threads`): give a service's backends one pool sized for the service, or give
 /// a backend that may hang (a directory far away) a pool of its own so that it cannot hold up the rest.
 ///
 /// At most `maxThreads` jobs run at once; later ones wait in line, first come first served, so a burst
@@ -141,8 +141,12 @@ public final class BlockingPool: Sendable {
 
     /// Runs blocking `work` on a pool thread and returns its result, or `nil` as soon as the task is
     /// cancelled: work not started yet is then dropped, and work already running finishes in the
-    /// background with its result discarded.
-    package func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
+    /// background with its result discarded. What a backend of its own calls a blocking C function with:
+    ///
+    /// ```swift
+    /// guard let entry = await BlockingPool.shared.run({ lookUp(name) }) else { throw AuthError.cancelled }
+    /// ```
+    public func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
         await BlockingBridge<T>().run(on: self) { _ in work() }
     }
 

@@ -10,12 +10,13 @@ import GatekeeperSupport
 ///
 /// ```swift
 /// // A service that runs 200 PAM logins at once, early in main:
-/// ProcessPools.configure(.pam, maxThreads: 200)
+/// try ProcessPools.configure(.pam, maxThreads: 200)
 /// ```
 ///
-/// Pools a backend is given in its configuration (`LDAPConfiguration.threads`, `OIDCConfiguration.threads`,
-/// `PAMAuthProvider.Configuration.threads`, `FileAuthProvider`'s `threads:`) are used instead of these; a
-/// terminal's questions have a thread of their own per ``Conversation`` on a terminal.
+/// Pools a backend is given in its configuration (`LDAPAuthProvider.Configuration.threads`,
+/// `OIDCAuthProvider.Configuration.threads`, `PAMAuthProvider.Configuration.threads`,
+/// `FileAuthProvider.Configuration.threads`) are used instead of these; a terminal's questions have a thread
+/// of their own per conversation on a terminal (TerminalLogin's `TerminalConversation`).
 ///
 /// The package's other process-wide state, each kept where its module can reach it, and each behind one lock:
 /// - the pools' idle threads, lent between pools that share threads (``BlockingPool``'s `idle`);

@@ -13,7 +13,7 @@
 /// so the write fails with EPIPE instead, which the libraries handle.
 package enum BrokenPipes {
     /// Blocks SIGPIPE in the calling thread for good: for threads that only run the package's blocking
-    /// C work (``BlockingPool``'s). A SIGPIPE raised in such a thread stays pending there, harmlessly.
+    /// C work (BlockingPools' `BlockingPool`'s). A SIGPIPE raised in such a thread stays pending there, harmlessly.
     package static func blockInThisThread() {
         var set = sigset_t()
         sigemptyset(&set)

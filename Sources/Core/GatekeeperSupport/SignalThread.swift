@@ -7,7 +7,7 @@ import CProcessSpawn
 #endif
 
 /// Turns signals (SIGINT, SIGTERM, SIGHUP …) into calls to a handler on a thread of its own, for a tool
-/// that runs its work on its main thread (``ThreadExecutor``) and starts no Dispatch.
+/// that runs its work on its main thread (BlockingPools' `ThreadExecutor`) and starts no Dispatch.
 ///
 /// The signals are blocked on the calling thread — the main thread, whose mask every thread it starts
 /// later inherits — and read from a signalfd. A thread that was already running and does not block them

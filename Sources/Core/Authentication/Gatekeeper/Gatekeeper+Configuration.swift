@@ -1,8 +1,8 @@
 extension Gatekeeper {
     /// What a gatekeeper is told, grouped by what each part configures: how long a session lasts
     /// (``sessions``), how tries and failures are limited (``attempts``), where its logins come from
-    /// (``origin``), what a login does besides checking a password (``login``), and where the
-    /// gatekeeper's own tasks run (``taskExecutor``).
+    /// (``origin``, and ``clientProcessID`` when serving another program), what a login does besides
+    /// checking a password (``login``), and where the gatekeeper's own tasks run (``taskExecutor``).
     ///
     /// ```swift
     /// var configuration = Gatekeeper.Configuration()

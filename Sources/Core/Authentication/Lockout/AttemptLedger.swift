@@ -11,7 +11,7 @@ import GatekeeperSupport
 ///   guesses arrive at once, from any number of processes, at most `deny` are handed over. A locked account
 ///   is refused there, and the answer never reaches the backend. When the `deny` counts are full but some
 ///   are attempts this process is still checking, the attempt waits (``LockoutAttempt/waiting(_:)``) until
-///   they settle, for at most the gatekeeper's `lockoutWait`: none of them may be a failure, so many right
+///   they settle, for at most the gatekeeper's ``Gatekeeper/Configuration/Attempts/lockoutWait``: none of them may be a failure, so many right
 ///   passwords at once are each admitted, and the tally is what it would be one after another.
 /// - Once presented, the count stands whatever follows — a refusal, "unavailable", a time-out, a crash, a
 ///   cancel or a kill: the backend may have checked the answer, and the clock may tell right from wrong —

@@ -35,7 +35,7 @@ extension StackConfiguration.Parser {
         var number = 0
         func refuse(_ column: Int, _ word: String, _ message: String) -> ConfigurationError {
             ConfigurationError(
-                .syntax, at: StackConfiguration.Location(file: file, line: number, column: column), word: word, message)
+                .syntax, at: ConfigurationLocation(file: file, line: number, column: column), word: word, message)
         }
         for physical in text.split(separator: 0x0A, omittingEmptySubsequences: false) {
             number += 1
@@ -83,8 +83,8 @@ extension StackConfiguration.Parser {
         var words: [Word] = []
         var index = 0
         let (line, places) = (line.bytes, line.places)
-        func location(_ index: Int) -> StackConfiguration.Location {
-            StackConfiguration.Location(file: file, line: places[index].line, column: places[index].column)
+        func location(_ index: Int) -> ConfigurationLocation {
+            ConfigurationLocation(file: file, line: places[index].line, column: places[index].column)
         }
         while index < line.count {
             if line[index] == 0x20 || line[index] == 0x09 {

@@ -56,10 +56,10 @@ public struct StackSettings: Sendable {
     /// `audit required`: a login whose success no audit destination can record is refused.
     public var auditRequired: Bool { auditRequiredAt != nil }
     /// Where `audit required` was written.
-    var auditRequiredAt: StackConfiguration.Location?
+    var auditRequiredAt: ConfigurationLocation?
 
     typealias Parser = StackConfiguration.Parser
-    typealias Location = StackConfiguration.Location
+    typealias Location = ConfigurationLocation
 
     /// No settings: every default.
     public init() {}
