@@ -41,4 +41,19 @@ struct LDAPPasswordStampTests {
         #expect(!provider.passwordUnchanged(saved: nil, current: "pwdChangedTime=2Z"))
         #expect(provider.passwordUnchanged(saved: nil, current: nil))
     }
+
+    /// Across one login (the stamp its search read, and the one read once it answered): a good bind clears the
+    /// failed binds a policy recorded, which moves a `modifyTimestamp` — that is the login's own doing; any other
+    /// move (a reset: a password time appearing or moving, or a plain time moving) is a new password.
+    @Test func aLoginsOwnBindMayClearRecordedFailures() {
+        let provider = LDAPAuthProvider(.init(uris: ["ldap://127.0.0.1:1"], base: "dc=example,dc=test"))
+        let guessed = "modifyTimestamp=20261205000100Z (failed binds recorded)"
+        let cleared = "modifyTimestamp=20261205000200Z"
+        #expect(provider.passwordUnchangedByLogin(before: guessed, after: cleared))
+        #expect(provider.passwordUnchangedByLogin(before: "pwdChangedTime=1Z", after: "pwdChangedTime=1Z"))
+        #expect(!provider.passwordUnchangedByLogin(before: "pwdChangedTime=1Z", after: "pwdChangedTime=2Z"))
+        #expect(!provider.passwordUnchangedByLogin(before: guessed, after: "pwdChangedTime=20261205000200Z"))
+        #expect(!provider.passwordUnchangedByLogin(before: "modifyTimestamp=20261205000000Z", after: cleared))
+        #expect(!provider.passwordUnchangedByLogin(before: nil, after: cleared))
+    }
 }

@@ -28,6 +28,10 @@ struct OfflineCacheTests {
         let asked = Locked<[String]>([])
         /// How long the next ``standing(of:)`` takes (once): a login whose saving is slow.
         let slowOnce = Locked<Duration?>(nil)
+        /// How long the next login's answer takes once its password was checked (once): a bind answered late.
+        let slowAnswerOnce = Locked<Duration?>(nil)
+        /// How many logins' passwords were checked.
+        let checked = Locked(0)
 
         func standing(of username: String) async -> AccountStanding {
             asked.withLock { $0.append(username) }
@@ -36,6 +40,11 @@ struct OfflineCacheTests {
             }) {
                 try? await Task.sleep(for: delay)
             }
+            return standingNow(username)
+        }
+
+        /// The standing as the directory has it now, asked of nobody.
+        func standingNow(_ username: String) -> AccountStanding {
             guard reachable.withLock({ $0 }) else { return .cannotTell }
             guard known.withLock({ $0 }), username == "alice" else { return .withdrawn(reason: "gone") }
             if locked.withLock({ $0 }) { return .withdrawn(reason: "locked") }
@@ -52,13 +61,31 @@ struct OfflineCacheTests {
             return .answered(.valid(Identity(username: "alice", groups: groups.withLock { $0 }, provider: name)))
         }
 
-        func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
+        /// As a directory's login: the entry read, the password checked, then the answer (late, once, when the
+        /// test says).
+        func loginOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineLogin {
             let password = try await request.conversation.askSecret("Password: ")
+            let before = standingNow(request.username)
+            let answer = check(request.username, password)
+            checked.withLock { $0 += 1 }
+            if let delay = slowAnswerOnce.withLock({ value in
+                defer { value = nil }; return value
+            }) {
+                try? await Task.sleep(for: delay)
+            }
+            return OnlineLogin(answer, standingBefore: before)
+        }
+
+        func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
+            try await loginOnline(request).answer
+        }
+
+        func check(_ username: String, _ password: Secret) -> OnlineAnswer {
             guard reachable.withLock({ $0 }) else { return .unreachable(reason: "the server is down") }
             if refusing.withLock({ $0 }) {
                 return .answered(.unavailable(reason: "the service account's bind was refused"))
             }
-            guard known.withLock({ $0 }), request.username == "alice" else { return .answered(.notMine) }
+            guard known.withLock({ $0 }), username == "alice" else { return .answered(.notMine) }
             return password == Secret(copying: self.password.withLock({ $0 }).utf8)
                 ? .answered(
                     .authenticated(
@@ -298,7 +325,7 @@ struct OfflineCacheTests {
             separator: "\t", omittingEmptySubsequences: false)
         try #require(fields.count == 8)
         fields[2] = "\(savedAt)"
-        try (fields.joined(separator: "\t") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        try rewrite(file, fields.joined(separator: "\t") + "\n")
         backend.reachable.withLock { $0 = false }
         guard case .unavailable = try await login(cache, "wonderland") else {
             Issue.record("an entry saved at \(savedAt) was used")
@@ -403,7 +430,7 @@ struct OfflineCacheTests {
             separator: "\t", omittingEmptySubsequences: false)
         try #require(fields.count == 8)
         #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1, removed: 0, unchecked: 0))
-        try (fields.prefix(6).joined(separator: "\t") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        try rewrite(file, fields.prefix(6).joined(separator: "\t") + "\n")
         #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1, removed: 0, unchecked: 0))
         backend.stamp.withLock { $0 = "another" }
         #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 0, removed: 1, unchecked: 0))
@@ -445,6 +472,16 @@ struct OfflineCacheTests {
                 return count > 0
             }
             return hiccup ? .cannotTell : .current(stamp: stamps.withLock { $0[username] } ?? "set 1")
+        }
+
+        /// As a directory's login, which reads the account with the entry it binds to: what ``untellable`` says,
+        /// never a hiccup (those are of the checks' own questions).
+        func loginOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineLogin {
+            let user = request.username
+            let before: AccountStanding =
+                !reachable.withLock({ $0 }) || untellable.withLock({ $0.contains(user) })
+                ? .cannotTell : .current(stamp: stamps.withLock { $0[user] } ?? "set 1")
+            return OnlineLogin(try await authenticateOnline(request), standingBefore: before)
         }
 
         func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
@@ -491,8 +528,9 @@ struct OfflineCacheTests {
     @Test func anEntrySavedWithoutAStampIsNotConfirmedByALaterOne() async throws {
         let backend = Accounts()
         let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(7 * 86_400))
-        backend.hiccups.withLock { $0 = 1 }
+        backend.untellable.withLock { $0 = ["bob"] }
         #expect(try await login(cache, as: "bob", "pw-bob").pamResult == .success)
+        backend.untellable.withLock { $0 = [] }
         backend.stamps.withLock { $0["bob"] = "set 2" }
         #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 0, removed: 1, unchecked: 0))
         backend.reachable.withLock { $0 = false }
@@ -522,13 +560,19 @@ struct OfflineCacheTests {
         let shortened = String(cut.dropLast("-users".count))
         try #require(shortened.hasSuffix("wheel"))
         let others = text.split(separator: "\n").filter { !$0.hasPrefix("carol\t") }.map { $0 + "\n" }.joined()
-        try (others + shortened).write(toFile: file, atomically: true, encoding: .utf8)
+        try rewrite(file, others + shortened)
         backend.reachable.withLock { $0 = false }
         guard case .unavailable = try await login(cache, as: "carol", "pw-carol") else {
             Issue.record("a cut line was read as an entry")
             return
         }
         #expect(try await login(cache, as: "alice", "pw-alice").pamResult == .success)
+    }
+
+    /// Writes the cache file as the cache itself does, private to its owner: one others may read is refused whole.
+    func rewrite(_ file: String, _ text: String) throws {
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        try #require(chmod(file, 0o600) == 0)
     }
 
     /// alice's line of the cache file, split into its fields (name, verifier, saved, failures, ...).
@@ -686,6 +730,93 @@ struct OfflineCacheTests {
         #expect(try await login(mine, "wonderland").pamResult == .success)
         backend.reachable.withLock { $0 = false }
         #expect(try await login(mine, "wonderland").pamResult == .success)
+    }
+
+    /// A login of the old password whose answer comes late, the password reset while it is in flight (the
+    /// directory checked it before the reset): the success is not saved under the new password's stamp, so
+    /// the next check does not confirm the old password (it did: the stamp was read after the answer).
+    @Test func aResetWhileALoginIsInFlightIsNotLentToTheOldPassword() async throws {
+        let backend = Switchable()
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        backend.slowAnswerOnce.withLock { $0 = .seconds(1) }
+        let inFlight = Task { try await login(cache, "wonderland") }
+        #expect(await eventually { backend.checked.withLock { $0 } == 1 })
+        backend.password.withLock { $0 = "looking-glass" }
+        backend.stamp.withLock { $0 = "set 2" }
+        #expect(try await inFlight.value.pamResult == .success)
+        _ = await cache.refresh(dueOnly: false)
+        backend.reachable.withLock { $0 = false }
+        let old = try await login(cache, "wonderland")
+        #expect(old.pamResult != .success, "the reset password was admitted offline: \(old)")
+    }
+
+    /// A login of the old password begun before a reset, its answer late, and the new password's login after
+    /// the reset, answered first: the late answer does not overwrite the new password's entry — saves are
+    /// ordered by when the password went to the backend, not by when the answer came. In one process, and
+    /// across two (their clock moving on between).
+    @Test(arguments: [false, true])
+    func aLateAnswerBegunBeforeAResetNeverOverwritesTheNewPassword(_ twoProcesses: Bool) async throws {
+        let backend = Switchable()
+        let clock = ManualClock()
+        let mine = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(86_400), clock: clock.now)
+        let other =
+            twoProcesses
+            ? try OfflineCachingProvider(
+                wrapping: backend, directory: directory, maxAge: .seconds(86_400), clock: clock.now) : mine
+        backend.slowAnswerOnce.withLock { $0 = .seconds(1) }
+        let old = Task { try await login(mine, "wonderland") }
+        #expect(await eventually { backend.checked.withLock { $0 } == 1 })
+        clock.advance(by: 10)
+        backend.password.withLock { $0 = "looking-glass" }
+        backend.stamp.withLock { $0 = "set 2" }
+        #expect(try await login(other, "looking-glass").pamResult == .success)
+        clock.advance(by: 10)
+        #expect(try await old.value.pamResult == .success)
+        backend.reachable.withLock { $0 = false }
+        let stale = try await login(mine, "wonderland")
+        #expect(stale.pamResult != .success, "the old password's late answer was saved over the new one: \(stale)")
+        #expect(try await login(mine, "looking-glass").pamResult == .success)
+    }
+
+    /// A cache file others may read (0644 in a 0755 directory: a copy, a restore) is refused as a bind
+    /// password's file is: a cache made on it says why at once, and one already running admits nothing
+    /// offline from it. The next online success replaces it with a private file holding only that entry.
+    @Test func aCacheFileOthersMayReadIsRefused() async throws {
+        let backend = Switchable()
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        let file = cache.filePath
+        try #require(chmod(directory, 0o755) == 0 && chmod(file, 0o644) == 0)
+        do {
+            _ = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+            Issue.record("a cache file others may read was accepted")
+        } catch {
+            #expect(error.code == .providerUnavailable && "\(error)".contains("chmod go-r"), "\(error)")
+        }
+        backend.reachable.withLock { $0 = false }
+        guard case .unavailable = try await login(cache, "wonderland") else {
+            Issue.record("a login was admitted offline from a file others may read")
+            return
+        }
+        // Read by a group other than root's: refused too; by root's group only: the file is private enough.
+        try #require(chmod(file, 0o640) == 0 && chown(file, 0, 4) == 0 || getuid() != 0)
+        if getuid() == 0 {
+            guard case .unavailable = try await login(cache, "wonderland") else {
+                Issue.record("a login was admitted offline from a file a group may read")
+                return
+            }
+            try #require(chown(file, 0, 0) == 0)
+            #expect(try await login(cache, "wonderland").pamResult == .success)
+        }
+        try #require(chmod(file, 0o644) == 0)
+        backend.reachable.withLock { $0 = true }
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        var info = stat()
+        try #require(stat(file, &info) == 0)
+        #expect(info.st_mode & 0o077 == 0, "the file was left readable: \(String(info.st_mode, radix: 8))")
+        backend.reachable.withLock { $0 = false }
+        #expect(try await login(cache, "wonderland").pamResult == .success)
     }
 
     /// Two processes' answers in the same second: which is the newer cannot be told. Of the same password, the

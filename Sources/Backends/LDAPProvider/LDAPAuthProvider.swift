@@ -122,9 +122,17 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     /// The login, with "no server could be reached" told apart from every other failure: only then may
     /// an offline cache answer instead.
     public func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
+        try await loginOnline(request).answer
+    }
+
+    /// The login, with the account's standing read from the entry its search found, before the bind: what the
+    /// offline cache saves a success under (no search more than the login's own).
+    public func loginOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineLogin {
         let password = try await request.conversation.askSecret(passwordPrompt)
         // Never an unauthenticated bind.
-        guard password.count > 0 else { return .answered(.rejected(.wrongCredentials)) }
+        guard password.count > 0 else {
+            return OnlineLogin(.answered(.rejected(.wrongCredentials)), standingBefore: .cannotTell)
+        }
         let username = request.username
         let changes = request.mayChangeExpiredPassword
         let readsGroups = request.readsGroups
@@ -140,9 +148,10 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         // What the password policy said (grace logins left, an expiry near), once the login is decided.
         for message in messages { await request.conversation.show(message, as: .info) }
         switch answer {
-        case .served(let outcome): return .answered(outcome)
-        case .unavailable(let reason): return .answered(.unavailable(reason: reason))
-        case .unreachable(let reason): return .unreachable(reason: reason)
+        case .served(let (outcome, before)): return OnlineLogin(.answered(outcome), standingBefore: before)
+        case .unavailable(let reason):
+            return OnlineLogin(.answered(.unavailable(reason: reason)), standingBefore: .cannotTell)
+        case .unreachable(let reason): return OnlineLogin(.unreachable(reason: reason), standingBefore: .cannotTell)
         }
     }
 
@@ -233,6 +242,19 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     /// `pwdChangedTime`, which changes the stamp's kind. Whatever clears the failed binds again (a good bind
     /// elsewhere, a password deleted or set) moves the stamp with none recorded: a new password, for all the
     /// check can tell. (A good bind through this cache is no such move: its stamp is read after the bind.)
+    /// Whether a login's good bind left the password as its search found it, the stamp `before` read by that
+    /// search and `after` once it answered: as ``passwordUnchanged(saved:current:)``, and also when `before`
+    /// recorded failed binds and `after`, a `modifyTimestamp` too, records none — the password policy cleared them
+    /// at this very bind, which writes the entry. (A password deleted by an administrator in that moment looks the
+    /// same, on a server that keeps no `pwdChangedTime`: docs/ldap.md says so.)
+    public func passwordUnchangedByLogin(before: String?, after: String?) -> Bool {
+        if passwordUnchanged(saved: before, current: after) { return true }
+        guard let before, let after, before.hasSuffix(LDAPLogin.writtenByFailures),
+            after.hasPrefix("modifyTimestamp="), !after.hasSuffix(LDAPLogin.writtenByFailures)
+        else { return false }
+        return true
+    }
+
     public func passwordUnchanged(saved: String?, current: String?) -> Bool {
         guard saved != current else { return true }
         guard let saved, let current, saved.hasPrefix("modifyTimestamp="), current.hasPrefix("modifyTimestamp=")

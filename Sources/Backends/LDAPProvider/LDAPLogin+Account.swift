@@ -22,15 +22,18 @@ extension LDAPLogin {
     /// between makes the stamp kept older than the directory's, which withdraws the cached password at its next
     /// check, never keeps it.
     func standing(on handle: OpaquePointer, _ username: String) -> Result<AccountStanding, Failure> {
-        accountState(on: handle, username).map { state in
-            switch state {
-            case .ambiguous: .withdrawn(reason: "the filter matches more than one entry")
-            case .gone: .withdrawn(reason: "the directory no longer has the account")
-            case .locked: .withdrawn(reason: "the account is locked or disabled")
-            case .reset: .withdrawn(reason: "the password was reset and must be changed")
-            case .expired: .withdrawn(reason: "the account has expired or is not valid yet")
-            case .current(_, let stamp): .current(stamp: stamp)
-            }
+        accountState(on: handle, username).map(Self.standing)
+    }
+
+    /// What the offline cache is told of an account in `state`.
+    static func standing(_ state: AccountState) -> AccountStanding {
+        switch state {
+        case .ambiguous: .withdrawn(reason: "the filter matches more than one entry")
+        case .gone: .withdrawn(reason: "the directory no longer has the account")
+        case .locked: .withdrawn(reason: "the account is locked or disabled")
+        case .reset: .withdrawn(reason: "the password was reset and must be changed")
+        case .expired: .withdrawn(reason: "the account has expired or is not valid yet")
+        case .current(_, let stamp): .current(stamp: stamp)
         }
     }
 
@@ -60,27 +63,32 @@ extension LDAPLogin {
         case .failure(let failure): return .failure(failure)
         }
         guard let entry = found else { return .success(.gone) }
+        return .success(Self.state(of: entry))
+    }
+
+    /// The account as `entry`, read with the service account's rights, has it.
+    static func state(of entry: LDAPEntry) -> AccountState {
         let now = Int64(time(nil))
         let today = now / 86_400
         if entry.first("pwdAccountLockedTime") != nil || entry.first("nsAccountLock")?.lowercased() == "true"
             || entry.first("lockoutTime").flatMap(Int64.init).map({ $0 != 0 }) == true
             || entry.first("userAccountControl").flatMap(Int64.init).map({ $0 & 0x2 != 0 }) == true
         {
-            return .success(.locked)
+            return .locked
         }
-        if entry.first("pwdReset")?.uppercased() == "TRUE" { return .success(.reset) }
+        if entry.first("pwdReset")?.uppercased() == "TRUE" { return .reset }
         // Expired: shadowExpire (days since 1970), Active Directory's accountExpires (100 ns since 1601;
         // 0 and the largest value mean never), OpenLDAP 2.6's pwdEndTime — or not valid yet (pwdStartTime).
-        let generalizedNow = Self.generalizedTime(now)
+        let generalizedNow = generalizedTime(now)
         let expired =
             entry.first("shadowExpire").flatMap(Int64.init).map { $0 > 0 && $0 <= today } == true
             || entry.first("accountExpires").flatMap(Int64.init).map {
                 $0 != 0 && $0 != Int64.max && $0 / 10_000_000 - 11_644_473_600 <= now
             } == true
-            || entry.first("pwdEndTime").flatMap(Self.generalizedPrefix).map { $0 <= generalizedNow } == true
-            || entry.first("pwdStartTime").flatMap(Self.generalizedPrefix).map { $0 > generalizedNow } == true
-        if expired { return .success(.expired) }
-        return .success(.current(entry, stamp: Self.passwordStamp(entry)))
+            || entry.first("pwdEndTime").flatMap(generalizedPrefix).map { $0 <= generalizedNow } == true
+            || entry.first("pwdStartTime").flatMap(generalizedPrefix).map { $0 > generalizedNow } == true
+        if expired { return .expired }
+        return .current(entry, stamp: passwordStamp(entry))
     }
 
     /// What a `modifyTimestamp` stamp ends with when the entry holds failed binds a password policy wrote into

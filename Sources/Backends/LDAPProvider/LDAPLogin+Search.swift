@@ -85,13 +85,27 @@ extension LDAPLogin {
         changesExpired: Bool = false,
         readsGroups: Bool = true,
         _ messages: inout [String]
-    ) -> Result<AuthOutcome, Failure> {
+    ) -> Result<(outcome: AuthOutcome, standingBefore: AccountStanding), Failure> {
         let found: LDAPEntry?
         switch find(on: handle, username, forBind: true) {
         case .success(let entry): found = entry
         case .failure(let failure): return .failure(failure)
         }
-        guard let entry = found else { return .success(.notMine) }
+        guard let entry = found else { return .success((.notMine, Self.standing(.gone))) }
+        // The standing the offline cache saves a success under: read with the entry the password is bound to,
+        // before the bind.
+        let before = Self.standing(Self.state(of: entry))
+        return bind(
+            to: entry, on: handle, username, password, changesExpired: changesExpired, readsGroups: readsGroups,
+            &messages
+        ).map { ($0, before) }
+    }
+
+    /// The login's bind to the entry its search found, and the identity it makes.
+    private func bind(
+        to entry: LDAPEntry, on handle: OpaquePointer, _ username: String, _ password: Secret, changesExpired: Bool,
+        readsGroups: Bool, _ messages: inout [String]
+    ) -> Result<AuthOutcome, Failure> {
         // Failures are counted against the entry's own spelling of the account.
         let canonical = entry.first("uid").flatMap { try? Username.validate($0) }
         let (userStatus, policy) = bindWithPolicy(handle, entry.dn, password)

@@ -9,10 +9,13 @@ package struct StateFileError: Error, Equatable, CustomStringConvertible {
     package let description: String
     /// The file does not exist (only for opens that do not create).
     package let isMissing: Bool
+    /// The file holds secrets and others may read it (only for opens that ask for a secret file).
+    package let isExposed: Bool
 
-    package init(_ description: String, isMissing: Bool = false) {
+    package init(_ description: String, isMissing: Bool = false, isExposed: Bool = false) {
         self.description = description
         self.isMissing = isMissing
+        self.isExposed = isExposed
     }
 }
 
@@ -90,9 +93,11 @@ package final class StateDirectory: Sendable {
     /// - Parameters:
     ///   - creatingWith: Creates the file with this mode when it is missing; `nil` to fail instead.
     ///   - owners: Owners accepted besides root and the effective user.
-    package func openFile(_ name: String, creatingWith mode: UInt32?, owners: Set<UInt32> = []) throws(StateFileError)
-        -> Int32
-    {
+    ///   - secret: The file holds secrets (password verifiers): refused, ``StateFileError/isExposed``, when
+    ///     others or a group other than root's may read it.
+    package func openFile(
+        _ name: String, creatingWith mode: UInt32?, owners: Set<UInt32> = [], secret: Bool = false
+    ) throws(StateFileError) -> Int32 {
         guard Self.isPlainName(name) else { throw StateFileError("not a plain file name") }
         var flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK
         if mode != nil { flags |= O_CREAT }
@@ -121,6 +126,13 @@ package final class StateDirectory: Sendable {
         if let problem {
             close(file)
             throw StateFileError("\(path)/\(name): \(problem)")
+        }
+        // As a bind password's file and ssh's private keys: not by others, nor by a group other than root's.
+        if secret, info.st_mode & S_IROTH != 0 || (info.st_mode & S_IRGRP != 0 && info.st_gid != 0) {
+            close(file)
+            throw StateFileError(
+                "\(path)/\(name): holds secrets and may be read by others; make it private with chmod go-r",
+                isExposed: true)
         }
         return file
     }

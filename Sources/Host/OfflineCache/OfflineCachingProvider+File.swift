@@ -126,7 +126,9 @@ extension OfflineCachingProvider {
     }
 
     func read() -> [String: CacheEntry] {
-        guard let file = try? directory.openFile(fileName, creatingWith: nil) else { return [:] }
+        // A file others may read is not used: its verifiers may have been copied, and a write replaces it
+        // with a private one of new entries only.
+        guard let file = try? directory.openFile(fileName, creatingWith: nil, secret: true) else { return [:] }
         defer { close(file) }
         guard let bytes = try? StateDirectory.readAll(file, limit: 16 << 20) else { return [:] }
         var entries: [String: CacheEntry] = [:]
@@ -182,6 +184,33 @@ extension OfflineCachingProvider {
                 }
                 state.latest[username] = (state.last, digest)
                 return state.last
+            }
+        }
+
+        /// A ticket for a login whose password goes to the backend now: its answer, whenever it comes, is placed
+        /// by it (``take(_:digest:begun:)``).
+        func begin() -> UInt64 {
+            state.withLock { state in
+                state.last += 1
+                return state.last
+            }
+        }
+
+        /// The ticket of a success on `username` of a login begun with `begun` (``begin()``), recorded as the
+        /// account's latest answer unless an answer that came first was of a login begun later, or is a refusal
+        /// that came after this login began: then it is not the latest, and its success is not saved. (A slow
+        /// answer of the old password, begun before a reset, never overwrites the new password's.)
+        func take(_ username: String, digest: [UInt8]?, begun: UInt64) -> UInt64 {
+            state.withLock { state in
+                guard begun > state.forgottenUpTo else { return begun }
+                if let latest = state.latest[username], latest.ticket > begun { return begun }
+                if state.latest.count >= Writes.limit && state.latest[username] == nil {
+                    state.latest.removeAll()
+                    state.forgottenUpTo = state.last
+                    return begun
+                }
+                state.latest[username] = (begun, digest)
+                return begun
             }
         }
 

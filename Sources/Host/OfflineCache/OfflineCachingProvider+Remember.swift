@@ -9,28 +9,48 @@ import PasswordHashing
 
 /// Keeping the cache true to the backend: a success saved, a refusal or a change forgetting, ties settled.
 extension OfflineCachingProvider {
+    /// When a login's password went to the backend: its place in this process's order of answers, and the time
+    /// (what orders the answers of two processes).
+    struct Begun {
+        let ticket: UInt64
+        let at: Int64
+    }
+
     /// What an online answer means for the cache: a success saves the account's entry, a refusal of the
     /// password or the account removes it.
-    func remember(_ outcome: AuthOutcome, typed: String, password: Secret?) async {
+    /// - Parameters:
+    ///   - begun: When the login's password went to the backend: a success is saved only if no answer on the
+    ///     account begun later came first, and is saved as of then.
+    ///   - standingBefore: The account as the backend read it before it checked the password.
+    func remember(
+        _ outcome: AuthOutcome, typed: String, password: Secret?, begun: Begun, standingBefore: AccountStanding
+    ) async {
         switch outcome {
         case .authenticated(let identity):
-            // When the backend said yes: what decides which of two processes' answers is the newer.
-            let savedAt = clock()
+            // As of when the password was checked: what decides which of two processes' answers is the newer.
+            let savedAt = begun.at
             let digest = password.map { writes.digest(of: $0, for: identity.username) }
-            let ticket = order.take(identity.username, digest: digest)
+            let ticket = order.take(identity.username, digest: digest, begun: begun.ticket)
             // A password that must be changed first is no password to sign in with offline.
             guard !identity.mustChangePassword, let password, let digest else {
                 _ = try? update { $0[identity.username] = nil }
                 return
             }
-            // The stamp is read after the login: a reset in the moment between is the one it misses.
+            // The account as read before the password was checked, and again now: a password changed in
+            // between (a reset while this login was in flight) is not saved, under either stamp.
             let stamp: String?
-            switch await inner.standing(of: identity.username) {
-            case .withdrawn:
+            switch (standingBefore, await inner.standing(of: identity.username)) {
+            case (.withdrawn, _), (_, .withdrawn):
                 _ = try? update { $0[identity.username] = nil }
                 return
-            case .current(let current): stamp = current
-            case .cannotTell: stamp = nil
+            case (.current(let before), .current(let after)):
+                guard inner.passwordUnchangedByLogin(before: before, after: after) else { return }
+                stamp = after
+            case (.current(let before), .cannotTell): stamp = before
+            case (.cannotTell, .cannotTell): stamp = nil
+            case (.cannotTell, .current):
+                // Whether the password changed while the login was in flight cannot be told.
+                return
             }
             let (username, displayName, groups) = (identity.username, identity.displayName, identity.groups)
             if renew(

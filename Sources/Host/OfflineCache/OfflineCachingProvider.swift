@@ -92,25 +92,39 @@ public final class OfflineCachingProvider: AuthProvider {
         self.clock = clock
         let digest = SHA256.hash(Array(inner.offlineScope.utf8)).prefix(16)
         self.fileName = "offline-logins-" + digest.hexadecimal
+        let opened: StateDirectory
         do {
-            self.directory = try StateDirectory(directory, creatingWith: 0o700)
+            opened = try StateDirectory(directory, creatingWith: 0o700)
         } catch {
             throw .providerUnavailable(reason: "the offline cache cannot be used: \(error)")
         }
+        self.directory = opened
+        // Refused as a bind password's file others can read is: said at once, not found at the first outage.
+        do {
+            close(try opened.openFile(fileName, creatingWith: nil, secret: true))
+        } catch  where error.isExposed {
+            throw .providerUnavailable(reason: "the offline cache cannot be used: \(error)")
+        } catch {}
     }
 
     public func authenticate(_ request: AuthRequest) async throws(AuthError) -> AuthOutcome {
         let capturing = CapturingConversation(request.conversation)
         var forwarded = request
         forwarded.conversation = capturing
+        // When the password went to the backend: what orders this login's saving among the others' (an answer
+        // that comes late speaks of the password as it was then, not as it is when it arrives).
+        let begun = Begun(ticket: order.begin(), at: clock())
         let outcome: AuthOutcome
-        switch try await inner.authenticateOnline(forwarded) {
+        let online = try await inner.loginOnline(forwarded)
+        switch online.answer {
         case .unreachable(let reason):
             return try await offline(request, capturing, onlineOutcome: .unavailable(reason: reason))
         case .answered(let answer):
             outcome = answer
         }
-        await remember(outcome, typed: request.username, password: capturing.password)
+        await remember(
+            outcome, typed: request.username, password: capturing.password, begun: begun,
+            standingBefore: online.standingBefore)
         // A server answered (and served): entries of other accounts not checked for a while are asked
         // about now.
         switch outcome {

@@ -14,6 +14,14 @@ public protocol ReachabilityReporting: AuthProvider {
     /// when no server could be reached (connect or TLS failed, timed out, the server went away).
     func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer
 
+    /// The login (``authenticateOnline(_:)``), with the account's standing as it was read *before* the password
+    /// was checked. The cache saves a success under that standing's stamp, and not at all when the standing read
+    /// after the answer says the password changed in between (``passwordUnchangedByLogin(before:after:)``): a
+    /// reset while a login of the old password is in flight never lends the new password's stamp to the old
+    /// one. By default ``standing(of:)``, then the login; a backend whose login reads the account anyway (a
+    /// directory's search for the entry it binds to) answers from that read, at no further cost.
+    func loginOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineLogin
+
     /// Everything that decides which accounts a login through this backend admits, and as whom — its
     /// servers, how it trusts them, where and how it looks accounts up, where their groups come from — and
     /// never a secret. The cache keeps one file for each scope, so that two configurations sharing a
@@ -30,6 +38,11 @@ public protocol ReachabilityReporting: AuthProvider {
     /// (an entry's modification time, which a password policy moves at every failed bind) tells better.
     func passwordUnchanged(saved: String?, current: String?) -> Bool
 
+    /// Whether the password is still the one a login checked, its stamp `before` when the login read the
+    /// account and `after` once it answered. By default ``passwordUnchanged(saved:current:)``; a backend whose
+    /// good bind itself moves the stamp (a policy clearing the failed binds it wrote into the entry) tells so.
+    func passwordUnchangedByLogin(before: String?, after: String?) -> Bool
+
     /// The account's standing on the servers now, without a login: asked when a login is cached, and again
     /// while the servers are reachable, so that a reset, a lock or a deletion there ends the cached login
     /// before the servers are next out of reach. Unreachable servers answer ``AccountStanding/cannotTell``.
@@ -45,8 +58,19 @@ extension ReachabilityReporting {
         }
     }
 
+    /// The account's standing first, then the login.
+    public func loginOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineLogin {
+        let before = await standing(of: request.username)
+        return OnlineLogin(try await authenticateOnline(request), standingBefore: before)
+    }
+
     /// The same stamp.
     public func passwordUnchanged(saved: String?, current: String?) -> Bool { saved == current }
+
+    /// As a saved stamp is compared with a current one.
+    public func passwordUnchangedByLogin(before: String?, after: String?) -> Bool {
+        passwordUnchanged(saved: before, current: after)
+    }
 
     /// The backend's own answer, never "unreachable": a backend that does not tell keeps the cache out of its
     /// account checks.
@@ -77,6 +101,20 @@ public enum OnlineRecheck: Sendable, Hashable {
     case answered(Recheck)
     /// No server could be reached.
     case unreachable(reason: String)
+}
+
+/// The answer of ``ReachabilityReporting/loginOnline(_:)``: the login's, and what the backend read of the
+/// account before it checked the password.
+public struct OnlineLogin: Sendable, Hashable {
+    public var answer: OnlineAnswer
+    /// The account's standing as read before the password was checked: for a directory, from the search that
+    /// found the entry the password was bound to.
+    public var standingBefore: AccountStanding
+
+    public init(_ answer: OnlineAnswer, standingBefore: AccountStanding) {
+        self.answer = answer
+        self.standingBefore = standingBefore
+    }
 }
 
 /// The answer of ``ReachabilityReporting/authenticateOnline(_:)``.
