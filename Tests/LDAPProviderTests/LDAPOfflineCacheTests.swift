@@ -186,6 +186,52 @@ struct LDAPOfflineCacheTests {
         }
     }
 
+    /// A name the directory gives to another entry: kim is cached, then deleted and made again as another
+    /// person with another password (an entry with no `pwdChangedTime`, as kim's is). One wrong bind by anyone
+    /// writes failed binds into the new entry; the check must not take it for the old kim's entry and keep her
+    /// password (it did: a `modifyTimestamp` with failed binds recorded read as the same password).
+    @Test func aNameGivenToAnotherEntryEndsTheOldOnesOfflineLogin() async throws {
+        let slapd = try SlapdFixture()  // its own: this test replaces kim's entry
+        defer { slapd.kill() }
+        let cache = try self.cache(slapd, refreshInterval: .seconds(60))
+        func login(_ password: String) async throws -> AuthOutcome {
+            try await cache.authenticate(
+                AuthRequest(username: "kim", conversation: ScriptedConversation(.secret(password))))
+        }
+        #expect(try await login("kim-2026").pamResult == .success)
+        let admin = "-x -H \(slapd.uri) -D cn=admin,\(slapd.base) -w admin-secret"
+        let entry = """
+            dn: \(slapd.dn("kim"))
+            objectClass: inetOrgPerson
+            objectClass: posixAccount
+            uid: kim
+            cn: Another Kim
+            sn: Example
+            uidNumber: 2200
+            gidNumber: 2000
+            homeDirectory: /home/kim
+            userPassword: another-kim-2026
+
+            """
+        let file = temporaryDirectory("gatekeeper-reused") + "/kim.ldif"
+        try entry.write(toFile: file, atomically: true, encoding: .utf8)
+        for command in ["ldapdelete \(admin) \(slapd.dn("kim"))", "ldapadd \(admin) -f \(file)"] {
+            let (done, output) = try shell(command)
+            try #require(done == 0, "\(command): \(output)")
+        }
+        guard case .rejected(.wrongCredentials, _) = try await login("a-guess") else {
+            Issue.record("a wrong guess was not refused as one")
+            return
+        }
+        try await Task.sleep(for: .seconds(6))  // past the 5 s a look-up's entry is used again
+        #expect(await cache.refresh(dueOnly: false) == .init(removed: 1))
+        #expect(slapd.kill())
+        guard case .unavailable = try await login("kim-2026") else {
+            Issue.record("the old kim's password was admitted offline after her name went to another entry")
+            return
+        }
+    }
+
     /// Under a password policy a failed bind is written into the entry (`pwdFailureTime`, a new
     /// `modifyTimestamp`): someone's wrong guesses for kim — whose entry keeps no `pwdChangedTime` — and kim's
     /// own next login, whose bind clears them, leave her offline login standing at the check. A password an

@@ -56,4 +56,40 @@ struct LDAPPasswordStampTests {
         #expect(!provider.passwordUnchangedByLogin(before: "modifyTimestamp=20261205000000Z", after: cleared))
         #expect(!provider.passwordUnchangedByLogin(before: nil, after: cleared))
     }
+
+    /// The stamp kept is the entry's identity and its password stamp: another entry under the name is never the
+    /// same password, whatever its stamps; a stamp kept before entries were told apart must match exactly.
+    @Test func anotherEntryUnderTheNameIsNeverTheSamePassword() {
+        let provider = LDAPAuthProvider(.init(uris: ["ldap://127.0.0.1:1"], base: "dc=example,dc=test"))
+        let first = LDAPEntry(
+            dn: "uid=kim", attributes: ["entryUUID": ["1111"], "modifyTimestamp": ["20261205000000Z"]])
+        let second = LDAPEntry(
+            dn: "uid=kim",
+            attributes: [
+                "entryUUID": ["2222"], "modifyTimestamp": ["20261205000100Z"], "pwdFailureTime": ["20261205000100Z"],
+            ])
+        #expect(LDAPLogin.stamp(first) == "entryUUID=1111\nmodifyTimestamp=20261205000000Z")
+        #expect(!provider.passwordUnchanged(saved: LDAPLogin.stamp(first), current: LDAPLogin.stamp(second)))
+        let guessed = LDAPEntry(
+            dn: "uid=kim",
+            attributes: [
+                "entryUUID": ["1111"], "modifyTimestamp": ["20261205000100Z"], "pwdFailureTime": ["20261205000100Z"],
+            ])
+        #expect(provider.passwordUnchanged(saved: LDAPLogin.stamp(first), current: LDAPLogin.stamp(guessed)))
+        // Without entryUUID or nsUniqueId: the DN and the time the entry was made.
+        let made = LDAPEntry(dn: "uid=kim", attributes: ["createTimestamp": ["20261201000000Z"]])
+        #expect(LDAPLogin.stamp(made) == "dn=uid=kim createTimestamp=20261201000000Z\n")
+        // Kept before entries were told apart: only the same password stamp.
+        #expect(
+            provider.passwordUnchanged(
+                saved: "modifyTimestamp=20261205000000Z", current: "entryUUID=1\nmodifyTimestamp=20261205000000Z"))
+        #expect(
+            !provider.passwordUnchanged(
+                saved: "modifyTimestamp=20261205000000Z",
+                current: "entryUUID=2\nmodifyTimestamp=20261205000100Z (failed binds recorded)"))
+        #expect(
+            !provider.passwordUnchangedByLogin(
+                before: "entryUUID=1\nmodifyTimestamp=1Z (failed binds recorded)",
+                after: "entryUUID=2\nmodifyTimestamp=2Z"))
+    }
 }

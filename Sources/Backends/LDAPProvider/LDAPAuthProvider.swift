@@ -224,7 +224,8 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     /// Directory's `lockoutTime` or disabled flag), its password reset (`pwdReset`), expired
     /// (`shadowExpire`) — or current, stamped with the time its password was last set (`pwdChangedTime`,
     /// `pwdLastSet`, `pwdUpdateTime`), or the entry's `modifyTimestamp` where it keeps none of those
-    /// (``LDAPLogin/passwordStamp(_:)``, compared by ``passwordUnchanged(saved:current:)``).
+    /// (``LDAPLogin/stamp(_:)``: the entry's identity and its password stamp, compared by
+    /// ``passwordUnchanged(saved:current:)``).
     public func standing(of username: String) async -> AccountStanding {
         guard
             let (answer, _) = await onThread({ login in
@@ -241,7 +242,28 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     /// guess moves would let anyone wipe an account's offline login — and a password set under it keeps
     /// `pwdChangedTime`, which changes the stamp's kind. Whatever clears the failed binds again (a good bind
     /// elsewhere, a password deleted or set) moves the stamp with none recorded: a new password, for all the
-    /// check can tell. (A good bind through this cache is no such move: its stamp is read after the bind.)
+    /// check can tell. (A good bind through this cache is no such move: ``passwordUnchangedByLogin(before:after:)``.)
+    /// And always the same entry: a stamp of another entry under the name (``LDAPLogin/entryIdentity(_:)``: an
+    /// account deleted and made again) is never the same password; one kept before entries were told apart
+    /// must match the current password stamp exactly.
+    public func passwordUnchanged(saved: String?, current: String?) -> Bool {
+        guard saved != current else { return true }
+        let (savedEntry, savedPassword) = LDAPLogin.stampParts(saved)
+        let (currentEntry, currentPassword) = LDAPLogin.stampParts(current)
+        if savedEntry == nil, currentEntry != nil {
+            // Kept before entries were told apart: only the very same password stamp, so that a name given to
+            // another entry since (its failed binds recorded) is not taken for the one saved.
+            return savedPassword == currentPassword
+        }
+        // Another entry under the name: an account deleted and made again, whatever its password.
+        guard savedEntry == currentEntry else { return false }
+        guard savedPassword != currentPassword else { return true }
+        guard let saved = savedPassword, let current = currentPassword, saved.hasPrefix("modifyTimestamp="),
+            current.hasPrefix("modifyTimestamp=")
+        else { return false }
+        return current.hasSuffix(LDAPLogin.writtenByFailures)
+    }
+
     /// Whether a login's good bind left the password as its search found it, the stamp `before` read by that
     /// search and `after` once it answered: as ``passwordUnchanged(saved:current:)``, and also when `before`
     /// recorded failed binds and `after`, a `modifyTimestamp` too, records none — the password policy cleared them
@@ -249,17 +271,13 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     /// same, on a server that keeps no `pwdChangedTime`: docs/ldap.md says so.)
     public func passwordUnchangedByLogin(before: String?, after: String?) -> Bool {
         if passwordUnchanged(saved: before, current: after) { return true }
-        guard let before, let after, before.hasSuffix(LDAPLogin.writtenByFailures),
+        let (beforeEntry, beforePassword) = LDAPLogin.stampParts(before)
+        let (afterEntry, afterPassword) = LDAPLogin.stampParts(after)
+        guard beforeEntry == afterEntry, let before = beforePassword, let after = afterPassword,
+            before.hasSuffix(LDAPLogin.writtenByFailures),
             after.hasPrefix("modifyTimestamp="), !after.hasSuffix(LDAPLogin.writtenByFailures)
         else { return false }
         return true
-    }
-
-    public func passwordUnchanged(saved: String?, current: String?) -> Bool {
-        guard saved != current else { return true }
-        guard let saved, let current, saved.hasPrefix("modifyTimestamp="), current.hasPrefix("modifyTimestamp=")
-        else { return false }
-        return current.hasSuffix(LDAPLogin.writtenByFailures)
     }
 
     /// The account as the directory has it now, without a password, read with the service account's

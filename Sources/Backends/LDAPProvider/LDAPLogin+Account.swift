@@ -14,6 +14,8 @@ extension LDAPLogin {
         "uid", "pwdChangedTime", "pwdLastSet", "pwdUpdateTime", "modifyTimestamp", "pwdAccountLockedTime",
         "pwdReset", "nsAccountLock", "lockoutTime", "userAccountControl", "shadowExpire", "pwdStartTime",
         "pwdEndTime", "accountExpires", "pwdFailureTime", "passwordRetryCount",
+        // The entry's own identity (``entryIdentity(_:)``).
+        "entryUUID", "nsUniqueId", "createTimestamp", "whenCreated",
     ]
 
     /// The account's standing, read with the service account's rights: see
@@ -88,7 +90,34 @@ extension LDAPLogin {
             || entry.first("pwdEndTime").flatMap(generalizedPrefix).map { $0 <= generalizedNow } == true
             || entry.first("pwdStartTime").flatMap(generalizedPrefix).map { $0 > generalizedNow } == true
         if expired { return .expired }
-        return .current(entry, stamp: passwordStamp(entry))
+        return .current(entry, stamp: stamp(entry))
+    }
+
+    /// What the offline cache keeps of an entry to tell, later, whether it still opens with the same password:
+    /// the entry's identity (``entryIdentity(_:)``), a line break, and its password stamp (``passwordStamp(_:)``,
+    /// empty when it keeps none). A name the directory gives to another entry since is another identity, whatever
+    /// its password stamp.
+    static func stamp(_ entry: LDAPEntry) -> String {
+        entryIdentity(entry) + "\n" + (passwordStamp(entry) ?? "")
+    }
+
+    /// The entry itself, not its name: `entryUUID` (RFC 4530: OpenLDAP and most servers), 389-ds's `nsUniqueId`,
+    /// else its DN and the time it was made (`createTimestamp`, Active Directory's `whenCreated`) — an account
+    /// deleted and made again under the same name is another entry.
+    static func entryIdentity(_ entry: LDAPEntry) -> String {
+        if let uuid = entry.first("entryUUID") { return "entryUUID=\(uuid)" }
+        if let unique = entry.first("nsUniqueId") { return "nsUniqueId=\(unique)" }
+        let created = entry.first("createTimestamp") ?? entry.first("whenCreated") ?? ""
+        return "dn=\(entry.dn) createTimestamp=\(created)"
+    }
+
+    /// A kept stamp's parts: the entry's identity (`nil` for one kept before entries were told apart) and its
+    /// password stamp (`nil` when it keeps none).
+    static func stampParts(_ stamp: String?) -> (entry: String?, password: String?) {
+        guard let stamp else { return (nil, nil) }
+        guard let cut = stamp.firstIndex(of: "\n") else { return (nil, stamp) }
+        let password = String(stamp[stamp.index(after: cut)...])
+        return (String(stamp[..<cut]), password.isEmpty ? nil : password)
     }
 
     /// What a `modifyTimestamp` stamp ends with when the entry holds failed binds a password policy wrote into
