@@ -186,6 +186,32 @@ struct LDAPOfflineCacheTests {
         }
     }
 
+    /// A group the directory takes the account out of admits it no more offline once the entry is checked: alice,
+    /// cached in staff (a posixGroup naming her), taken out of it, is offline without it after the check.
+    @Test func aGroupTakenAwayInTheDirectoryIsGoneOfflineAfterTheCheck() async throws {
+        let slapd = try SlapdFixture()  // its own: this test changes the staff group
+        defer { slapd.kill() }
+        let cache = try self.cache(slapd, refreshInterval: .seconds(60))
+        guard case .authenticated(let online) = try await login(cache, "wonderland") else {
+            Issue.record("the directory login failed")
+            return
+        }
+        try #require(online.groups.contains("staff"))
+        let admin = "-x -H \(slapd.uri) -D cn=admin,\(slapd.base) -w admin-secret"
+        let command =
+            "printf 'dn: cn=staff,ou=groups,\(slapd.base)\\nchangetype: modify\\ndelete: memberUid\\nmemberUid: alice\\n'"
+            + " | ldapmodify \(admin)"
+        let (done, output) = try shell(command)
+        try #require(done == 0, "\(command): \(output)")
+        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1))
+        #expect(slapd.kill())
+        guard case .authenticated(let offline) = try await login(cache, "wonderland") else {
+            Issue.record("the offline login failed")
+            return
+        }
+        #expect(!offline.groups.contains("staff"), "alice is still in staff offline: \(offline.groups)")
+    }
+
     /// A name the directory gives to another entry: kim is cached, then deleted and made again as another
     /// person with another password (an entry with no `pwdChangedTime`, as kim's is). One wrong bind by anyone
     /// writes failed binds into the new entry; the check must not take it for the old kim's entry and keep her

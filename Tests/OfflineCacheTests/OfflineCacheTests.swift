@@ -51,6 +51,12 @@ struct OfflineCacheTests {
             return .current(stamp: stamp.withLock { $0 })
         }
 
+        func standingWithGroups(of username: String) async -> AccountStanding {
+            let standing = await standing(of: username)
+            guard case .current(let stamp, _) = standing else { return standing }
+            return .current(stamp: stamp, groups: groups.withLock { $0 })
+        }
+
         func recheckOnline(_ identity: Identity) async -> OnlineRecheck {
             guard reachable.withLock({ $0 }) else { return .unreachable(reason: "the server is down") }
             if refusing.withLock({ $0 }) { return .answered(.unavailable(reason: "the service account's bind")) }
@@ -777,6 +783,23 @@ struct OfflineCacheTests {
         let stale = try await login(mine, "wonderland")
         #expect(stale.pamResult != .success, "the old password's late answer was saved over the new one: \(stale)")
         #expect(try await login(mine, "looking-glass").pamResult == .success)
+    }
+
+    /// A group the directory took the account out of admits it no more offline once the entry is checked (it
+    /// survived every check: `--group admin` kept admitting offline someone no longer in admin).
+    @Test func aGroupTakenAwayInTheDirectoryIsGoneOfflineAfterTheCheck() async throws {
+        let backend = Switchable()
+        backend.groups.withLock { $0 = ["staff", "admin"] }
+        let cache = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        backend.groups.withLock { $0 = ["staff"] }
+        #expect(await cache.refresh(dueOnly: false) == .init(confirmed: 1))
+        backend.reachable.withLock { $0 = false }
+        guard case .authenticated(let identity) = try await login(cache, "wonderland") else {
+            Issue.record("the offline login failed")
+            return
+        }
+        #expect(identity.groups == ["staff"], "the groups offline: \(identity.groups)")
     }
 
     /// A cache file others may read (0644 in a 0755 directory: a copy, a restore) is refused as a bind

@@ -236,6 +236,18 @@ public final class LDAPAuthProvider: ReachabilityReporting {
         return standing
     }
 
+    /// ``standing(of:)`` with the account's groups now, read as a login reads them: what the offline cache's check
+    /// asks, so that a group the directory took the account out of stops admitting it offline.
+    public func standingWithGroups(of username: String) async -> AccountStanding {
+        guard
+            let (answer, _) = await onThread({ login in
+                login.run(skippingResting: true) { handle, _, _ in login.standingWithGroups(on: handle, username) }
+            })
+        else { return .cannotTell }
+        guard case .served(let standing) = answer else { return .cannotTell }
+        return standing
+    }
+
     /// Whether the password is still the one cached with the stamp `saved`, the stamp being `current` now: the
     /// same stamp; or two `modifyTimestamp` stamps, the current one taken while the entry records failed binds.
     /// A password policy applies to such an entry and writes every wrong guess into it — a stamp anyone's wrong

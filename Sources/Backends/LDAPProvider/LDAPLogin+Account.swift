@@ -27,6 +27,15 @@ extension LDAPLogin {
         accountState(on: handle, username).map(Self.standing)
     }
 
+    /// ``standing(on:_:)`` with the account's groups now, as a login reads them (`memberOf`, and the `posixGroup`
+    /// entries naming it, searched with the service account's rights): what a check of the offline cache asks.
+    func standingWithGroups(on handle: OpaquePointer, _ username: String) -> Result<AccountStanding, Failure> {
+        accountState(on: handle, username).flatMap { state in
+            guard case .current(let entry, let stamp) = state else { return .success(Self.standing(state)) }
+            return currentIdentity(of: entry, username, on: handle).map { .current(stamp: stamp, groups: $0.groups) }
+        }
+    }
+
     /// What the offline cache is told of an account in `state`.
     static func standing(_ state: AccountState) -> AccountStanding {
         switch state {
@@ -35,7 +44,7 @@ extension LDAPLogin {
         case .locked: .withdrawn(reason: "the account is locked or disabled")
         case .reset: .withdrawn(reason: "the password was reset and must be changed")
         case .expired: .withdrawn(reason: "the account has expired or is not valid yet")
-        case .current(_, let stamp): .current(stamp: stamp)
+        case .current(_, let stamp): .current(stamp: stamp, groups: nil)
         }
     }
 
@@ -149,17 +158,23 @@ extension LDAPLogin {
         case .reset: return .success(.refused(.passwordChangeRequired))
         case .expired: return .success(.refused(.accountExpired))
         case .current(let entry, _):
-            // Groups with the service account's rights (anonymously without one): the connection may be bound
-            // as the last user to sign in on it.
-            let account = entry.first("uid").flatMap { try? Username.validate($0) } ?? username
-            let status = serviceBind(handle)
-            guard status == LDAP_SUCCESS else {
-                return .failure(
-                    status == LDAP_INVALID_CREDENTIALS
-                        ? .refused("the service account's bind was refused") : Self.failure(status, "bind"))
-            }
-            return .success(.valid(identity(of: entry, account, readingGroupsOn: handle)))
+            return currentIdentity(of: entry, username, on: handle).map { .valid($0) }
         }
+    }
+
+    /// The identity `entry` makes now, its groups read with the service account's rights (anonymously without
+    /// one): the connection may be bound as the last user to sign in on it.
+    func currentIdentity(of entry: LDAPEntry, _ username: String, on handle: OpaquePointer) -> Result<
+        Identity, Failure
+    > {
+        let account = entry.first("uid").flatMap { try? Username.validate($0) } ?? username
+        let status = serviceBind(handle)
+        guard status == LDAP_SUCCESS else {
+            return .failure(
+                status == LDAP_INVALID_CREDENTIALS
+                    ? .refused("the service account's bind was refused") : Self.failure(status, "bind"))
+        }
+        return .success(identity(of: entry, account, readingGroupsOn: handle))
     }
 
     /// `seconds` since the epoch as LDAP's generalized time to the second, `YYYYMMDDHHMMSS` (UTC): what

@@ -68,7 +68,7 @@ extension OfflineCachingProvider {
         var report = RefreshReport()
         var answers: [(entry: CacheEntry, standing: AccountStanding)] = []
         for entry in due {
-            let standing = await inner.standing(of: entry.username)
+            let standing = await inner.standingWithGroups(of: entry.username)
             if standing != .cannotTell { answers.append((entry, standing)) }
         }
         report.unchecked = due.count - answers.count
@@ -79,8 +79,18 @@ extension OfflineCachingProvider {
                     // Saved anew since it was read: that login's stamp stands.
                     guard let entry = entries[asked.username], entry.verifier == asked.verifier else { continue }
                     switch standing {
-                    case .current(let stamp)
+                    case .current(let stamp, let groups)
                     where entry.adoptsStamp || inner.passwordUnchanged(saved: entry.stamp, current: stamp):
+                        // The groups as the directory has them now: one it took the account out of admits it no
+                        // more (`--group`), offline either.
+                        if let groups {
+                            entries[asked.username]?.groups = groups.sorted()
+                            if let line = entries[asked.username]?.line, line.utf8.count > CacheEntry.maxLineBytes {
+                                entries[asked.username] = nil
+                                report.removed += 1
+                                continue
+                            }
+                        }
                         entries[asked.username]?.stamp = stamp
                         entries[asked.username]?.adoptsStamp = false
                         entries[asked.username]?.checkedAt = max(entry.checkedAt, now)

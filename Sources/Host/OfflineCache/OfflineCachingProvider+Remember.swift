@@ -43,10 +43,10 @@ extension OfflineCachingProvider {
             case (.withdrawn, _), (_, .withdrawn):
                 _ = try? update { $0[identity.username] = nil }
                 return
-            case (.current(let before), .current(let after)):
+            case (.current(let before, _), .current(let after, _)):
                 guard inner.passwordUnchangedByLogin(before: before, after: after) else { return }
                 stamp = after
-            case (.current(let before), .cannotTell): stamp = before
+            case (.current(let before, _), .cannotTell): stamp = before
             case (.cannotTell, .cannotTell): stamp = nil
             case (.cannotTell, .current):
                 // Whether the password changed while the login was in flight cannot be told.

@@ -47,6 +47,11 @@ public protocol ReachabilityReporting: AuthProvider {
     /// while the servers are reachable, so that a reset, a lock or a deletion there ends the cached login
     /// before the servers are next out of reach. Unreachable servers answer ``AccountStanding/cannotTell``.
     func standing(of username: String) async -> AccountStanding
+
+    /// ``standing(of:)`` with the account's groups now (``AccountStanding/current(stamp:groups:)``): what a check
+    /// asks, so that a group the directory took the account out of stops admitting it offline at the check,
+    /// as a reset password does. By default the standing alone, no groups told: the cached ones stay.
+    func standingWithGroups(of username: String) async -> AccountStanding
 }
 
 extension ReachabilityReporting {
@@ -79,6 +84,9 @@ extension ReachabilityReporting {
     /// Cannot tell: a backend that does not implement ``standing(of:)`` keeps its cached entries until
     /// their age or an online answer ends them.
     public func standing(of username: String) async -> AccountStanding { .cannotTell }
+
+    /// The standing alone.
+    public func standingWithGroups(of username: String) async -> AccountStanding { await standing(of: username) }
 }
 
 /// What a backend's servers say of an account now, asked with the service account's rights and without
@@ -86,8 +94,9 @@ extension ReachabilityReporting {
 public enum AccountStanding: Sendable, Hashable {
     /// The account exists and may sign in. `stamp` is a value the servers change whenever its password
     /// is set, a reset included — a time such as ppolicy's `pwdChangedTime`, never anything derived from
-    /// the password — or `nil` when they keep none that can be read.
-    case current(stamp: String?)
+    /// the password — or `nil` when they keep none that can be read. `groups`: the account's groups now, when
+    /// the backend read them (``ReachabilityReporting/standingWithGroups(of:)``); `nil` otherwise.
+    case current(stamp: String?, groups: Set<String>? = nil)
     /// The account is gone, locked, disabled, expired, or its password must be changed: no cached
     /// password may sign it in.
     case withdrawn(reason: String)
