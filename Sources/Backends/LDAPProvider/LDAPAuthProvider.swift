@@ -227,21 +227,21 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     /// (``LDAPLogin/stamp(_:)``: the entry's identity and its password stamp, compared by
     /// ``passwordUnchanged(saved:current:)``).
     public func standing(of username: String) async -> AccountStanding {
-        guard
-            let (answer, _) = await onThread({ login in
-                login.run(skippingResting: true) { handle, _, _ in login.standing(on: handle, username) }
-            })
-        else { return .cannotTell }
-        guard case .served(let standing) = answer else { return .cannotTell }
-        return standing
+        await standing(of: username, withGroups: false)
     }
 
     /// ``standing(of:)`` with the account's groups now, read as a login reads them: what the offline cache's check
     /// asks, so that a group the directory took the account out of stops admitting it offline.
     public func standingWithGroups(of username: String) async -> AccountStanding {
+        await standing(of: username, withGroups: true)
+    }
+
+    private func standing(of username: String, withGroups: Bool) async -> AccountStanding {
         guard
             let (answer, _) = await onThread({ login in
-                login.run(skippingResting: true) { handle, _, _ in login.standingWithGroups(on: handle, username) }
+                login.run(skippingResting: true) { handle, _, _ in
+                    withGroups ? login.standingWithGroups(on: handle, username) : login.standing(on: handle, username)
+                }
             })
         else { return .cannotTell }
         guard case .served(let standing) = answer else { return .cannotTell }
