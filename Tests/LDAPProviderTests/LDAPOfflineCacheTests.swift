@@ -186,6 +186,38 @@ struct LDAPOfflineCacheTests {
         }
     }
 
+    /// A login of the old password whose bind answers late — more than the 5 s a search's entry is used again —
+    /// while the password is changed elsewhere (a proxy between the provider and slapd holds kim's bind
+    /// answer back): the success is not saved under the reset's stamp, and after the check the old password is
+    /// refused offline. (It was saved under the new stamp, read after the answer, and every check confirmed it.)
+    @Test func aResetWhileABindAnswersLateIsNotLentToTheOldPassword() async throws {
+        let slapd = try SlapdFixture()  // its own: this test resets kim's password
+        defer { slapd.kill() }
+        let proxy = try DelayingProxy(to: slapd.port, delaying: slapd.dn("kim"), by: .seconds(6))
+        defer { proxy.stop() }
+        var configuration = LDAPAuthProvider.Configuration(uris: [proxy.uri], base: slapd.base, timeout: .seconds(20))
+        configuration.requiresTLS = false
+        let cache = try OfflineCachingProvider(
+            wrapping: LDAPAuthProvider(configuration), directory: directory, maxAge: .seconds(86_400),
+            refreshInterval: .seconds(60))
+        func login(_ password: String) async throws -> AuthOutcome {
+            try await cache.authenticate(
+                AuthRequest(username: "kim", conversation: ScriptedConversation(.secret(password))))
+        }
+        let inFlight = Task { try await login("kim-2026") }
+        #expect(await eventually { FileManager.default.fileExists(atPath: proxy.held) }, "no bind was held back")
+        // Changed elsewhere (an administrator's reset is flagged `pwdReset` under this policy, which the check
+        // finds by itself).
+        try slapd.changeOwnPassword(of: "kim", from: "kim-2026", to: "kim-changed-2026")
+        #expect(try await inFlight.value.pamResult == .success, "the directory checked the old password first")
+        _ = await cache.refresh(dueOnly: false)
+        #expect(slapd.kill())
+        guard case .unavailable = try await login("kim-2026") else {
+            Issue.record("the password reset while its login was in flight was admitted offline")
+            return
+        }
+    }
+
     /// A group the directory takes the account out of admits it no more offline once the entry is checked: alice,
     /// cached in staff (a posixGroup naming her), taken out of it, is offline without it after the check.
     @Test func aGroupTakenAwayInTheDirectoryIsGoneOfflineAfterTheCheck() async throws {
