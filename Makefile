@@ -353,8 +353,12 @@ FUZZ_SECONDS ?= 60
 # Optimised (-O keeps every precondition and overflow trap): four to seven times the executions a second of
 # a debug build for the targets that do not wait on files or libpam. FUZZ_BUILD=debug builds unoptimised.
 FUZZ_BUILD ?= release
+# And the offline cache's model (OfflineCacheModelTests) at six times make test's sequences (each half within the
+# suite's time limit).
+MODEL_SEQUENCES ?= 6000
 fuzz: fuzz-build
 	FUZZ_BINARY=.build/fuzz/$(FUZZ_BUILD)/gatekeeper-fuzz bash Fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	GATEKEEPER_MODEL_SEQUENCES=$(MODEL_SEQUENCES) python3 Tests/Runner/run-suites.py OfflineCacheModelTests
 
 # The core's DocC catalog (Sources/Core/Authentication/Authentication.docc) with the module's symbols, every
 # warning an error: a link to a symbol that is gone, or an article a topic no longer lists, fails make test.

@@ -759,10 +759,12 @@ struct OfflineCacheTests {
     /// A login of the old password begun before a reset, its answer late, and the new password's login after
     /// the reset, answered first: the late answer does not overwrite the new password's entry — saves are
     /// ordered by when the password went to the backend, not by when the answer came. In one process, and
-    /// across two (their clock moving on between).
+    /// across two (their clock moving on between). The directory keeps no password stamp here, so that only
+    /// the order can tell (with one, the late answer's stamps, before and after, differ as well).
     @Test(arguments: [false, true])
     func aLateAnswerBegunBeforeAResetNeverOverwritesTheNewPassword(_ twoProcesses: Bool) async throws {
         let backend = Switchable()
+        backend.stamp.withLock { $0 = nil }
         let clock = ManualClock()
         let mine = try OfflineCachingProvider(
             wrapping: backend, directory: directory, maxAge: .seconds(86_400), clock: clock.now)
@@ -775,7 +777,6 @@ struct OfflineCacheTests {
         #expect(await eventually { backend.checked.withLock { $0 } == 1 })
         clock.advance(by: 10)
         backend.password.withLock { $0 = "looking-glass" }
-        backend.stamp.withLock { $0 = "set 2" }
         #expect(try await login(other, "looking-glass").pamResult == .success)
         clock.advance(by: 10)
         #expect(try await old.value.pamResult == .success)

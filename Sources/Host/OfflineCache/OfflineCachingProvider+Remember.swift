@@ -59,8 +59,9 @@ extension OfflineCachingProvider {
             {
                 return
             }
+            let scheme = verifierScheme
             let entry = await PasswordHash.checks.run { () -> CacheEntry? in
-                guard let verifier = try? PasswordHash.make(password, scheme: .yescrypt) else { return nil }
+                guard let verifier = try? PasswordHash.make(password, scheme: scheme) else { return nil }
                 return CacheEntry(
                     username: username, verifier: verifier.text, savedAt: savedAt, failures: 0,
                     displayName: displayName, groups: groups.sorted(), checkedAt: savedAt, stamp: stamp)

@@ -1,6 +1,6 @@
 public import Authentication
 import GatekeeperSupport
-import PasswordHashing
+package import PasswordHashing
 
 #if canImport(Glibc)
     import Glibc
@@ -43,6 +43,9 @@ public final class OfflineCachingProvider: AuthProvider {
     var lockName: String { fileName + ".lock" }
     /// Seconds since the epoch, what an entry's age is measured on: the system's clock but in tests.
     let clock: @Sendable () -> Int64
+    /// The scheme verifiers are made with: yescrypt, but in tests that save thousands (a cheaper one, the
+    /// cache's rules being the same whatever the hash).
+    let verifierScheme: PasswordHash.Scheme
 
     /// In this process one change at a time; across processes, the lock file.
     let lock = Locked(())
@@ -83,13 +86,15 @@ public final class OfflineCachingProvider: AuthProvider {
         maxAge: Duration,
         maxOfflineFailures: Int = 5,
         refreshInterval: Duration = .seconds(15 * 60),
-        clock: @escaping @Sendable () -> Int64
+        clock: @escaping @Sendable () -> Int64,
+        verifierScheme: PasswordHash.Scheme = .yescrypt
     ) throws(AuthError) {
         self.inner = inner
         self.maxAge = maxAge
         self.maxOfflineFailures = maxOfflineFailures
         self.refreshInterval = refreshInterval
         self.clock = clock
+        self.verifierScheme = verifierScheme
         let digest = SHA256.hash(Array(inner.offlineScope.utf8)).prefix(16)
         self.fileName = "offline-logins-" + digest.hexadecimal
         let opened: StateDirectory
