@@ -161,7 +161,7 @@ let package = Package(
             dependencies: [
                 "Authentication", "BlockingPools", "GatekeeperSupport", "HostProtection", "ProviderPlugins",
                 "ToolSupport",
-                "GatekeeperHost", "GatekeeperBackends", "CProcessSpawn", "CGatekeeperWire",
+                "GatekeeperHost", "GatekeeperBackends", "OfflineCache", "CProcessSpawn", "CGatekeeperWire",
             ], path: "Sources/Daemon/GatekeeperDaemon"
         ),
         .target(

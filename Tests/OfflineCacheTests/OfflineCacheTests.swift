@@ -803,6 +803,35 @@ struct OfflineCacheTests {
         #expect(identity.groups == ["staff"], "the groups offline: \(identity.groups)")
     }
 
+    /// While the backend answers, the checks run whether or not anyone logs in (gatekeeperd runs them): an
+    /// entry is asked about once it is three quarters of `refreshInterval` old, not before, and a lock made in
+    /// the directory meanwhile ends it — within the interval of its last check, with no login at all.
+    @Test func theBackgroundChecksFindAWithdrawalWithoutALogin() async throws {
+        let backend = Switchable()
+        let clock = ManualClock()
+        let cache = try OfflineCachingProvider(
+            wrapping: backend, directory: directory, maxAge: .seconds(86_400), refreshInterval: .seconds(4),
+            clock: clock.now)
+        #expect(try await login(cache, "wonderland").pamResult == .success)
+        let asked = backend.asked.withLock { $0.count }
+        let checks = Task { await cache.checkInBackground() }
+        defer { checks.cancel() }
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(backend.asked.withLock { $0.count } == asked, "an entry was checked before it was due")
+        backend.locked.withLock { $0 = true }
+        clock.advance(by: 3)
+        let file = cache.filePath
+        #expect(
+            await eventually(within: 5) {
+                !((try? String(contentsOfFile: file, encoding: .utf8)) ?? "alice").contains("alice\t")
+            }, "the locked account's entry was kept")
+        backend.reachable.withLock { $0 = false }
+        guard case .unavailable = try await login(cache, "wonderland") else {
+            Issue.record("a locked account was admitted offline after the background check")
+            return
+        }
+    }
+
     /// A cache file others may read (0644 in a 0755 directory: a copy, a restore) is refused as a bind
     /// password's file is: a cache made on it says why at once, and one already running admits nothing
     /// offline from it. The next online success replaces it with a private file holding only that entry.

@@ -2,6 +2,7 @@ import Authentication
 import CProcessSpawn
 import GatekeeperHost
 import GatekeeperSupport
+import OfflineCache
 import ProviderPlugins
 import ToolSupport
 
@@ -43,6 +44,9 @@ final class Daemon: Sendable {
     let overRate = CallerThrottle()
     /// Whose subordinate uids are whose, for each caller's share.
     let subordinates: SubordinateIDs
+    /// The offline caches' checks while the directory answers, one task for each cache file of the stacks in use
+    /// (``OfflineCachingProvider/checkInBackground()``): a reload starts them anew for the new stacks.
+    private let backgroundChecks = Locked<[Task<Void, Never>]>([])
 
     init(
         _ invocation: DaemonInvocation, registry: ProviderRegistry, output: ToolOutput, stacks: ServiceStacks,
@@ -54,6 +58,22 @@ final class Daemon: Sendable {
         self.output = output
         self.stacks = Locked(stacks)
         flight = Locked(Flight(rate: LoginRate(perMinute: invocation.maxLoginRate)))
+        checkInBackground(stacks)
+    }
+
+    /// Starts the background checks of `stacks`' offline caches — one for each cache file, however many services
+    /// name it — and stops those of the stacks before.
+    private func checkInBackground(_ stacks: ServiceStacks) {
+        var files = Set<String>()
+        let caches = stacks.services.sorted { $0.key < $1.key }
+            .flatMap { OfflineCachingProvider.caches(in: $0.value.provider) }
+            .filter { files.insert($0.filePath).inserted }
+        let started = caches.map { cache in Task.detached { await cache.checkInBackground() } }
+        let stopped = backgroundChecks.withLock { tasks in
+            defer { tasks = started }
+            return tasks
+        }
+        for task in stopped { task.cancel() }
     }
 
     /// The service files read again; a set that cannot be used leaves the one in use, and says why.
@@ -63,6 +83,7 @@ final class Daemon: Sendable {
                 from: invocation.configurationDirectory, stateDirectory: invocation.stateDirectory, registry: registry,
                 report: { [output] in output.error("gatekeeperd: \($0)") })
             stacks.withLock { $0 = loaded }
+            checkInBackground(loaded)
             output.error("gatekeeperd: read \(loaded.services.count) service files again")
         } catch {
             output.error("gatekeeperd: the service files were not read again, the ones in use are kept: \(error)")
@@ -117,6 +138,7 @@ final class Daemon: Sendable {
 
     /// Ends every login in flight and waits for their answers to go out (5 s at most).
     private func stopAll() {
+        for task in backgroundChecks.withLock({ $0 }) { task.cancel() }
         let connections = flight.withLock { flight in
             flight.stopping = true
             return Array(flight.connections.values)

@@ -52,10 +52,26 @@ extension OfflineCachingProvider {
         await refresh(dueOnly: dueOnly, limit: limit, skipping: nil)
     }
 
+    /// Checks the entries while the backend's servers answer, whether or not anyone logs in, so that a
+    /// withdrawal in the directory reaches the cache within ``refreshInterval`` of the entry's last check on a
+    /// connected host (SSSD's `refresh_expired_interval`): every quarter of the interval, the entries checked
+    /// more than three quarters of it ago, oldest first, one search at a time — each entry is asked about once
+    /// an interval, at most, and the load is that spread over it. What a host that stays up runs (gatekeeperd);
+    /// returns when its task is cancelled.
+    public func checkInBackground() async {
+        let interval = max(refreshInterval.components.seconds, 4)
+        while !Task.isCancelled {
+            await refresh(dueOnly: true, limit: .max, skipping: nil, olderThan: interval * 3 / 4)
+            try? await Task.sleep(for: .seconds(interval / 4))
+        }
+    }
+
+    /// - Parameter olderThan: Seconds since an entry's last check that make it due (``refreshInterval``'s by
+    ///   default).
     @discardableResult
-    func refresh(dueOnly: Bool = true, limit: Int, skipping: String?) async -> RefreshReport {
+    func refresh(dueOnly: Bool = true, limit: Int, skipping: String?, olderThan: Int64? = nil) async -> RefreshReport {
         let now = clock()
-        let interval = refreshInterval.components.seconds
+        let interval = olderThan ?? refreshInterval.components.seconds
         let due = read().values
             .filter { entry in
                 guard entry.username != skipping else { return false }
