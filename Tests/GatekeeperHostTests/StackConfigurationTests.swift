@@ -605,6 +605,17 @@ struct SecretFileTests {
             #expect(throws: ConfigurationError.self) { try options.secretFile("client_secret_file", provider: "oidc") }
             chown(path, 0, 0)
         }
+        // Readable by another user through an access ACL, its mode private: refused too.
+        chmod(path, 0o600)
+        try #require(try grantReadThroughACL(path, toUID: 65534), "the file system took no ACL")
+        do {
+            _ = try options.secretFile("client_secret_file", provider: "oidc")
+            Issue.record("a secret file others may read through an ACL was read")
+        } catch {
+            #expect(error.description.contains("access ACL"), "\(error)")
+        }
+        try "s3cret#with=marks\n".write(toFile: path + ".new", atomically: false, encoding: .utf8)
+        #expect(rename(path + ".new", path) == 0)
         chmod(path, 0o600)
         let secret = try #require(try options.secretFile("client_secret_file", provider: "oidc"))
         #expect(secret == Secret(copying: "s3cret#with=marks".utf8))

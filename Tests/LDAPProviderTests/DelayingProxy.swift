@@ -9,35 +9,36 @@ import TestSupport
 final class DelayingProxy {
     let uri: String
     let held: String
-    private let process: Process
+    private let process: Spawned
 
     init(to port: Int, delaying dn: String, by delay: Duration) throws {
         let directory = temporaryDirectory("gatekeeper-ldap-proxy")
         let script = directory + "/proxy.py"
         held = directory + "/held"
         try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
-        process.arguments = [script, String(port), dn, String(seconds), held]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let line = output.fileHandleForReading.availableData
-        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-        else {
-            process.terminate()
-            throw FixtureFailure("the LDAP proxy did not start")
+        process = try Spawned(
+            URL(fileURLWithPath: "/usr/bin/python3"), [script, String(port), dn, String(seconds), held],
+            mergingStandardError: true)
+        var listening: Int?
+        let deadline = ContinuousClock.now + .seconds(10)
+        while listening == nil, ContinuousClock.now < deadline {
+            listening = process.stdout.split(separator: "\n").first.flatMap { Int($0) }
+            if listening == nil { usleep(10_000) }
         }
-        uri = "ldap://127.0.0.1:\(port)"
+        guard let listening else {
+            process.send(SIGKILL)
+            _ = process.finish(timeout: .seconds(5))
+            throw FixtureFailure("the LDAP proxy did not start: \(process.stdout)")
+        }
+        uri = "ldap://127.0.0.1:\(listening)"
     }
 
+    /// Stops the proxy (SIGKILL: its threads may be holding an answer back) and reaps it.
     func stop() {
-        process.terminate()
-        process.waitUntilExit()
+        process.send(SIGKILL)
+        _ = process.finish(timeout: .seconds(5))
     }
-
-    deinit { if process.isRunning { stop() } }
 
     static let script = """
         import socket, sys, threading, time

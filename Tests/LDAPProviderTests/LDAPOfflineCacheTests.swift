@@ -218,6 +218,48 @@ struct LDAPOfflineCacheTests {
         }
     }
 
+    /// A success answered late (4 s, within the 5 s a search's entry is kept) after the account was reset or
+    /// locked and a check in another process removed its entry: the success does not put it back — its standing
+    /// after the answer is searched afresh, never the entry its own search kept before the bind.
+    @Test(arguments: ["reset", "lock"])
+    func aLateSuccessDoesNotUndoAWithdrawal(_ withdrawal: String) async throws {
+        let slapd = try SlapdFixture()  // its own: this test resets or locks kim
+        defer { slapd.kill() }
+        let proxy = try DelayingProxy(to: slapd.port, delaying: slapd.dn("kim"), by: .seconds(4))
+        defer { proxy.stop() }
+        func provider() throws -> OfflineCachingProvider {
+            var configuration = LDAPAuthProvider.Configuration(
+                uris: [proxy.uri], base: slapd.base, timeout: .seconds(20))
+            configuration.requiresTLS = false
+            return try OfflineCachingProvider(
+                wrapping: LDAPAuthProvider(configuration), directory: directory, maxAge: .seconds(86_400))
+        }
+        let cache = try provider()
+        func login(_ password: String) async throws -> AuthOutcome {
+            try await cache.authenticate(
+                AuthRequest(username: "kim", conversation: ScriptedConversation(.secret(password))))
+        }
+        #expect(try await login("kim-2026").pamResult == .success)
+        try? FileManager.default.removeItem(atPath: proxy.held)
+        let inFlight = Task { try await login("kim-2026") }
+        #expect(await eventually { FileManager.default.fileExists(atPath: proxy.held) }, "no bind was held back")
+        let admin = "-x -H \(slapd.uri) -D cn=admin,\(slapd.base) -w admin-secret"
+        let change =
+            withdrawal == "reset"
+            ? "ldappasswd \(admin) -s reset-by-admin-2026 \(slapd.dn("kim")) && printf 'dn: \(slapd.dn("kim"))\\n"
+                + "changetype: modify\\ndelete: pwdReset\\n' | ldapmodify -e relax \(admin)"
+            : "printf 'dn: \(slapd.dn("kim"))\\nchangetype: modify\\nadd: pwdAccountLockedTime\\n"
+                + "pwdAccountLockedTime: 000001010000Z\\n' | ldapmodify \(admin)"
+        let (done, output) = try shell(change)
+        try #require(done == 0, "\(change): \(output)")
+        #expect(await (try provider()).refresh(dueOnly: false) == .init(removed: 1))
+        _ = try await inFlight.value
+        #expect(slapd.kill())
+        if case .authenticated = try await login("kim-2026") {
+            Issue.record("a late success put back what the \(withdrawal) and the check had removed")
+        }
+    }
+
     /// A group the directory takes the account out of admits it no more offline once the entry is checked: alice,
     /// cached in staff (a posixGroup naming her), taken out of it, is offline without it after the check.
     @Test func aGroupTakenAwayInTheDirectoryIsGoneOfflineAfterTheCheck() async throws {

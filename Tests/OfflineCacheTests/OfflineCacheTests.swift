@@ -32,6 +32,9 @@ struct OfflineCacheTests {
         let slowAnswerOnce = Locked<Duration?>(nil)
         /// How many logins' passwords were checked.
         let checked = Locked(0)
+        /// Whether the login's caller goes away as soon as the answer is given (its task cancelled: a closed
+        /// connection, ^C).
+        let callerLeavesAfterAnswer = Locked(false)
 
         func standing(of username: String) async -> AccountStanding {
             asked.withLock { $0.append(username) }
@@ -79,6 +82,7 @@ struct OfflineCacheTests {
             }) {
                 try? await Task.sleep(for: delay)
             }
+            if callerLeavesAfterAnswer.withLock({ $0 }) { withUnsafeCurrentTask { $0?.cancel() } }
             return OnlineLogin(answer, standingBefore: before)
         }
 
@@ -803,6 +807,22 @@ struct OfflineCacheTests {
         #expect(identity.groups == ["staff"], "the groups offline: \(identity.groups)")
     }
 
+    /// A wrong guess whose caller goes away as soon as the directory refused it (a closed connection, ^C) leaves
+    /// the entry another process wrote, as any wrong guess does: the check of whether the refused password is
+    /// the cached one runs to its end (cancelled, it read as "cannot be checked", which forgets: anyone could
+    /// wipe anyone's offline login so).
+    @Test func aWrongGuessWhoseCallerLeavesWipesNothing() async throws {
+        let backend = Switchable()
+        let writer = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        #expect(try await login(writer, "wonderland").pamResult == .success)
+        let other = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+        backend.callerLeavesAfterAnswer.withLock { $0 = true }
+        _ = try? await Task { try await login(other, "a-guess") }.value
+        backend.callerLeavesAfterAnswer.withLock { $0 = false }
+        backend.reachable.withLock { $0 = false }
+        #expect(try await login(other, "wonderland").pamResult == .success, "the entry was wiped by a guess")
+    }
+
     /// While the backend answers, the checks run whether or not anyone logs in (gatekeeperd runs them): an
     /// entry is asked about once it is three quarters of `refreshInterval` old, not before, and a lock made in
     /// the directory meanwhile ends it — within the interval of its last check, with no login at all.
@@ -861,6 +881,19 @@ struct OfflineCacheTests {
             }
             try #require(chown(file, 0, 0) == 0)
             #expect(try await login(cache, "wonderland").pamResult == .success)
+        }
+        // Private by its mode, but readable by another user through an access ACL: refused too.
+        try #require(chmod(file, 0o600) == 0)
+        try #require(try grantReadThroughACL(file, toUID: 65534), "the file system took no ACL")
+        do {
+            _ = try OfflineCachingProvider(wrapping: backend, directory: directory, maxAge: .seconds(86_400))
+            Issue.record("a cache file others may read through an ACL was accepted")
+        } catch {
+            #expect(error.code == .providerUnavailable && "\(error)".contains("access ACL"), "\(error)")
+        }
+        guard case .unavailable = try await login(cache, "wonderland") else {
+            Issue.record("a login was admitted offline from a file another user may read through an ACL")
+            return
         }
         try #require(chmod(file, 0o644) == 0)
         backend.reachable.withLock { $0 = true }

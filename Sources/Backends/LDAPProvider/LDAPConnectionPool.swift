@@ -148,12 +148,14 @@ final class LDAPConnectionPool: @unchecked Sendable {
     }
 
     /// Keeps what a search for `key` found; at most 4,096 searches are kept, the expired ones dropped first.
-    func keep(_ entry: LDAPEntry?, for key: String) {
+    /// - Parameter forBinds: Whether a login's bind may use it (``found(_:forBind:)``); not one read after a
+    ///   login's answer, which may be older than the next login's bind.
+    func keep(_ entry: LDAPEntry?, for key: String, forBinds: Bool = true) {
         pthread_mutex_lock(mutex)
         let now = Self.now()
         if found.count >= 4_096 { found = found.filter { now - $0.value.at < Self.foundLifetime } }
         if found.count >= 4_096 { found.removeAll() }
-        found[key] = (now, entry, false)
+        found[key] = (now, entry, !forBinds)
         pthread_mutex_unlock(mutex)
     }
 

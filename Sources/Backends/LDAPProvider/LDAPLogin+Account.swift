@@ -18,19 +18,18 @@ extension LDAPLogin {
         "entryUUID", "nsUniqueId", "createTimestamp", "whenCreated",
     ]
 
-    /// The account's standing, read with the service account's rights: see
-    /// ``LDAPAuthProvider/standing(of:)``. Where a login's own search read it a moment ago (``find(on:_:)``
-    /// reads the standing's attributes too), that answers, read before the login's bind: a reset in the moment
-    /// between makes the stamp kept older than the directory's, which withdraws the cached password at its next
-    /// check, never keeps it.
+    /// The account's standing, read with the service account's rights: see ``LDAPAuthProvider/standing(of:)``.
+    /// Always a search of its own, never the entry a login's search kept a moment ago: read after a login's
+    /// answer, it must tell whether the password changed while that login was in flight (the login's own
+    /// search, before its bind, gives the standing before: ``attempt(on:_:_:_:changesExpired:readsGroups:_:)``).
     func standing(on handle: OpaquePointer, _ username: String) -> Result<AccountStanding, Failure> {
-        accountState(on: handle, username).map(Self.standing)
+        accountState(on: handle, username, fresh: true).map(Self.standing)
     }
 
     /// ``standing(on:_:)`` with the account's groups now, as a login reads them (`memberOf`, and the `posixGroup`
     /// entries naming it, searched with the service account's rights): what a check of the offline cache asks.
     func standingWithGroups(on handle: OpaquePointer, _ username: String) -> Result<AccountStanding, Failure> {
-        accountState(on: handle, username).flatMap { state in
+        accountState(on: handle, username, fresh: true).flatMap { state in
             guard case .current(let entry, let stamp) = state else { return .success(Self.standing(state)) }
             return currentIdentity(of: entry, username, on: handle).map { .current(stamp: stamp, groups: $0.groups) }
         }
@@ -65,9 +64,12 @@ extension LDAPLogin {
         case current(LDAPEntry, stamp: String?)
     }
 
-    func accountState(on handle: OpaquePointer, _ username: String) -> Result<AccountState, Failure> {
+    /// - Parameter fresh: Search whatever was kept (``find(on:_:forBind:fresh:)``).
+    func accountState(on handle: OpaquePointer, _ username: String, fresh: Bool = false) -> Result<
+        AccountState, Failure
+    > {
         let found: LDAPEntry?
-        switch find(on: handle, username) {
+        switch find(on: handle, username, fresh: fresh) {
         case .success(let entry): found = entry
         // The login itself is refused so (the filter is ambiguous): no cached password stands for it either.
         case .failure(.refused(let why)) where why == Self.ambiguous: return .success(.ambiguous)

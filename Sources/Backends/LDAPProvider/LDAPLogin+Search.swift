@@ -22,17 +22,27 @@ extension LDAPLogin {
     /// The service account's bind (or an anonymous one), then the search for the user's one entry (`nil`: there
     /// is none), reading ``foundAttributes``. A login's look-up, its bind, the offline cache's stamp and the
     /// account check after it ask for the same entry within moments: one search serves them
-    /// (``LDAPConnectionPool/foundLifetime``).
-    /// - Parameter forBind: For a login's bind: an entry no bind has used yet (``LDAPConnectionPool/found(_:forBind:)``).
-    func find(on handle: OpaquePointer, _ username: String, forBind: Bool = false) -> Result<LDAPEntry?, Failure> {
+    /// (``LDAPConnectionPool/foundLifetime``) — but the offline cache's reads, which must see the entry as it is
+    /// now.
+    /// - Parameters:
+    ///   - forBind: For a login's bind: an entry no bind has used yet (``LDAPConnectionPool/found(_:forBind:)``).
+    ///   - fresh: Search whatever was kept: for the offline cache's standing, read after a login's answer to
+    ///     tell whether the password changed while it was in flight, and by its checks.
+    func find(on handle: OpaquePointer, _ username: String, forBind: Bool = false, fresh: Bool = false) -> Result<
+        LDAPEntry?, Failure
+    > {
         let key = foundKey(username)
         // An entry that records failed binds may have had them cleared by the bind since (a password policy does
         // at a good bind): read afresh, so that a stamp taken now is the entry's after that bind.
-        if let kept = pool.found(key, forBind: forBind), kept?.recordsFailedBinds != true { return .success(kept) }
+        if !fresh, let kept = pool.found(key, forBind: forBind), kept?.recordsFailedBinds != true {
+            return .success(kept)
+        }
         switch entries(on: handle, username, attributes: Self.foundAttributes) {
         case .success(let entries):
             guard entries.count <= 1 else { return .failure(.refused(Self.ambiguous)) }
-            pool.keep(entries.first, for: key)
+            // A fresh read (the offline cache's, after a login's answer or at a check) serves the account check
+            // after it, never a later login's bind, whose standing before must be read before that bind.
+            pool.keep(entries.first, for: key, forBinds: !fresh)
             return .success(entries.first)
         case .failure(let failure): return .failure(failure)
         }

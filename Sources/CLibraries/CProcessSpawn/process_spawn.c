@@ -7,6 +7,7 @@ int gk_spawn_add_close_from(posix_spawn_file_actions_t *actions, int lowest) {
 }
 
 #include <sys/prctl.h>
+#include <sys/xattr.h>
 
 int gk_set_child_subreaper(int on) {
     return prctl(PR_SET_CHILD_SUBREAPER, (unsigned long)on, 0UL, 0UL, 0UL);
@@ -109,3 +110,7 @@ int gk_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int *gid) 
 }
 
 int gk_accept_cloexec(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
+
+int gk_has_access_acl(int fd) {
+    return fgetxattr(fd, "system.posix_acl_access", NULL, 0) >= 0;
+}

@@ -1,3 +1,5 @@
+import CProcessSpawn
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -52,6 +54,7 @@ package func readPrivateFileAndOwner(_ path: String, maxBytes: Int = 1 << 20, se
         guard info.st_mode & S_IROTH == 0, info.st_mode & S_IRGRP == 0 || info.st_gid == 0 else {
             return .failure(.unsafe("holds a secret and may be read by others; make it private with chmod go-r"))
         }
+        guard !hasAccessACL(descriptor) else { return .failure(.unsafe(accessACLProblem)) }
     }
     guard info.st_size <= maxBytes else { return .failure(.unsafe("is larger than \(maxBytes) bytes")) }
     var bytes = [UInt8](repeating: 0, count: maxBytes + 1)
@@ -119,3 +122,13 @@ package let privateScratchBase: String = {
     }
     return "/tmp"
 }()
+
+/// Whether the file open on `descriptor` has an access ACL beyond its mode bits (`setfacl -m u:NAME:r`): the
+/// mode then no longer says who may read it. A file system without ACLs has none.
+package func hasAccessACL(_ descriptor: Int32) -> Bool {
+    gk_has_access_acl(descriptor) != 0
+}
+
+/// Why a secret file with an access ACL is refused.
+package let accessACLProblem =
+    "holds a secret and has an access ACL, which may let others read it; remove it with setfacl -b"

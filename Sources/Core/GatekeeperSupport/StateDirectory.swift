@@ -134,6 +134,10 @@ package final class StateDirectory: Sendable {
                 "\(path)/\(name): holds secrets and may be read by others; make it private with chmod go-r",
                 isExposed: true)
         }
+        if secret, hasAccessACL(file) {
+            close(file)
+            throw StateFileError("\(path)/\(name): \(accessACLProblem)", isExposed: true)
+        }
         return file
     }
 

@@ -113,6 +113,8 @@ extension OfflineCachingProvider {
                         report.confirmed += 1
                     default:
                         entries[asked.username] = nil
+                        // The newest word on the account: a login begun before it does not put the entry back.
+                        order.take(asked.username)
                         report.removed += 1
                     }
                 }

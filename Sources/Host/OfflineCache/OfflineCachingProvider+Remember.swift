@@ -41,6 +41,7 @@ extension OfflineCachingProvider {
             let stamp: String?
             switch (standingBefore, await inner.standing(of: identity.username)) {
             case (.withdrawn, _), (_, .withdrawn):
+                order.take(identity.username)
                 _ = try? update { $0[identity.username] = nil }
                 return
             case (.current(let before, _), .current(let after, _)):
@@ -131,7 +132,10 @@ extension OfflineCachingProvider {
                 } else if writes.wrote(entry.verifier, for: entry.username) {
                     stale = false
                 } else {
-                    stale = await Self.verifies(entry.verifier, password) ?? true
+                    // Checked to its end, whether or not the login's caller is still there: a guess whose
+                    // caller went away (a closed connection, ^C) must not count as "cannot be checked", which
+                    // forgets — anyone could wipe anyone's offline login so.
+                    stale = await Self.verifies(entry.verifier, password, toTheEnd: true) ?? true
                 }
             } else {
                 stale = true
@@ -177,14 +181,15 @@ extension OfflineCachingProvider {
     }
 
     /// Whether the verifier `text` is of `password`, checked on the checks' pool; `nil` when it cannot be
-    /// checked (a damaged verifier, libxcrypt missing, the task cancelled).
-    static func verifies(_ text: String, _ password: Secret) async -> Bool? {
+    /// checked (a damaged verifier, libxcrypt missing, or — unless `toTheEnd` — the task cancelled).
+    static func verifies(_ text: String, _ password: Secret, toTheEnd: Bool = false) async -> Bool? {
         let verifier = try? PasswordHash(text)
-        let checked = await PasswordHash.checks.run { () -> Bool? in
+        let check = { @Sendable () -> Bool? in
             guard let verifier, verifier.libraryProblem == nil else { return nil }
             return verifier.verify(password)
         }
-        return checked ?? nil
+        if toTheEnd { return await PasswordHash.checks.runToTheEnd(check) }
+        return await PasswordHash.checks.run(check) ?? nil
     }
 
     /// What saving a success came to.

@@ -47,4 +47,9 @@ int gk_peer_credentials(int fd, int *pid, unsigned int *uid, unsigned int *gid);
 
 /* accept4 with SOCK_CLOEXEC: a connection no child inherits. */
 int gk_accept_cloexec(int fd);
+
+/* Whether the file open on `fd` has an access ACL beyond its mode bits (the system.posix_acl_access
+   attribute, which the kernel keeps only for ACLs its mode cannot express): 1, 0, or 0 where the file system
+   has no ACLs. */
+int gk_has_access_acl(int fd);
 #endif
