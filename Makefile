@@ -63,7 +63,7 @@ DEBIAN_PACKAGES := pkg-config libpam0g-dev libpam-modules libpam-modules-bin lib
 	python3-cryptography libpwquality-dev libpwquality-tools cracklib-runtime sudo tmux g++ openssh-server \
 	openssh-client sssd-ldap libpam-sss python3-matplotlib
 
-.PHONY: pam-module startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-sssd bench-smoke sanitize sanitize-address sanitize-thread leaks lint docs fuzz fuzz-build fuzz-smoke fuzz-stacks faults
+.PHONY: pam-module startup-order deps build-deps build run ldap-demo oidc-demo test test-package release install uninstall deb bench bench-sssd bench-smoke sanitize sanitize-address sanitize-thread leaks lint docs fuzz fuzz-targets fuzz-build fuzz-smoke fuzz-stacks faults
 
 # What building the tools alone needs (make install, make deb): headers, a C compiler, libstdc++'s archive
 # (g++), strip, dpkg-shlibdeps.
@@ -356,9 +356,12 @@ FUZZ_BUILD ?= release
 # And the offline cache's model (OfflineCacheModelTests) at six times make test's sequences (each half within the
 # suite's time limit).
 MODEL_SEQUENCES ?= 6000
-fuzz: fuzz-build
-	FUZZ_BINARY=.build/fuzz/$(FUZZ_BUILD)/gatekeeper-fuzz bash Fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+fuzz: fuzz-targets
+	$(SWIFT) build --build-tests
 	GATEKEEPER_MODEL_SEQUENCES=$(MODEL_SEQUENCES) python3 Tests/Runner/run-suites.py OfflineCacheModelTests
+
+fuzz-targets: fuzz-build
+	FUZZ_BINARY=.build/fuzz/$(FUZZ_BUILD)/gatekeeper-fuzz bash Fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # The core's DocC catalog (Sources/Core/Authentication/Authentication.docc) with the module's symbols, every
 # warning an error: a link to a symbol that is gone, or an article a topic no longer lists, fails make test.
@@ -380,7 +383,7 @@ fuzz-build: deps
 # What CI runs so the fuzz targets cannot rot: each for a few seconds, built unoptimised (a build a quarter of
 # the release build's time; its executions check every assertion, where -O keeps only preconditions).
 fuzz-smoke:
-	$(MAKE) fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-4} FUZZ_BUILD=$${FUZZ_BUILD:-debug}
+	$(MAKE) fuzz-targets FUZZ_SECONDS=$${FUZZ_SECONDS:-4} FUZZ_BUILD=$${FUZZ_BUILD:-debug}
 
 lint:
 	$(SWIFT_FORMAT) lint --strict -r Sources Tools Examples Tests Benchmarks Fuzz Package.swift
