@@ -122,12 +122,17 @@ public final class LDAPAuthProvider: ReachabilityReporting {
     /// The login, with "no server could be reached" told apart from every other failure: only then may
     /// an offline cache answer instead.
     public func authenticateOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineAnswer {
-        try await loginOnline(request).answer
+        try await login(request, readsStandingAfter: false).answer
     }
 
-    /// The login, with the account's standing read from the entry its search found, before the bind: what the
-    /// offline cache saves a success under (no search more than the login's own).
+    /// The login, with the account's standing read from the entry its search found, before the bind (no search
+    /// more than the login's own), and for a success read again afresh on the same connection once the bind
+    /// answered: what the offline cache saves a success under, and whether the password changed in between.
     public func loginOnline(_ request: AuthRequest) async throws(AuthError) -> OnlineLogin {
+        try await login(request, readsStandingAfter: true)
+    }
+
+    private func login(_ request: AuthRequest, readsStandingAfter: Bool) async throws(AuthError) -> OnlineLogin {
         let password = try await request.conversation.askSecret(passwordPrompt)
         // Never an unauthenticated bind.
         guard password.count > 0 else {
@@ -141,14 +146,15 @@ public final class LDAPAuthProvider: ReachabilityReporting {
                 login.run { handle, uri, messages in
                     login.attempt(
                         on: handle, uri, username, password, changesExpired: changes, readsGroups: readsGroups,
-                        &messages)
+                        readsStandingAfter: readsStandingAfter, &messages)
                 }
             })
         else { throw .cancelled }
         // What the password policy said (grace logins left, an expiry near), once the login is decided.
         for message in messages { await request.conversation.show(message, as: .info) }
         switch answer {
-        case .served(let (outcome, before)): return OnlineLogin(.answered(outcome), standingBefore: before)
+        case .served(let (outcome, before, after)):
+            return OnlineLogin(.answered(outcome), standingBefore: before, standingAfter: after)
         case .unavailable(let reason):
             return OnlineLogin(.answered(.unavailable(reason: reason)), standingBefore: .cannotTell)
         case .unreachable(let reason): return OnlineLogin(.unreachable(reason: reason), standingBefore: .cannotTell)

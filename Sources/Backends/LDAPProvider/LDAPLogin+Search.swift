@@ -87,6 +87,8 @@ extension LDAPLogin {
     ///     login is then one to change, not a login.
     ///   - readsGroups: Whether anything reads the identity's groups: without, no search for `posixGroup`
     ///     entries (`memberOf` comes with the entry).
+    ///   - readsStandingAfter: Whether a success reads the account's standing again, afresh, on this connection
+    ///     (for the offline cache: ``OnlineLogin/standingAfter``).
     func attempt(
         on handle: OpaquePointer,
         _ uri: String,
@@ -94,21 +96,28 @@ extension LDAPLogin {
         _ password: Secret,
         changesExpired: Bool = false,
         readsGroups: Bool = true,
+        readsStandingAfter: Bool = false,
         _ messages: inout [String]
-    ) -> Result<(outcome: AuthOutcome, standingBefore: AccountStanding), Failure> {
+    ) -> Result<(outcome: AuthOutcome, standingBefore: AccountStanding, standingAfter: AccountStanding?), Failure> {
         let found: LDAPEntry?
         switch find(on: handle, username, forBind: true) {
         case .success(let entry): found = entry
         case .failure(let failure): return .failure(failure)
         }
-        guard let entry = found else { return .success((.notMine, Self.standing(.gone))) }
+        guard let entry = found else { return .success((.notMine, Self.standing(.gone), nil)) }
         // The standing the offline cache saves a success under: read with the entry the password is bound to,
         // before the bind.
         let before = Self.standing(Self.state(of: entry))
         return bind(
             to: entry, on: handle, username, password, changesExpired: changesExpired, readsGroups: readsGroups,
             &messages
-        ).map { ($0, before) }
+        ).map { outcome in
+            guard readsStandingAfter, case .authenticated = outcome else { return (outcome, before, nil) }
+            // Read again once the password was found right, afresh and on this connection (no other is taken
+            // from the pool): a change made while the bind was in flight is seen.
+            let after = accountState(on: handle, username, fresh: true).map(Self.standing)
+            return (outcome, before, (try? after.get()) ?? .cannotTell)
+        }
     }
 
     /// The login's bind to the entry its search found, and the identity it makes.

@@ -22,8 +22,10 @@ extension OfflineCachingProvider {
     ///   - begun: When the login's password went to the backend: a success is saved only if no answer on the
     ///     account begun later came first, and is saved as of then.
     ///   - standingBefore: The account as the backend read it before it checked the password.
+    ///   - standingAfter: For a success, as the backend read it again once the password was found right, if it did.
     func remember(
-        _ outcome: AuthOutcome, typed: String, password: Secret?, begun: Begun, standingBefore: AccountStanding
+        _ outcome: AuthOutcome, typed: String, password: Secret?, begun: Begun, standingBefore: AccountStanding,
+        standingAfter: AccountStanding? = nil
     ) async {
         switch outcome {
         case .authenticated(let identity):
@@ -39,7 +41,9 @@ extension OfflineCachingProvider {
             // The account as read before the password was checked, and again now: a password changed in
             // between (a reset while this login was in flight) is not saved, under either stamp.
             let stamp: String?
-            switch (standingBefore, await inner.standing(of: identity.username)) {
+            let after: AccountStanding
+            if let standingAfter { after = standingAfter } else { after = await inner.standing(of: identity.username) }
+            switch (standingBefore, after) {
             case (.withdrawn, _), (_, .withdrawn):
                 order.take(identity.username)
                 _ = try? update { $0[identity.username] = nil }

@@ -129,7 +129,7 @@ public final class OfflineCachingProvider: AuthProvider {
         }
         await remember(
             outcome, typed: request.username, password: capturing.password, begun: begun,
-            standingBefore: online.standingBefore)
+            standingBefore: online.standingBefore, standingAfter: online.standingAfter)
         // A server answered (and served): entries of other accounts not checked for a while are asked
         // about now.
         switch outcome {

@@ -119,10 +119,15 @@ public struct OnlineLogin: Sendable, Hashable {
     /// The account's standing as read before the password was checked: for a directory, from the search that
     /// found the entry the password was bound to.
     public var standingBefore: AccountStanding
+    /// For a success, the standing read again once the password was found right, searched afresh (a directory
+    /// reads it on the connection the bind answered on, holding no other); `nil` when the backend did not read
+    /// it, and the cache asks ``ReachabilityReporting/standing(of:)``.
+    public var standingAfter: AccountStanding?
 
-    public init(_ answer: OnlineAnswer, standingBefore: AccountStanding) {
+    public init(_ answer: OnlineAnswer, standingBefore: AccountStanding, standingAfter: AccountStanding? = nil) {
         self.answer = answer
         self.standingBefore = standingBefore
+        self.standingAfter = standingAfter
     }
 }
 
