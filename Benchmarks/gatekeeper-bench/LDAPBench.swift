@@ -141,7 +141,11 @@ final class DemoDirectory {
         guard system("bash '\(repository)/Examples/ldap/demo.sh' --start '\(directory)' >/dev/null 2>&1") == 0,
             let port = try? String(contentsOfFile: directory + "/port", encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
-        else { throw LDAPBenchError.noDirectory }
+        else {
+            // Whatever was started and made goes with the failure.
+            _ = system("kill $(cat '\(directory)/slapd.pid' 2>/dev/null) 2>/dev/null; sleep 1; rm -rf '\(directory)'")
+            throw LDAPBenchError.noDirectory
+        }
         uri = "ldap://127.0.0.1:\(port)"
         let ldapsPort =
             (try? String(contentsOfFile: directory + "/ldaps-port", encoding: .utf8))?

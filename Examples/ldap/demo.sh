@@ -23,8 +23,6 @@ else
     }
     trap cleanup EXIT
 fi
-port=$((20000 + RANDOM % 30000))
-ldaps_port=$((port + 1))
 mkdir -p "$work/db"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" -days 1 \
     -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost 2>/dev/null
@@ -66,7 +64,14 @@ CONF
     printf 'memberUid: alice\nmemberUid: carol\n'
 } > "$work/data.ldif"
 slapadd -f "$work/slapd.conf" -l "$work/data.ldif" 2>/dev/null
-slapd -f "$work/slapd.conf" -h "ldap://127.0.0.1:$port/ ldaps://127.0.0.1:$ldaps_port/"
+# Two loopback ports picked at random; another server may hold one (tests and benchmarks start theirs side
+# by side), so slapd is tried on up to ten pairs.
+for attempt in $(seq 10); do
+    port=$((20000 + RANDOM % 30000))
+    ldaps_port=$((port + 1))
+    slapd -f "$work/slapd.conf" -h "ldap://127.0.0.1:$port/ ldaps://127.0.0.1:$ldaps_port/" && break
+    if [ "$attempt" -eq 10 ]; then echo "demo.sh: slapd could not start on any of ten port pairs" >&2; exit 1; fi
+done
 for _ in $(seq 100); do ldapwhoami -x -H "ldap://127.0.0.1:$port" >/dev/null 2>&1 && break; sleep 0.05; done
 if [ -z "$repl" ]; then
     echo "$port" > "$work/port"
