@@ -49,13 +49,7 @@ package func readPrivateFileAndOwner(_ path: String, maxBytes: Int = 1 << 20, se
     guard info.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
         return .failure(.unsafe("may be written by group or others; make it private with chmod go-w"))
     }
-    if secret {
-        // As ssh refuses a private key others can read: not by others, nor by a group other than root's.
-        guard info.st_mode & S_IROTH == 0, info.st_mode & S_IRGRP == 0 || info.st_gid == 0 else {
-            return .failure(.unsafe("holds a secret and may be read by others; make it private with chmod go-r"))
-        }
-        guard !hasAccessACL(descriptor) else { return .failure(.unsafe(accessACLProblem)) }
-    }
+    if secret, let exposure = secretExposure(info, descriptor) { return .failure(.unsafe(exposure)) }
     guard info.st_size <= maxBytes else { return .failure(.unsafe("is larger than \(maxBytes) bytes")) }
     var bytes = [UInt8](repeating: 0, count: maxBytes + 1)
     var filled = 0
@@ -123,12 +117,16 @@ package let privateScratchBase: String = {
     return "/tmp"
 }()
 
-/// Whether the file open on `descriptor` has an access ACL beyond its mode bits (`setfacl -m u:NAME:r`): the
-/// mode then no longer says who may read it. A file system without ACLs has none.
-package func hasAccessACL(_ descriptor: Int32) -> Bool {
-    gk_has_access_acl(descriptor) != 0
+/// Why a file that holds a secret (a bind password, the offline cache's verifiers), open on `descriptor` and
+/// described by `info` (its `fstat`), may be read by others, or `nil`: as ssh refuses a private key, readable
+/// by others, by a group other than root's, or through an access ACL beyond its mode (`setfacl -m u:NAME:r`,
+/// which leaves the mode looking private). The one rule for every secret file this package reads.
+func secretExposure(_ info: stat, _ descriptor: Int32) -> String? {
+    if info.st_mode & S_IROTH != 0 || (info.st_mode & S_IRGRP != 0 && info.st_gid != 0) {
+        return "holds a secret and may be read by others; make it private with chmod go-r"
+    }
+    if gk_has_access_acl(descriptor) != 0 {
+        return "holds a secret and has an access ACL, which may let others read it; remove it with setfacl -b"
+    }
+    return nil
 }
-
-/// Why a secret file with an access ACL is refused.
-package let accessACLProblem =
-    "holds a secret and has an access ACL, which may let others read it; remove it with setfacl -b"

@@ -128,15 +128,9 @@ package final class StateDirectory: Sendable {
             throw StateFileError("\(path)/\(name): \(problem)")
         }
         // As a bind password's file and ssh's private keys: not by others, nor by a group other than root's.
-        if secret, info.st_mode & S_IROTH != 0 || (info.st_mode & S_IRGRP != 0 && info.st_gid != 0) {
+        if secret, let exposure = secretExposure(info, file) {
             close(file)
-            throw StateFileError(
-                "\(path)/\(name): holds secrets and may be read by others; make it private with chmod go-r",
-                isExposed: true)
-        }
-        if secret, hasAccessACL(file) {
-            close(file)
-            throw StateFileError("\(path)/\(name): \(accessACLProblem)", isExposed: true)
+            throw StateFileError("\(path)/\(name): \(exposure)", isExposed: true)
         }
         return file
     }
